@@ -1,0 +1,3 @@
+from vocero.app.cli import main
+
+raise SystemExit(main())

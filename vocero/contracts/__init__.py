@@ -1,0 +1,1 @@
+"""Wire and domain contracts shared by every plane: plain data, no frameworks."""

@@ -1,0 +1,120 @@
+"""Domain records shared across planes: who is calling, which profile governs the session,
+which tools exist and how they are classified. Loading and validation live in
+``vocero.identity``; these are the validated shapes."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+import msgspec
+
+ActionClass = Literal["read", "reversible_write", "irreversible", "prohibited"]
+
+
+class Caller(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One entry of the identities file (SPEC §4)."""
+
+    token: str
+    subject: str
+    tenant: str
+    roles: list[str] = []
+    scopes: list[str] = []
+    locale: str = "en-US"
+    timezone: str = "UTC"
+    phone: str = ""
+
+    @property
+    def subject_ref(self) -> str:
+        """Opaque, stable reference to the subject; the subject itself never leaves Vocero."""
+        digest = hashlib.sha256(f"{self.tenant}\x00{self.subject}".encode()).hexdigest()
+        return "sub_" + digest[:24]
+
+
+class Principal(msgspec.Struct, frozen=True, kw_only=True):
+    """What downstream systems learn about the caller (SPEC §7 ``io.vocero/principal``)."""
+
+    subject_ref: str
+    tenant_id: str
+    scopes: list[str]
+
+    @classmethod
+    def of(cls, caller: Caller) -> Principal:
+        return cls(subject_ref=caller.subject_ref, tenant_id=caller.tenant, scopes=list(caller.scopes))
+
+
+class ProfileMatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    tenant: str
+    roles: list[str] = []
+
+
+class VoiceSelection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    profile_id: str
+    version: str
+
+
+class McpServerSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An MCP server: streamable HTTP (``url``) or stdio (``command`` + ``args``)."""
+
+    url: str = ""
+    command: str = ""
+    args: list[str] = []
+    env: dict[str, str] = {}
+    headers: dict[str, str] = {}
+    protocol: Literal["2025-11-25", "2026-07-28"] = "2025-11-25"
+    max_concurrency: int = 8
+
+
+class ToolSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    name: str
+    server: str
+    resolves_to: str
+    action_class: ActionClass
+    requires_confirmation: bool = False
+    required_scopes: list[str] = []
+    timeout_ms: int = 5000
+    idempotent: bool = False
+    description: str = ""
+    lookup_tool: str = ""
+
+
+class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One agent profile (SPEC §5)."""
+
+    id: str
+    version: str
+    match: ProfileMatch
+    instructions: str = ""
+    rules: list[str] = []
+    locale: str = "en-US"
+    voice: VoiceSelection | None = None
+    min_interruption_ms: int = 200
+    max_lead_ms: int = 400
+    word_budget: int = 60
+    mcp_servers: dict[str, McpServerSpec] = {}
+    tools: list[ToolSpec] = []
+
+    def tool(self, name: str) -> ToolSpec | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+
+class ToolDefinition(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool as the model may see it: the profile's name with the server's pinned schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+
+
+class VoiceRef(msgspec.Struct, frozen=True, kw_only=True):
+    """An authorized, resolved voice: the only way a TTS runner learns which voice to use."""
+
+    voice_profile_id: str
+    voice_version: str
+    ref_audio: bytes = b""
+    ref_text: str = ""
+    x_vector_only: bool = False
+
+
+DEFAULT_VOICE = VoiceRef(voice_profile_id="builtin", voice_version="default")

@@ -1,0 +1,1 @@
+"""Inference plane: VAD, STT, LLM and TTS runners behind the ports of ``vocero.contracts.ports``."""

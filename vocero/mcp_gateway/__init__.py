@@ -1,0 +1,1 @@
+"""Enterprise integration plane: the only way to reach MCP servers."""

@@ -1,0 +1,1 @@
+"""Structured logging with redaction, and Prometheus metrics."""

@@ -1,0 +1,1 @@
+"""Conversation control plane: the session state machine, turns, generations, barge-in."""

@@ -1,0 +1,1 @@
+"""Policy plane: proposals, confirmations, evidence, the permit gate and durable execution."""

@@ -1,0 +1,1 @@
+"""Realtime data plane: terminates the WebSocket, enforces envelope rules, paces audio."""

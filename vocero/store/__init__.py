@@ -1,0 +1,1 @@
+"""Durable store: SQLAlchemy models, migrations, the hash-chained audit log."""

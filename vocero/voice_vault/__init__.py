@@ -1,0 +1,1 @@
+"""Voice vault: governed corporate voices, versions, four-eyes approval and revocation."""
