@@ -141,3 +141,46 @@ class ConfigError(Exception):
         self.path = path
         self.field = field
         self.problem = problem
+
+
+class ToolCallError(VoceroError):
+    """A tool call did not produce a usable result.
+
+    ``possibly_executed`` is the fact the action path needs: when true the downstream system may
+    have applied the effect (timeout after send, cancellation, invalid result), so the operation is
+    ``unknown`` and must be reconciled, never blindly retried.
+    """
+
+    code = ErrorCode.MCP_TOOL_ERROR
+    possibly_executed: bool = False
+
+    def __init__(self, message: str = "", *, possibly_executed: bool | None = None) -> None:
+        super().__init__(message)
+        if possibly_executed is not None:
+            self.possibly_executed = possibly_executed
+
+
+class ToolNotAllowedError(ToolCallError):
+    code = ErrorCode.TOOL_DENIED
+
+
+class ToolArgumentsError(ToolCallError):
+    code = ErrorCode.MCP_INVALID_ARGUMENTS
+
+
+class ToolChangedError(ToolCallError):
+    code = ErrorCode.MCP_TOOL_CHANGED
+
+
+class ToolTimeoutError(ToolCallError):
+    code = ErrorCode.MCP_TOOL_TIMEOUT
+    possibly_executed = True
+
+
+class ToolInvalidResultError(ToolCallError):
+    code = ErrorCode.MCP_INVALID_RESULT
+    possibly_executed = True
+
+
+class ToolUnavailableError(ToolCallError):
+    code = ErrorCode.MCP_UNAVAILABLE

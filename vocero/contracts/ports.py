@@ -173,3 +173,10 @@ class Clock(Protocol):
     def now(self) -> float:
         """Wall-clock seconds since the epoch."""
         ...
+
+
+class AuditSink(Protocol):
+    """Append one event to the hash-chained audit log. ``data`` holds opaque references only:
+    never secrets, raw speech or full tool payloads."""
+
+    async def record(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None: ...
