@@ -1,0 +1,83 @@
+"""The contract between the conversation (orchestrator) and the action path (policy plane).
+
+The model proposes; the application decides. The orchestrator hands every tool intent to an
+:class:`ActionCoordinator`, which returns a :class:`ToolPlan`: run it now (an authorized read or an
+already confirmed action), ask the caller to confirm an exact proposal, or deny with a reason code.
+Confirmations (spoken or clicked) go back through the coordinator, which alone decides whether they
+bind. Execution reports every status change through a callback so the caller sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+from vocero.contracts.events import ToolStatus
+from vocero.contracts.ports import ToolIntent
+
+
+class TurnRef(msgspec.Struct, frozen=True, kw_only=True):
+    session_id: str
+    turn_id: str
+    generation_id: str = ""
+    traceparent: str = ""
+
+
+class ToolPlan(msgspec.Struct, frozen=True, kw_only=True):
+    kind: Literal["run", "confirm", "deny"]
+    tool: str
+    tool_call_id: str = ""
+    proposal_id: str = ""
+    revision: int = 0
+    summary: str = ""
+    """Speakable read-back (confirm) or explanation (deny)."""
+    fields: dict[str, Any] = {}
+    expires_at: str = ""
+    reason_code: str = ""
+
+
+class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    tool_call_id: str
+    proposal_id: str = ""
+    status: ToolStatus
+    result: dict[str, Any] | None = None
+    reason_code: str = ""
+    side_effect: bool = False
+    """True when the operation may have changed a downstream system."""
+
+
+class ConfirmationVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    binds: bool
+    plan: ToolPlan | None = None
+    reason_code: str = ""
+    """Why it did not bind: ``no_active_question``, ``proposal_changed``, ``expired``, …"""
+
+
+StatusCallback = Callable[[str, str, ToolStatus, str], None]
+"""(tool_call_id, proposal_id, status, reason_code) -> None; must not block."""
+
+
+class ActionCoordinator(Protocol):
+    async def propose(self, turn: TurnRef, intent: ToolIntent) -> ToolPlan: ...
+
+    async def execute(self, plan: ToolPlan, on_status: StatusCallback) -> ToolOutcome: ...
+
+    async def submit_confirmation(
+        self,
+        turn: TurnRef | None,
+        proposal_id: str,
+        revision: int,
+        decision: Literal["confirm", "reject", "uncertain"],
+        *,
+        source: Literal["button", "speech"],
+    ) -> ConfirmationVerdict: ...
+
+    def active_question(self) -> ToolPlan | None:
+        """The proposal the caller was last asked to confirm, while it can still bind."""
+        ...
+
+    async def record_delivery(self, generation_id: str, *, delivered: bool) -> None:
+        """Evidence: the generation's speech was (or was not) fully delivered by playout."""
+        ...

@@ -1,0 +1,63 @@
+"""Energy-based voice activity detection for the simulators and tests.
+
+Deterministic: decisions depend only on the samples pushed, never on wall time. Speech starts
+after ``start_ms`` of frames above the threshold and stops after ``stop_ms`` below it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vocero.contracts.ports import VadEvent
+
+FRAME_MS = 20
+SAMPLE_RATE = 16000
+_FRAME_BYTES = SAMPLE_RATE * FRAME_MS // 1000 * 2
+
+
+class EnergyVadStream:
+    def __init__(self, threshold: float, start_ms: int, stop_ms: int) -> None:
+        self._threshold = threshold
+        self._start_frames = max(1, start_ms // FRAME_MS)
+        self._stop_frames = max(1, stop_ms // FRAME_MS)
+        self.reset()
+
+    def reset(self) -> None:
+        self._pending = b""
+        self._elapsed_ms = 0
+        self._speaking = False
+        self._run = 0
+
+    def push(self, pcm16: bytes) -> list[VadEvent]:
+        data = self._pending + pcm16
+        whole = len(data) - len(data) % _FRAME_BYTES
+        self._pending = data[whole:]
+        events: list[VadEvent] = []
+        for offset in range(0, whole, _FRAME_BYTES):
+            event = self._frame(data[offset : offset + _FRAME_BYTES])
+            if event is not None:
+                events.append(event)
+        return events
+
+    def _frame(self, frame: bytes) -> VadEvent | None:
+        samples = np.frombuffer(frame, dtype="<i2").astype(np.float32) / 32768.0
+        loud = float(np.sqrt(np.mean(samples * samples))) >= self._threshold
+        self._elapsed_ms += FRAME_MS
+        self._run = self._run + 1 if loud != self._speaking else 0
+        if not self._speaking and self._run >= self._start_frames:
+            self._speaking, self._run = True, 0
+            return VadEvent(kind="speech_started", at_ms=self._elapsed_ms - self._start_frames * FRAME_MS)
+        if self._speaking and self._run >= self._stop_frames:
+            self._speaking, self._run = False, 0
+            return VadEvent(kind="speech_stopped", at_ms=self._elapsed_ms - self._stop_frames * FRAME_MS)
+        return None
+
+
+class EnergyVad:
+    def __init__(self, threshold: float = 0.02, start_ms: int = 60, stop_ms: int = 400) -> None:
+        self.threshold = threshold
+        self.start_ms = start_ms
+        self.stop_ms = stop_ms
+
+    def open(self) -> EnergyVadStream:
+        return EnergyVadStream(self.threshold, self.start_ms, self.stop_ms)

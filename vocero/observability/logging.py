@@ -1,0 +1,118 @@
+"""structlog configuration: context from contextvars, level, timestamp, redaction, one renderer.
+
+Logs are events with static names (``log.info("turn.committed", turn_id=...)``); the session and
+turn ride along through contextvars (:mod:`vocero.observability.context`). Sensitive values are
+redacted before rendering unless a developer explicitly passes ``allow_sensitive=True``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, Literal, TextIO
+
+import structlog
+from structlog.typing import Processor
+
+from vocero.observability.redaction import redact_event
+
+LogFormat = Literal["console", "json"]
+
+_HANDLER_NAME = "vocero"
+
+
+class _Stderr:
+    """Writes to whatever ``sys.stderr`` is at the time (test runners swap it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def configure_logging(
+    fmt: LogFormat = "console",
+    level: str = "info",
+    *,
+    allow_sensitive: bool = False,
+    file: TextIO | None = None,
+    route_stdlib: bool = False,
+) -> None:
+    """Configure structlog for the process (logs go to ``file``, default standard error).
+
+    ``allow_sensitive=True`` turns redaction off; it exists for local debugging only.
+    ``route_stdlib=True`` also renders standard-library records (uvicorn, alembic) through the
+    same redacting chain, replacing the root handler this function installed before.
+    """
+    threshold = level_number(level)
+    structlog.configure(
+        processors=[*shared_processors(allow_sensitive=allow_sensitive), *_tail(fmt)],
+        wrapper_class=structlog.make_filtering_bound_logger(threshold),
+        logger_factory=_logger_factory(file),
+        # Off so that structlog.testing.capture_logs() also sees module-level loggers.
+        cache_logger_on_first_use=False,
+    )
+    if route_stdlib:
+        _route_stdlib(fmt, threshold, allow_sensitive=allow_sensitive, file=file)
+    if allow_sensitive:
+        structlog.get_logger(__name__).warning("logging.redaction_disabled")
+
+
+def shared_processors(*, allow_sensitive: bool = False) -> list[Processor]:
+    """The chain before rendering: contextvars first, then level, timestamp and redaction."""
+    chain: list[Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    if not allow_sensitive:
+        chain.append(redact_event)
+    return chain
+
+
+def renderer(fmt: LogFormat) -> Processor:
+    """The final processor for a format."""
+    if fmt == "json":
+        return structlog.processors.JSONRenderer(sort_keys=True)
+    if fmt == "console":
+        return structlog.dev.ConsoleRenderer(colors=False)
+    raise ValueError(f"unknown log format {fmt!r} (console|json)")
+
+
+def level_number(level: str) -> int:
+    """``"info"`` -> ``logging.INFO``; unknown names raise ``ValueError``."""
+    number = logging.getLevelNamesMapping().get(level.upper())
+    if number is None:
+        raise ValueError(f"unknown log level {level!r}")
+    return number
+
+
+def _tail(fmt: LogFormat) -> list[Processor]:
+    # ConsoleRenderer formats exceptions itself and warns when format_exc_info ran before it.
+    stack: list[Processor] = [structlog.processors.StackInfoRenderer()]
+    if fmt == "json":
+        stack.append(structlog.processors.format_exc_info)
+    return [*stack, renderer(fmt)]
+
+
+def _logger_factory(file: TextIO | None) -> Any:
+    if file is not None:
+        return structlog.PrintLoggerFactory(file=file)
+    return lambda *_args: structlog.PrintLogger(file=sys.stderr)
+
+
+def _route_stdlib(fmt: LogFormat, threshold: int, *, allow_sensitive: bool, file: TextIO | None) -> None:
+    chain = shared_processors(allow_sensitive=allow_sensitive)[1:]  # no contextvars in threads
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=chain,
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *_tail(fmt)],
+    )
+    handler = logging.StreamHandler(file if file is not None else _Stderr())
+    handler.set_name(_HANDLER_NAME)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(threshold)
