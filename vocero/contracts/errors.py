@@ -33,7 +33,6 @@ class ErrorCode(enum.StrEnum):
     INVALID_PAYLOAD = "INVALID_PAYLOAD"
     SEQUENCE_VIOLATION = "SEQUENCE_VIOLATION"
     FRAME_TOO_LARGE = "FRAME_TOO_LARGE"
-    AUDIO_TOO_LONG = "AUDIO_TOO_LONG"
     RATE_LIMITED = "RATE_LIMITED"
     CONNECT_REQUIRED = "CONNECT_REQUIRED"
     AUTH_DENIED = "AUTH_DENIED"
@@ -66,7 +65,6 @@ CODES: dict[ErrorCode, CodeInfo] = {
     ErrorCode.INVALID_PAYLOAD: CodeInfo(_P, False, "protocol.invalid_payload"),
     ErrorCode.SEQUENCE_VIOLATION: CodeInfo(_P, False, "protocol.sequence"),
     ErrorCode.FRAME_TOO_LARGE: CodeInfo(_P, False, "protocol.frame_too_large"),
-    ErrorCode.AUDIO_TOO_LONG: CodeInfo(_P, False, "protocol.audio_too_long"),
     ErrorCode.RATE_LIMITED: CodeInfo(_P, True, "protocol.rate_limited"),
     ErrorCode.CONNECT_REQUIRED: CodeInfo(_P, False, "protocol.connect_required"),
     ErrorCode.AUTH_DENIED: CodeInfo(_A, False, "auth.denied"),

@@ -22,7 +22,9 @@ ROOT = "(document)"
 """The field name used when the problem is the document as a whole."""
 
 _AT = re.compile(r"^(?P<problem>.*) - at `\$(?P<path>.*)`$", re.DOTALL)
-_NAMED_FIELD = re.compile(r"^Object (?P<what>missing required|contains unknown) field `(?P<name>.+)`$")
+_NAMED_FIELD = re.compile(
+    r"^Object (?P<what>missing required|contains unknown) field `(?P<name>.+)`$"
+)
 
 
 def read_yaml(path: Path) -> Any:
@@ -34,7 +36,9 @@ def read_yaml(path: Path) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(str(path), _yaml_location(exc), f"invalid YAML: {_yaml_problem(exc)}") from exc
+        raise ConfigError(
+            str(path), _yaml_location(exc), f"invalid YAML: {_yaml_problem(exc)}"
+        ) from exc
 
 
 def convert(data: Any, target: type[T], path: Path, prefix: str = "") -> T:
@@ -58,7 +62,9 @@ def translate(message: str) -> tuple[str, str]:
     problem, field = (found["problem"], found["path"].lstrip(".")) if found else (message, "")
     named = _NAMED_FIELD.match(problem)
     if named:
-        problem = "missing required field" if named["what"] == "missing required" else "unknown field"
+        problem = (
+            "missing required field" if named["what"] == "missing required" else "unknown field"
+        )
         field = join(field, named["name"])
     return field, problem
 

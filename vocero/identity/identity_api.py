@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import TracebackType
 
+import anyio
 import httpx
 import msgspec
 import structlog
@@ -42,7 +43,7 @@ class _ApiUser(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class IdentityApi:
-    """Looks callers up by phone number over HTTP, with a bounded timeout."""
+    """Looks callers up by phone number over HTTP; one lookup takes at most ``timeout_s``."""
 
     def __init__(
         self,
@@ -52,6 +53,7 @@ class IdentityApi:
         timeout_s: float = 2.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        self._timeout_s = timeout_s
         self._client = httpx.AsyncClient(
             base_url=base_url.rstrip("/"),
             headers=dict(headers or {}),
@@ -77,8 +79,10 @@ class IdentityApi:
     async def by_phone(self, phone: str) -> Caller | None:
         """The caller with this phone number, ``None`` when the API does not know it."""
         try:
-            response = await self._client.get(USER_BY_PHONE, params={"phone": phone})
-        except httpx.TimeoutException as exc:
+            # httpx times each phase; the deadline bounds the whole lookup, whatever the transport.
+            with anyio.fail_after(self._timeout_s):
+                response = await self._client.get(USER_BY_PHONE, params={"phone": phone})
+        except (TimeoutError, httpx.TimeoutException) as exc:
             log.warning("identity_api.timeout")
             raise IdentityApiError("identity API timed out") from exc
         except httpx.HTTPError as exc:

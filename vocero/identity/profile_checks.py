@@ -35,12 +35,14 @@ def check_profile(file: Path, profile: AgentProfile) -> None:
     for index, tool in enumerate(profile.tools):
         first = seen.setdefault(tool.name, index)
         if first != index:
-            raise ConfigError(str(file), f"tools[{index}].name", f"duplicate of tools[{first}].name")
+            raise ConfigError(
+                str(file), f"tools[{index}].name", f"duplicate of tools[{first}].name"
+            )
         _check_tool(file, f"tools[{index}]", tool, profile)
 
 
 def resolve_servers(file: Path, servers: dict[str, McpServerSpec]) -> dict[str, McpServerSpec]:
-    """Stdio servers with ``./``/``../`` paths made absolute and ``python`` made this interpreter."""
+    """Stdio servers with ``./``, ``../`` paths made absolute and ``python`` as this interpreter."""
     return {name: _resolve(file, f"mcp_servers.{name}", spec) for name, spec in servers.items()}
 
 
@@ -62,7 +64,9 @@ def _check_server(file: Path, name: str, server: McpServerSpec) -> None:
     if name == VOCERO_SERVER:
         raise ConfigError(str(file), where, f"`{VOCERO_SERVER}` is reserved for built-in tools")
     if bool(server.url) == bool(server.command):
-        raise ConfigError(str(file), where, "needs exactly one of `url` (HTTP) or `command` (stdio)")
+        raise ConfigError(
+            str(file), where, "needs exactly one of `url` (HTTP) or `command` (stdio)"
+        )
     if server.url and not server.url.startswith(("http://", "https://")):
         raise ConfigError(str(file), f"{where}.url", "must be an http:// or https:// URL")
     _positive(file, f"{where}.max_concurrency", server.max_concurrency)

@@ -99,7 +99,7 @@ def _as_text(value: Any) -> Any:
 
 
 def _convert_servers(file: Path, servers: Any) -> Any:
-    """Convert servers one by one: msgspec hides dict keys (``$.mcp_servers[...]``), we name them."""
+    """Convert servers one at a time: msgspec hides dict keys (``$.mcp_servers[...]``)."""
     if not isinstance(servers, dict):
         return servers
     return {
@@ -123,4 +123,3 @@ def _version_key(version: str) -> tuple[tuple[int, Any], ...]:
     """Natural order: ``"2" < "10"``; numeric parts before text parts of the same position."""
     parts = re.findall(r"\d+|[^\d.\-_]+", version)
     return tuple((1, int(p)) if p.isdigit() else (0, p) for p in parts)
-

@@ -102,10 +102,11 @@ def _logger_factory(file: TextIO | None) -> Any:
     return lambda *_args: structlog.PrintLogger(file=sys.stderr)
 
 
-def _route_stdlib(fmt: LogFormat, threshold: int, *, allow_sensitive: bool, file: TextIO | None) -> None:
-    chain = shared_processors(allow_sensitive=allow_sensitive)[1:]  # no contextvars in threads
+def _route_stdlib(
+    fmt: LogFormat, threshold: int, *, allow_sensitive: bool, file: TextIO | None
+) -> None:
     formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=chain,
+        foreign_pre_chain=shared_processors(allow_sensitive=allow_sensitive),
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *_tail(fmt)],
     )
     handler = logging.StreamHandler(file if file is not None else _Stderr())

@@ -1,0 +1,128 @@
+"""Prometheus metrics of one Vocero app, in a registry of its own.
+
+Each :class:`Metrics` owns a ``CollectorRegistry`` (never the global one), so several apps can
+live in one test process. Latencies are histograms in milliseconds named after the SPEC §3 stages
+(``vocero_ttfs_ms`` ...). Label values must come from bounded sets (tool names of a profile,
+error codes, reason codes), never from caller input.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+LatencyStage = Literal["ttfs_ms", "barge_in_stop_ms", "llm_ttft_ms", "tts_ttfa_ms", "stt_final_ms"]
+SessionOutcome = Literal["admitted", "rejected", "denied"]
+
+LATENCY_STAGES: tuple[LatencyStage, ...] = (
+    "ttfs_ms",
+    "barge_in_stop_ms",
+    "llm_ttft_ms",
+    "tts_ttfa_ms",
+    "stt_final_ms",
+)
+SESSION_OUTCOMES: tuple[SessionOutcome, ...] = ("admitted", "rejected", "denied")
+
+MS_BUCKETS = (1, 2, 5, 10, 25, 50, 75, 100, 150, 200, 300, 400, 500, 750, 1000, 1500, 2500, 5000)
+TOOL_MS_BUCKETS = (*MS_BUCKETS, 10000, 30000)
+"""Tool calls may legitimately run to their (configurable) timeout, beyond five seconds."""
+
+_STAGE_HELP: dict[LatencyStage, str] = {
+    "ttfs_ms": "End of the caller's turn to the first audio sent back, in ms.",
+    "barge_in_stop_ms": "Caller speech detected to output stopped and flushed, in ms.",
+    "llm_ttft_ms": "LLM request to its first token, in ms.",
+    "tts_ttfa_ms": "TTS request to its first audio chunk, in ms.",
+    "stt_final_ms": "End of an utterance to its final transcript, in ms.",
+}
+
+
+class Metrics:
+    """Every metric Vocero exports; one instance per app."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        reg = self.registry
+        self.latency: dict[LatencyStage, Histogram] = {
+            stage: Histogram(
+                f"vocero_{stage}", _STAGE_HELP[stage], buckets=MS_BUCKETS, registry=reg
+            )
+            for stage in LATENCY_STAGES
+        }
+        self.tool_latency_ms = Histogram(
+            "vocero_tool_latency_ms",
+            "Tool call dispatch to result, in ms.",
+            ["tool", "outcome"],
+            buckets=TOOL_MS_BUCKETS,
+            registry=reg,
+        )
+        self.sessions_total = Counter(
+            "vocero_sessions_total", "Session attempts by outcome.", ["outcome"], registry=reg
+        )
+        self.frames_dropped_total = Counter(
+            "vocero_frames_dropped_total", "Frames dropped.", ["link", "reason"], registry=reg
+        )
+        self.denials_total = Counter(
+            "vocero_denials_total", "Denials by reason code.", ["reason_code"], registry=reg
+        )
+        self.errors_total = Counter(
+            "vocero_errors_total", "Errors sent to clients by code.", ["code"], registry=reg
+        )
+        self.barge_ins_total = Counter("vocero_barge_ins_total", "Barge-ins.", registry=reg)
+        self.false_barge_ins_total = Counter(
+            "vocero_false_barge_ins_total", "Barge-ins that were not speech.", registry=reg
+        )
+        self.generations_total = Counter(
+            "vocero_generations_total", "Generations by final status.", ["status"], registry=reg
+        )
+        self.active_sessions = Gauge("vocero_active_sessions", "Live sessions.", registry=reg)
+        self.queue_depth = Gauge("vocero_queue_depth", "Items queued.", ["link"], registry=reg)
+        for outcome in SESSION_OUTCOMES:
+            self.sessions_total.labels(outcome=outcome)
+
+    def observe_ms(self, stage: LatencyStage, ms: float) -> None:
+        """Record one latency of a pipeline stage."""
+        self.latency[stage].observe(ms)
+
+    def observe_tool(self, tool: str, outcome: str, ms: float) -> None:
+        """Record one tool call's latency; ``outcome`` is e.g. ``committed`` or an error code."""
+        self.tool_latency_ms.labels(tool=tool, outcome=outcome).observe(ms)
+
+    def session(self, outcome: SessionOutcome) -> None:
+        """Count a session attempt (admitting one does not change :attr:`active_sessions`)."""
+        self.sessions_total.labels(outcome=outcome).inc()
+
+    def frame_dropped(self, link: str, reason: str) -> None:
+        self.frames_dropped_total.labels(link=link, reason=reason).inc()
+
+    def denial(self, reason_code: str) -> None:
+        self.denials_total.labels(reason_code=reason_code).inc()
+
+    def error(self, code: str) -> None:
+        self.errors_total.labels(code=code).inc()
+
+    def barge_in(self) -> None:
+        """Count a generation stopped because the caller started speaking."""
+        self.barge_ins_total.inc()
+
+    def false_barge_in(self) -> None:
+        """Count a barge-in later found not to be speech (it was also counted as a barge-in)."""
+        self.false_barge_ins_total.inc()
+
+    def generation(self, status: str) -> None:
+        """Count a finished generation by its ``response.completed`` status."""
+        self.generations_total.labels(status=status).inc()
+
+    def set_queue_depth(self, link: str, depth: int) -> None:
+        self.queue_depth.labels(link=link).set(depth)
+
+    def render(self) -> tuple[bytes, str]:
+        """The Prometheus text exposition and its content type, for ``GET /metrics``."""
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -1,0 +1,77 @@
+"""What a session is bound to, and the small ports the orchestrator reports through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from vocero.contracts.domain import AgentProfile, Caller, Principal, ToolDefinition, VoiceRef
+from vocero.contracts.events import Effective
+
+
+@dataclass(frozen=True, slots=True)
+class SessionContext:
+    session_id: str
+    caller: Caller
+    profile: AgentProfile
+    effective: Effective
+    voice: VoiceRef
+    tools: tuple[ToolDefinition, ...] = ()
+
+    @property
+    def principal(self) -> Principal:
+        return Principal.of(self.caller)
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    llm_s: float = 10.0
+    stt_s: float = 10.0
+    tts_s: float = 10.0
+    playout_grace_s: float = 2.0
+
+
+class SessionMetrics(Protocol):
+    def observe_ms(self, name: str, value: float, **labels: str) -> None: ...
+
+    def count(self, name: str, amount: float = 1.0, **labels: str) -> None: ...
+
+
+class NullMetrics:
+    def observe_ms(self, name: str, value: float, **labels: str) -> None:
+        return None
+
+    def count(self, name: str, amount: float = 1.0, **labels: str) -> None:
+        return None
+
+
+class SessionRecorder(Protocol):
+    """Persists the conversation off the hot path. Calls never block."""
+
+    def turn(self, session_id: str, turn_id: str, source: str, text: str) -> None: ...
+
+    def generation(
+        self,
+        session_id: str,
+        generation_id: str,
+        turn_id: str,
+        *,
+        status: str,
+        generated_text: str,
+        heard_text: str,
+        played_ms: float,
+        sent_ms: float,
+    ) -> None: ...
+
+    def state(self, session_id: str, state: str) -> None: ...
+
+
+class NullRecorder:
+    def turn(self, session_id: str, turn_id: str, source: str, text: str) -> None:
+        return None
+
+    def generation(self, session_id: str, generation_id: str, turn_id: str, **_: object) -> None:
+        return None
+
+    def state(self, session_id: str, state: str) -> None:
+        return None

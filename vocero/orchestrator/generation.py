@@ -1,0 +1,80 @@
+"""One agent response (a generation): what was said, what was sent, what the caller heard."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import anyio
+
+
+@dataclass(slots=True)
+class UnitRecord:
+    text: str
+    start_ms: float = 0.0
+    audio_ms: float = 0.0
+    voiced: bool = True
+
+
+@dataclass(slots=True)
+class Generation:
+    generation_id: str
+    turn_id: str
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    units: list[UnitRecord] = field(default_factory=list)
+    audio_ms: float = 0.0
+    done: bool = False
+    had_audio: bool = False
+    side_effect: bool = False
+    status: str = ""
+
+    @property
+    def text(self) -> str:
+        return " ".join(u.text for u in self.units if u.text)
+
+    def begin_unit(self, text: str) -> UnitRecord:
+        unit = UnitRecord(text=text, start_ms=self.audio_ms)
+        self.units.append(unit)
+        return unit
+
+    def add_audio(self, unit: UnitRecord, ms: float) -> None:
+        unit.audio_ms += ms
+        self.audio_ms += ms
+        self.had_audio = True
+
+    def heard_text(self, played_ms: float) -> str:
+        """The prefix of the text the caller heard, cut at ``played_ms`` of audio.
+
+        Fully played units count whole; the unit being played counts only the words whose share
+        of its audio (by characters) ended before ``played_ms``. A text-only unit (the TTS failed)
+        counts once every audio before it was played. Never more than was played.
+        """
+        heard: list[str] = []
+        for unit in self.units:
+            if not unit.voiced:
+                if played_ms + 1e-6 < unit.start_ms:
+                    break
+                heard.append(unit.text)
+                continue
+            end_ms = unit.start_ms + unit.audio_ms
+            if played_ms + 1e-6 >= end_ms and unit.audio_ms > 0:
+                heard.append(unit.text)
+                continue
+            partial = _words_within(unit, played_ms - unit.start_ms)
+            if partial:
+                heard.append(partial)
+            break
+        return " ".join(heard)
+
+
+def _words_within(unit: UnitRecord, offset_ms: float) -> str:
+    if offset_ms <= 0 or unit.audio_ms <= 0:
+        return ""
+    budget_chars = len(unit.text) * min(1.0, offset_ms / unit.audio_ms)
+    words: list[str] = []
+    used = 0
+    for word in unit.text.split(" "):
+        used += len(word) + (1 if words else 0)
+        if used > budget_chars:
+            break
+        words.append(word)
+    return " ".join(words)

@@ -1,0 +1,240 @@
+"""The session's output link to the relay: a control lane, a data lane, and audio pacing.
+
+* Control lane (state, finals, created/completed, stop_and_flush, confirmations, tool status,
+  errors): FIFO, never dropped and never behind data. Bounded: if a client stops reading long
+  enough to fill it, :class:`ControlLaneFull` is raised and the connection is closed; nothing is
+  silently lost.
+* Data lane (text and audio deltas): bounded; producers wait when it is full (backpressure reaches
+  the TTS and the model). Frames of a stopped generation are removed at once and refused after.
+* Partial transcripts: one slot; a newer partial replaces an unsent one (stale partials coalesce).
+* Pacing: an audio frame leaves only while at most ``max_lead_ms`` of that generation's audio would
+  be unplayed, measured against the client's last ``played_ms`` (or, for clients that cannot
+  report playout, against a real-time estimate since the first frame).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import anyio
+import msgspec
+
+from vocero.contracts.events import ServerEnvelope
+
+
+class ControlLaneFull(Exception):  # noqa: N818 - a signal that the client stopped reading
+    pass
+
+
+@dataclass(slots=True)
+class OutFrame:
+    payload: msgspec.Struct
+    envelope: type[ServerEnvelope] | None = None
+    generation_id: str = ""
+    audio_ms: float = 0.0
+    turn_id: str = ""
+
+
+@dataclass(slots=True)
+class Playout:
+    """What the client has been sent and has played of one generation."""
+
+    sent_ms: float = 0.0
+    played_ms: float = 0.0
+    reported: bool = False
+    first_sent_at: float | None = None
+    last_progress: float = 0.0
+    progress: anyio.Event = field(default_factory=anyio.Event)
+
+    def moved(self, now: float) -> None:
+        self.last_progress = now
+        self.progress.set()
+
+
+class OutputChannel:
+    def __init__(
+        self,
+        *,
+        max_lead_ms: int = 400,
+        data_capacity: int = 64,
+        control_capacity: int = 512,
+        playout_acks: bool = False,
+        monotonic: Callable[[], float],
+    ) -> None:
+        self.max_lead_ms = max_lead_ms
+        self.playout_acks = playout_acks
+        self._data_capacity = data_capacity
+        self._control_capacity = control_capacity
+        self._monotonic = monotonic
+        self._control: deque[OutFrame] = deque()
+        self._data: deque[OutFrame] = deque()
+        self._partial: OutFrame | None = None
+        self._stopped: set[str] = set()
+        self._playout: dict[str, Playout] = {}
+        self._changed = anyio.Event()
+        self._space = anyio.Event()
+        self.dropped = 0
+        self.coalesced = 0
+
+    # ------------------------------------------------------------------------ producers
+
+    def control(self, frame: OutFrame) -> None:
+        if len(self._control) >= self._control_capacity:
+            raise ControlLaneFull
+        self._control.append(frame)
+        self._wake()
+
+    def partial(self, frame: OutFrame) -> None:
+        if self._partial is not None:
+            self.coalesced += 1
+        self._partial = frame
+        self._wake()
+
+    async def data(self, frame: OutFrame) -> bool:
+        """Queue a data frame, waiting while the lane is full. False: its generation stopped."""
+        while len(self._data) >= self._data_capacity and frame.generation_id not in self._stopped:
+            self._space = anyio.Event() if self._space.is_set() else self._space
+            await self._space.wait()
+        if frame.generation_id in self._stopped:
+            self.dropped += 1
+            return False
+        self._data.append(frame)
+        self._wake()
+        return True
+
+    def stop_generation(self, generation_id: str) -> int:
+        """Refuse and remove every unsent frame of a generation; returns how many were removed."""
+        self._stopped.add(generation_id)
+        before = len(self._data)
+        self._data = deque(f for f in self._data if f.generation_id != generation_id)
+        removed = before - len(self._data)
+        self.dropped += removed
+        self._space.set()
+        self._wake()
+        return removed
+
+    def is_stopped(self, generation_id: str) -> bool:
+        return generation_id in self._stopped
+
+    # ------------------------------------------------------------------------ playout
+
+    def playout_of(self, generation_id: str) -> Playout:
+        return self._playout.setdefault(generation_id, Playout())
+
+    def report_playout(self, generation_id: str, played_ms: float) -> None:
+        track = self._playout.get(generation_id)
+        if track is None:
+            return
+        self.playout_acks = True
+        track.reported = True
+        track.played_ms = max(track.played_ms, min(float(played_ms), track.sent_ms))
+        track.moved(self._monotonic())
+        self._wake()
+
+    def acknowledged_ms(self, generation_id: str) -> float:
+        """Audio of the generation the caller has certainly heard, clamped to what was sent."""
+        track = self._playout.get(generation_id)
+        if track is None:
+            return 0.0
+        if track.reported or self.playout_acks:
+            return min(track.played_ms, track.sent_ms)
+        return max(0.0, min(self._estimate(track) - self.max_lead_ms, track.sent_ms))
+
+    def has_control(self) -> bool:
+        return bool(self._control)
+
+    def has_pending_data(self, generation_id: str) -> bool:
+        return any(f.generation_id == generation_id for f in self._data)
+
+    # ------------------------------------------------------------------------ consumer
+
+    async def receive(self, until: Callable[[], bool] | None = None) -> OutFrame | None:
+        """The next frame to send: control first, then a partial, then paced data.
+        Returns None when ``until()`` holds and nothing is ready."""
+        while True:
+            frame, wait_s = self._pick()
+            if frame is not None:
+                return frame
+            if until is not None and until():
+                return None
+            self._changed = anyio.Event()
+            with anyio.move_on_after(wait_s):
+                await self._changed.wait()
+
+    def _pick(self) -> tuple[OutFrame | None, float | None]:
+        if self._control:
+            return self._control.popleft(), None
+        if self._partial is not None:
+            frame, self._partial = self._partial, None
+            return frame, None
+        if not self._data:
+            return None, None
+        head = self._data[0]
+        wait_s = self._pacing_wait(head)
+        if wait_s > 0:
+            return None, wait_s if not self.playout_acks else None
+        self._data.popleft()
+        self._space.set()
+        if head.audio_ms:
+            self._account_sent(head)
+        elif head.generation_id:
+            self.playout_of(head.generation_id).moved(self._monotonic())
+        return head, None
+
+    def _pacing_wait(self, frame: OutFrame) -> float:
+        if not frame.audio_ms:
+            return 0.0
+        track = self.playout_of(frame.generation_id)
+        if track.sent_ms == 0:
+            return 0.0
+        played = track.played_ms if self.playout_acks else max(track.played_ms, self._estimate(track))
+        excess = track.sent_ms + frame.audio_ms - played - self.max_lead_ms
+        return 0.0 if excess <= 0 else excess / 1000.0
+
+    def _account_sent(self, frame: OutFrame) -> None:
+        track = self.playout_of(frame.generation_id)
+        if track.first_sent_at is None:
+            track.first_sent_at = self._monotonic()
+        track.sent_ms += frame.audio_ms
+        track.moved(self._monotonic())
+
+    def _estimate(self, track: Playout) -> float:
+        if track.first_sent_at is None:
+            return 0.0
+        return min(track.sent_ms, (self._monotonic() - track.first_sent_at) * 1000.0)
+
+    async def wait_played(self, generation_id: str, *, grace_s: float) -> None:
+        """Return once everything queued for the generation was sent and played.
+
+        Played means reported by the client, or (for a client that cannot report) the audio's
+        own duration elapsed since its first frame. Gives up when nothing moves for ``grace_s``:
+        the client may be gone, and the session must not hang on it.
+        """
+        track = self.playout_of(generation_id)
+        track.last_progress = self._monotonic()
+        while not self._fully_played(generation_id, track):
+            track.progress = anyio.Event()
+            wait_s = grace_s
+            if not self.playout_acks and not self.has_pending_data(generation_id):
+                wait_s = max(0.0, (track.sent_ms - self._estimate(track)) / 1000.0) + 0.001
+            with anyio.move_on_after(wait_s):
+                await track.progress.wait()
+            if self._monotonic() - track.last_progress > grace_s:
+                return
+
+    def _fully_played(self, generation_id: str, track: Playout) -> bool:
+        if generation_id in self._stopped:
+            return True
+        if self.has_pending_data(generation_id):
+            return False
+        if self.playout_acks:
+            return track.played_ms >= track.sent_ms
+        return self._estimate(track) >= track.sent_ms
+
+    def wake(self) -> None:
+        """Let a waiting consumer re-check its conditions."""
+        self._changed.set()
+
+    _wake = wake

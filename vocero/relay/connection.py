@@ -1,0 +1,309 @@
+"""``/v1/realtime``: one WebSocket connection, from ``session.connect.v1`` to close.
+
+Two pumps run in one task group with the session: the inbound pump enforces the envelope rules
+(size, rate, sequence, schema, session id) and hands events to the session's handlers; the
+outbound pump drains the session's output channel (control lane first, paced audio after),
+stamps the server sequence and sends. The first task to finish cancels the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any
+
+import anyio
+import msgspec
+import structlog
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from vocero.contracts import codec
+from vocero.contracts import events as ev
+from vocero.contracts.errors import CODES, AuthError, CloseCode, ErrorCode, ProtocolError
+from vocero.orchestrator.output import ControlLaneFull, OutFrame, OutputChannel
+from vocero.orchestrator.session import Session, new_id
+from vocero.relay.limits import RateWindow, Strikes
+from vocero.relay.ports import RelayConfig, SessionHandle
+from vocero.relay.sanitize import sanitize
+
+log = structlog.get_logger("vocero.relay")
+
+
+class _Closed(Exception):  # noqa: N818 - control signal: the connection is over
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+def error_payload(code: ErrorCode, correlation_id: str = "") -> ev.Error:
+    info = CODES[code]
+    return ev.Error(code=code.value, category=info.category.value, retryable=info.retryable,
+                    user_message_key=info.user_message_key, correlation_id=correlation_id or new_id("corr"))
+
+
+class Connection:
+    def __init__(self, websocket: WebSocket, config: RelayConfig) -> None:
+        self.ws = websocket
+        self.config = config
+        self.limits = config.limits
+        self.session_id = ""
+        self.out_sequence = 0
+        self.in_sequence = 0
+        self.rate = RateWindow(self.limits.max_frames_per_s)
+        self.strikes = Strikes(self.limits.strikes_to_close)
+        self.handle: SessionHandle | None = None
+        self.out: OutputChannel | None = None
+        self.close_code: int | None = None
+
+    # ------------------------------------------------------------------------ entry
+
+    async def serve(self) -> None:
+        await self.ws.accept()
+        try:
+            caller_profile = await self._handshake()
+            if caller_profile is not None:
+                await self._run(*caller_profile)
+        except _Closed as closed:
+            await self._close(closed.code)
+        except WebSocketDisconnect:
+            pass
+
+    # -------------------------------------------------------------------- handshake
+
+    async def _handshake(self) -> tuple[Any, Any] | None:
+        with anyio.move_on_after(self.limits.connect_timeout_s):
+            text = await self._receive_text()
+            try:
+                event = codec.decode_client(text) if text is not None else None
+            except ProtocolError:
+                event = None
+            if not isinstance(event, ev.SessionConnectV1) or event.data.sequence != 1:
+                await self._send_direct(error_payload(ErrorCode.CONNECT_REQUIRED))
+                raise _Closed(CloseCode.CONNECT_REQUIRED)
+            self.in_sequence = 1
+            return await self._admit(event.data.payload)
+        raise _Closed(CloseCode.CONNECT_REQUIRED)
+
+    async def _admit(self, connect: ev.Connect) -> tuple[Any, Any]:
+        config = self.config
+        if config.draining:
+            await self._deny(ErrorCode.SHUTTING_DOWN, CloseCode.TRY_AGAIN_LATER, "draining")
+        caller = await config.authenticate(connect.token)
+        if caller is None:
+            token_ref = hashlib.sha256(connect.token.encode()).hexdigest()[:16]
+            config.factory.audit("session.auth_denied", {"token_ref": token_ref})
+            await self._deny(ErrorCode.AUTH_DENIED, CloseCode.AUTH_DENIED, "auth_denied")
+        if len(config.active) >= config.max_sessions:
+            await self._deny(ErrorCode.CAPACITY_EXHAUSTED, CloseCode.TRY_AGAIN_LATER, "capacity")
+        try:
+            profile = config.select_profile(caller)
+        except AuthError:
+            config.factory.audit("session.profile_denied",
+                                 {"tenant_id": caller.tenant, "subject_ref": caller.subject_ref})
+            await self._deny(ErrorCode.PROFILE_DENIED, CloseCode.PROFILE_DENIED, "no_profile")
+        return caller, profile
+
+    async def _deny(self, code: ErrorCode, close: int, outcome: str) -> None:
+        self.config.metrics.count("sessions", outcome="denied" if close != CloseCode.TRY_AGAIN_LATER else "rejected")
+        await self._send_direct(error_payload(code))
+        raise _Closed(close)
+
+    # -------------------------------------------------------------------------- run
+
+    async def _run(self, caller: Any, profile: Any) -> None:
+        config = self.config
+        out = OutputChannel(max_lead_ms=profile.max_lead_ms, monotonic=config.monotonic)
+        self.out = out
+        handle = await config.factory.open(caller, profile, out, turn_mode="server_vad",
+                                           locale=profile.locale)
+        self.handle = handle
+        session = handle.session
+        self.session_id = session.ctx.session_id
+        config.active.add(self.session_id)
+        config.metrics.count("sessions", outcome="admitted")
+        config.metrics.gauge("active_sessions", len(config.active))
+        self._announce(session, [])
+        try:
+            with structlog.contextvars.bound_contextvars(session_id=self.session_id):
+                async with anyio.create_task_group() as tg:
+                    await tg.start(session.run)
+                    tg.start_soon(self._first_done, tg, self._inbound, session)
+                    tg.start_soon(self._first_done, tg, self._outbound)
+        finally:
+            config.active.discard(self.session_id)
+            config.metrics.gauge("active_sessions", len(config.active))
+            with anyio.CancelScope(shield=True):
+                await handle.aclose()
+
+    async def _first_done(self, tg: anyio.abc.TaskGroup, func: Any, *args: Any) -> None:
+        try:
+            await func(*args)
+        finally:
+            tg.cancel_scope.cancel()
+
+    def _announce(self, session: Session, rejected: list[ev.RejectedField]) -> None:
+        assert self.out is not None
+        resume_token = secrets.token_urlsafe(24)
+        applied = ev.ConfigurationApplied(session_id=self.session_id, resume_token=resume_token,
+                                          effective=session.ctx.effective, rejected_fields=rejected)
+        self.out.control(OutFrame(payload=applied))
+
+    # ---------------------------------------------------------------------- inbound
+
+    async def _inbound(self, session: Session) -> None:
+        while True:
+            text = await self._receive_text()
+            try:
+                self._accept_frame(text)
+                assert text is not None
+                event = codec.decode_client(text)
+                self._check_envelope(event)
+            except ProtocolError as exc:
+                close = self._reject(exc.code)
+                if close is not None:
+                    self._close_after_drain(close)
+                    await anyio.sleep_forever()
+                continue
+            self.strikes.clear()
+            if self._dispatch(session, event):
+                await anyio.sleep_forever()  # the outbound pump closes once the lane drains
+
+    def _accept_frame(self, text: str | None) -> None:
+        self.in_sequence += 1
+        if text is None:
+            raise ProtocolError("binary frame", code=ErrorCode.MALFORMED_EVENT)
+        if len(text.encode()) > self.limits.max_frame_bytes:
+            raise ProtocolError("frame too large", code=ErrorCode.FRAME_TOO_LARGE)
+        if not self.rate.admit(self.config.monotonic()):
+            raise ProtocolError("rate", code=ErrorCode.RATE_LIMITED)
+
+    def _check_envelope(self, event: ev.ClientEvent) -> None:
+        data = event.data
+        if data.sequence != self.in_sequence:
+            raise ProtocolError("sequence", code=ErrorCode.SEQUENCE_VIOLATION)
+        if data.session_id != self.session_id:
+            raise ProtocolError("session id", code=ErrorCode.SESSION_MISMATCH)
+        if isinstance(event, ev.AudioInputDeltaV1):
+            audio = event.data.payload
+            if audio.sample_rate != 16000 or len(audio.audio) % 2:
+                raise ProtocolError("audio format", code=ErrorCode.INVALID_PAYLOAD)
+            if len(audio.audio) / 32.0 > self.limits.max_audio_ms:
+                raise ProtocolError("audio too long", code=ErrorCode.FRAME_TOO_LARGE)
+        if isinstance(event, ev.SessionConnectV1):
+            raise ProtocolError("already connected", code=ErrorCode.INVALID_STATE)
+
+    def _reject(self, code: ErrorCode) -> int | None:
+        """Answer a rejected frame; returns a close code once the client keeps misbehaving."""
+        assert self.out is not None
+        self.config.metrics.count("frames_rejected", reason=code.value)
+        self.out.control(OutFrame(payload=error_payload(code)))
+        if not self.strikes.hit():
+            return None
+        if code == ErrorCode.FRAME_TOO_LARGE:
+            return CloseCode.MESSAGE_TOO_BIG
+        return CloseCode.POLICY_VIOLATION
+
+    def _dispatch(self, session: Session, event: ev.ClientEvent) -> bool:
+        """Hand one valid event to the session. True when the client closed the session."""
+        match event:
+            case ev.AudioInputDeltaV1():
+                session.on_audio(event.data.payload.audio)
+            case ev.OutputPlayoutProgressV1():
+                p = event.data.payload
+                session.on_playout(p.generation_id, p.played_ms)
+            case ev.InputSpeechStartedV1():
+                session.on_speech_hint()
+            case ev.AudioInputCommitV1():
+                session.on_commit()
+            case ev.InputTextV1():
+                session.on_text(event.data.payload.text)
+            case ev.GenerationCancelRequestedV1():
+                session.on_cancel(event.data.payload.generation_id)
+            case ev.ToolConfirmationSubmittedV1():
+                c = event.data.payload
+                session.on_confirmation(c.proposal_id, c.revision, c.decision)
+            case ev.SessionUpdateRequestedV1():
+                self._update(session, event.data.payload)
+            case ev.SessionCloseV1():
+                session.close()
+                self._close_after_drain(CloseCode.NORMAL)
+                return True
+        return False
+
+    def _update(self, session: Session, update: ev.UpdateRequested) -> None:
+        result = sanitize(update)
+        effective = session.ctx.effective
+        changes: dict[str, Any] = {}
+        if result.locale is not None:
+            changes["locale"] = result.locale
+        if result.turn_mode is not None:
+            changes["turn_mode"] = result.turn_mode
+            session.set_turn_mode(result.turn_mode)
+        if result.supports_playout_ack is not None and self.out is not None:
+            self.out.playout_acks = self.out.playout_acks or result.supports_playout_ack
+        if changes:
+            effective = msgspec.structs.replace(effective, **changes)
+            session.ctx = _with_effective(session.ctx, effective)
+        if result.rejected or changes:
+            self.config.factory.audit(
+                "session.configuration_applied",
+                {"applied": sorted(changes), "rejected": [r.field for r in result.rejected],
+                 "reasons": [r.reason for r in result.rejected]},
+                session_id=self.session_id,
+            )
+        self._announce(session, result.rejected)
+
+    # --------------------------------------------------------------------- outbound
+
+    async def _outbound(self) -> None:
+        assert self.out is not None
+        out = self.out
+        try:
+            while True:
+                frame = await out.receive(until=lambda: self.close_code is not None)
+                if frame is None:
+                    await self._close(self.close_code or CloseCode.NORMAL)
+                    return
+                await self._send_frame(frame)
+                if self.close_code is not None and not out.has_control():
+                    await self._close(self.close_code)
+                    return
+        except ControlLaneFull:
+            await self._close(CloseCode.POLICY_VIOLATION)
+
+    async def _send_frame(self, frame: OutFrame) -> None:
+        self.out_sequence += 1
+        event = codec.server_envelope(frame.payload, session_id=self.session_id,
+                                      sequence=self.out_sequence, envelope=frame.envelope,
+                                      turn_id=frame.turn_id)
+        await self.ws.send_text(codec.encode(event).decode())
+
+    async def _send_direct(self, payload: msgspec.Struct) -> None:
+        await self._send_frame(OutFrame(payload=payload))
+
+    # ----------------------------------------------------------------------- plumbing
+
+    def _close_after_drain(self, code: int) -> None:
+        """Close once every queued control frame (errors, the final state) has been sent."""
+        assert self.out is not None
+        self.close_code = code
+        self.out.wake()
+
+    async def _receive_text(self) -> str | None:
+        message = await self.ws.receive()
+        if message["type"] == "websocket.disconnect":
+            raise WebSocketDisconnect(message.get("code", 1000))
+        text = message.get("text")
+        return text if isinstance(text, str) else None
+
+    async def _close(self, code: int) -> None:
+        if self.ws.application_state == WebSocketState.CONNECTED:
+            try:
+                await self.ws.close(code)
+            except (RuntimeError, OSError):
+                pass
+
+
+def _with_effective(ctx: Any, effective: ev.Effective) -> Any:
+    from dataclasses import replace
+
+    return replace(ctx, effective=effective)

@@ -1,0 +1,56 @@
+"""What the relay needs from the rest of the process, wired by the composition root."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from vocero.contracts.domain import AgentProfile, Caller
+from vocero.orchestrator.output import OutputChannel
+from vocero.orchestrator.session import Session
+from vocero.relay.limits import Limits
+
+
+class SessionHandle(Protocol):
+    session: Session
+
+    async def aclose(self) -> None:
+        """Release what the session held (tool connections, recorder flush)."""
+        ...
+
+
+class SessionFactory(Protocol):
+    async def open(
+        self,
+        caller: Caller,
+        profile: AgentProfile,
+        out: OutputChannel,
+        *,
+        turn_mode: str,
+        locale: str,
+    ) -> SessionHandle: ...
+
+    def audit(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:
+        """Fire-and-forget audit of relay decisions (denials, configuration differences)."""
+        ...
+
+
+class RelayMetrics(Protocol):
+    def count(self, name: str, amount: float = 1.0, **labels: str) -> None: ...
+
+    def gauge(self, name: str, value: float, **labels: str) -> None: ...
+
+
+@dataclass(slots=True)
+class RelayConfig:
+    authenticate: Callable[[str], Awaitable[Caller | None]]
+    select_profile: Callable[[Caller], AgentProfile]
+    factory: SessionFactory
+    metrics: RelayMetrics
+    limits: Limits = field(default_factory=Limits)
+    max_sessions: int = 500
+    monotonic: Callable[[], float] = field(default=lambda: 0.0)
+    output_sample_rate: int = 16000
+    active: set[str] = field(default_factory=set)
+    draining: bool = False
