@@ -1,0 +1,35 @@
+"""``vocero bench NAME``: the project's benchmarks, printed (and optionally saved) as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+Bench = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
+
+
+def _registry() -> dict[str, Bench]:
+    from vocero.app import benches
+
+    return {
+        "overhead": benches.overhead,
+        "barge-in": benches.barge_in,
+        "sessions": benches.sessions,
+    }
+
+
+async def run_bench(args: argparse.Namespace) -> int:
+    benches = _registry()
+    if args.name not in benches:
+        print(f"unknown benchmark {args.name!r}; known: {', '.join(sorted(benches))}", file=sys.stderr)
+        return 2
+    result = await benches[args.name](args)
+    text = json.dumps(result, indent=2, sort_keys=True)
+    print(text)
+    if args.json_file:
+        Path(args.json_file).write_text(text + "\n", encoding="utf-8")
+    return 0

@@ -1,0 +1,65 @@
+"""``vocero`` command line (SPEC §1)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import anyio
+
+from vocero.app.settings import add_serve_arguments, db_url, settings_from
+from vocero.contracts.errors import ConfigError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="vocero", description="Local speech-to-speech voice agent")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the server")
+    add_serve_arguments(serve)
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    upgrade = db_commands.add_parser("upgrade", help="apply migrations up to head")
+    upgrade.add_argument("--db", default=None)
+    schema = commands.add_parser("schema", help="write the JSON Schemas of every wire event")
+    schema.add_argument("--out", default=None)
+    schema.add_argument("--check", action="store_true", help="fail if the committed files differ")
+    bench = commands.add_parser("bench", help="run a benchmark and print JSON")
+    bench.add_argument("name")
+    bench.add_argument("--json", dest="json_file", default=None)
+    bench.add_argument("--runners", default="sim")
+    bench.add_argument("--n", type=int, default=50)
+    bench.add_argument("--iterations", type=int, default=200)
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except ConfigError as exc:
+        print(f"vocero: configuration error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "serve":
+        from vocero.app.serve import serve
+
+        return serve(settings_from(args))
+    if args.command == "db":
+        from vocero.app.settings import Settings
+        from vocero.store.migrate import upgrade
+
+        upgrade(db_url(args.db or _env_db() or Settings().db))
+        print("database at head")
+        return 0
+    if args.command == "schema":
+        from vocero.app.schemas import check_schemas, write_schemas
+
+        return check_schemas(args.out) if args.check else write_schemas(args.out)
+    from vocero.app.bench import run_bench
+
+    return anyio.run(run_bench, args)
+
+
+def _env_db() -> str:
+    import os
+
+    return os.environ.get("VOCERO_DB", "")

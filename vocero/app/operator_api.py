@@ -1,0 +1,86 @@
+"""Operator HTTP API (SPEC §3). Every ``/v1`` route needs a bearer token; roles gate routes."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from vocero.app.operators import Operator, OperatorDirectory
+from vocero.app.runtime import Runtime
+
+Handler = Callable[[Request, Runtime, Operator], Awaitable[Response]]
+
+READERS = frozenset({"admin", "security", "business_owner"})
+
+
+def json(data: Any, status: int = 200) -> Response:
+    return Response(msgspec.json.encode(data), status_code=status, media_type="application/json")
+
+
+def problem(status: int, code: str) -> JSONResponse:
+    return JSONResponse({"error": code}, status_code=status)
+
+
+def guarded(roles: frozenset[str], handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        operators: OperatorDirectory = request.app.state.operators
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        operator = operators.authenticate(token.strip()) if scheme.lower() == "bearer" else None
+        if operator is None:
+            return problem(401, "unauthenticated")
+        if not roles.intersection(operator.roles):
+            return problem(403, "forbidden")
+        return await handler(request, request.app.state.runtime, operator)
+
+    return endpoint
+
+
+async def get_session(request: Request, runtime: Runtime, _: Operator) -> Response:
+    session_id = request.path_params["session_id"]
+    await runtime.recorder.flush()
+    record = await runtime.conversations.get_session(session_id)
+    if record is None:
+        return problem(404, "session_not_found")
+    live = runtime.live.get(session_id)
+    history = await runtime.conversations.history(session_id)
+    return json({
+        "session_id": record.id,
+        "state": live.machine.state if live else record.state,
+        "identity": {"subject_ref": record.subject_ref, "tenant_id": record.tenant_id},
+        "effective": live.ctx.effective if live else record.effective,
+        "profile": {"id": record.profile_id, "version": record.profile_version},
+        "created_at": record.created_at,
+        "closed_at": record.closed_at,
+        "history": [
+            {"role": h.role, "text": h.text, "generation_id": h.generation_id, "status": h.status}
+            for h in history
+        ],
+    })
+
+
+async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response:
+    session_id = request.query_params.get("session_id") or None
+    events = await runtime.audit.events(session_id=session_id)
+    verification = await runtime.audit.verify()
+    return json({
+        "items": [
+            {"seq": e.seq, "kind": e.kind, "session_id": e.session_id, "actor": e.actor,
+             "at": e.at, "data": e.data, "prev_hash": e.prev_hash, "hash": e.hash}
+            for e in events
+        ],
+        "chain": {"ok": verification.ok, "count": verification.count,
+                  "broken_at_seq": verification.broken_at_seq},
+    })
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/v1/sessions/{session_id}", guarded(READERS, get_session), methods=["GET"]),
+        Route("/v1/audit", guarded(READERS, get_audit), methods=["GET"]),
+    ]

@@ -1,0 +1,82 @@
+"""Persists conversations off the hot path: one writer task drains a bounded queue in order."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import structlog
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from vocero.store.repositories import Conversations
+
+log = structlog.get_logger("vocero.recorder")
+
+Write = Callable[[], Awaitable[Any]]
+QUEUE = 4096
+
+
+class StoreRecorder:
+    """Implements the orchestrator's ``SessionRecorder``. When the queue is full (the database
+    is far behind) a write is refused and counted, never allowed to block a conversation."""
+
+    def __init__(self, conversations: Conversations, on_drop: Callable[[], None]) -> None:
+        self._conversations = conversations
+        self._on_drop = on_drop
+        self._send: MemoryObjectSendStream[Write]
+        self._receive: MemoryObjectReceiveStream[Write]
+        self._send, self._receive = anyio.create_memory_object_stream[Write](QUEUE)
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._pending = 0
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        async with self._receive:
+            async for write in self._receive:
+                try:
+                    await write()
+                except Exception:  # noqa: BLE001 - one failed write must not stop the others
+                    log.exception("recorder.write_failed")
+                finally:
+                    self._pending -= 1
+                    if self._pending == 0:
+                        self._idle.set()
+
+    async def flush(self) -> None:
+        """Wait until every queued write has been applied."""
+        await self._idle.wait()
+
+    def _submit(self, write: Write) -> None:
+        try:
+            self._send.send_nowait(write)
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._on_drop()
+            return
+        self._pending += 1
+        self._idle = anyio.Event() if self._idle.is_set() else self._idle
+
+    def turn(self, session_id: str, turn_id: str, source: str, text: str) -> None:
+        c = self._conversations
+        self._submit(lambda: c.add_turn(session_id=session_id, turn_id=turn_id,
+                                        source=source, text=text))  # type: ignore[arg-type]
+
+    def generation(self, session_id: str, generation_id: str, turn_id: str, *, status: str,
+                   generated_text: str, heard_text: str, played_ms: float, sent_ms: float) -> None:
+        c = self._conversations
+        self._submit(lambda: c.upsert_generation(
+            generation_id=generation_id, session_id=session_id, turn_id=turn_id,
+            status=status, generated_text=generated_text,  # type: ignore[arg-type]
+            heard_text=heard_text, played_ms=int(played_ms), sent_ms=int(sent_ms)))
+
+    def state(self, session_id: str, state: str) -> None:
+        c = self._conversations
+        self._submit(lambda: c.update_session(session_id, state=state))
+
+    def close(self, session_id: str, state: str) -> None:
+        c = self._conversations
+        self._submit(lambda: c.close_session(session_id, state=state))
+
+    def stop(self) -> None:
+        self._send.close()

@@ -1,0 +1,125 @@
+"""Everything a running server holds, opened and closed in one place."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import structlog
+
+from vocero.app.recorder import StoreRecorder
+from vocero.app.settings import Settings, db_url
+from vocero.app.telemetry import MetricsPort
+from vocero.contracts.domain import Caller
+from vocero.identity.identities import IdentityDirectory, load_identities
+from vocero.identity.profiles import ProfileCatalog, load_profiles
+from vocero.inference.runner_set import RunnerSet
+from vocero.inference.sim import SimScript, build_sim_runners, load_script
+from vocero.observability.metrics import Metrics
+from vocero.orchestrator.session import Session
+from vocero.store.audit import AuditLog
+from vocero.store.engine import Store
+from vocero.store.migrate import upgrade_async
+from vocero.store.repositories import Conversations
+
+log = structlog.get_logger("vocero.runtime")
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    identities: IdentityDirectory
+    profiles: ProfileCatalog
+    store: Store
+    audit: AuditLog
+    conversations: Conversations
+    recorder: StoreRecorder
+    metrics: Metrics
+    port: MetricsPort
+    runners_for_session: Callable[[], RunnerSet]
+    shared_runners: RunnerSet
+    monotonic: Callable[[], float] = time.monotonic
+    live: dict[str, Session] = field(default_factory=dict)
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    tg: anyio.abc.TaskGroup | None = None
+
+    async def authenticate(self, token: str) -> Caller | None:
+        return self.identities.authenticate(token)
+
+    def audit_soon(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:
+        """Audit from synchronous code: the append runs in the runtime's task group."""
+        if self.tg is not None:
+            self.tg.start_soon(self._audit, kind, data, session_id)
+
+    async def _audit(self, kind: str, data: dict[str, Any], session_id: str) -> None:
+        try:
+            await self.audit.record(kind, data, session_id=session_id)
+        except Exception:  # noqa: BLE001 - an audit failure is logged loudly, never swallowed silently
+            log.exception("audit.append_failed", kind=kind)
+
+
+def build_runners(settings: Settings) -> tuple[RunnerSet, Callable[[], RunnerSet]]:
+    """The shared runner set and a per-session factory (simulators keep per-session scripts)."""
+    if settings.runners == "sim":
+        script: SimScript = load_script(settings.sim_script or None)
+        return build_sim_runners(script), lambda: build_sim_runners(script)
+    if settings.runners == "gb10":
+        from vocero.inference.gb10 import build_gb10_runners
+
+        shared = build_gb10_runners()
+    else:
+        from vocero.inference.cpu import build_cpu_runners
+
+        shared = build_cpu_runners()
+    return shared, lambda: shared
+
+
+def load_config(settings: Settings) -> tuple[IdentityDirectory, ProfileCatalog]:
+    """Load and validate the identities and profiles; raises ConfigError naming file and field."""
+    return load_identities(settings.identities_file), load_profiles(settings.profiles_dir)
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
+    identities, profiles = load_config(settings)
+    url = db_url(settings.db)
+    await upgrade_async(url)
+    store = Store.open(url)
+    metrics = Metrics()
+    port = MetricsPort(metrics)
+    conversations = Conversations(store)
+    recorder = StoreRecorder(conversations, on_drop=lambda: port.count("recorder_drops"))
+    shared, per_session = build_runners(settings)
+    runtime = Runtime(
+        settings=settings, identities=identities, profiles=profiles, store=store,
+        audit=AuditLog(store), conversations=conversations, recorder=recorder, metrics=metrics,
+        port=port, runners_for_session=per_session, shared_runners=shared,
+    )
+    try:
+        async with anyio.create_task_group() as tg:
+            runtime.tg = tg
+            await tg.start(recorder.run)
+            tg.start_soon(_warm_up, runtime)
+            try:
+                yield runtime
+            finally:
+                for session in list(runtime.live.values()):
+                    session.close("shutdown")
+                with anyio.move_on_after(5, shield=True):
+                    await recorder.flush()
+                recorder.stop()
+                tg.cancel_scope.cancel()
+    finally:
+        await store.close()
+
+
+async def _warm_up(runtime: Runtime) -> None:
+    started = time.monotonic()
+    await runtime.shared_runners.warm_up()
+    runtime.ready.set()
+    log.info("runners.ready", kind=runtime.shared_runners.kind,
+             seconds=round(time.monotonic() - started, 2))

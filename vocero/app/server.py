@@ -1,0 +1,81 @@
+"""The Starlette application: health, metrics, the realtime endpoint, the operator API, the
+browser client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket
+
+from vocero.app import operator_api
+from vocero.app.operators import load_operators
+from vocero.app.runtime import Runtime, open_runtime
+from vocero.app.sessions import SessionFactory
+from vocero.app.settings import Settings
+from vocero.relay.connection import Connection
+from vocero.relay.ports import RelayConfig
+
+STATIC = Path(__file__).parent / "static"
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    runtime: Runtime = request.app.state.runtime
+    statuses = {name: s.health for name, s in runtime.shared_runners.statuses().items()}
+    ready = runtime.ready.is_set() and not request.app.state.relay.draining
+    return JSONResponse({"ready": ready, "runners": statuses}, status_code=200 if ready else 503)
+
+
+async def metrics(request: Request) -> Response:
+    runtime: Runtime = request.app.state.runtime
+    body, content_type = runtime.metrics.render()
+    return Response(body, media_type=content_type)
+
+
+async def index(request: Request) -> Response:
+    return FileResponse(STATIC / "index.html")
+
+
+async def realtime(websocket: WebSocket) -> None:
+    await Connection(websocket, websocket.app.state.relay).serve()
+
+
+def create_app(settings: Settings) -> Starlette:
+    operators = load_operators(settings.operators, settings.operator_token)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with open_runtime(settings) as runtime:
+            app.state.runtime = runtime
+            app.state.operators = operators
+            app.state.relay = RelayConfig(
+                authenticate=runtime.authenticate,
+                select_profile=runtime.profiles.select,
+                factory=SessionFactory(runtime),
+                metrics=runtime.port,
+                max_sessions=settings.max_sessions,
+                monotonic=runtime.monotonic,
+            )
+            yield
+            app.state.relay.draining = True
+
+    routes = [
+        Route("/", index),
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route("/metrics", metrics),
+        WebSocketRoute("/v1/realtime", realtime),
+        *operator_api.routes(),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -1,0 +1,74 @@
+"""Command-line flags and their ``VOCERO_*`` environment twins (SPEC §1)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _fixtures() -> Path:
+    shipped = REPO_ROOT / "fixtures"
+    return shipped if shipped.is_dir() else Path.cwd() / "fixtures"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    runners: str = "cpu"
+    profiles: str = ""
+    identities: str = ""
+    db: str = "sqlite+aiosqlite:///./var/vocero.db"
+    sim_script: str = ""
+    operator_token: str = ""
+    operators: str = ""
+    log_format: str = "console"
+    max_sessions: int = 500
+
+    @property
+    def profiles_dir(self) -> Path:
+        return Path(self.profiles) if self.profiles else _fixtures() / "profiles"
+
+    @property
+    def identities_file(self) -> Path:
+        return Path(self.identities) if self.identities else _fixtures() / "identities.yaml"
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(f"VOCERO_{name.upper()}", default)
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    d = Settings()
+    parser.add_argument("--host", default=_env("host", d.host))
+    parser.add_argument("--port", type=int, default=int(_env("port", str(d.port))))
+    parser.add_argument("--runners", choices=["cpu", "sim", "gb10"], default=_env("runners", d.runners))
+    parser.add_argument("--profiles", default=_env("profiles", d.profiles))
+    parser.add_argument("--identities", default=_env("identities", d.identities))
+    parser.add_argument("--db", default=_env("db", d.db))
+    parser.add_argument("--sim-script", dest="sim_script", default=_env("sim_script", d.sim_script))
+    parser.add_argument("--operator-token", dest="operator_token",
+                        default=_env("operator_token", d.operator_token))
+    parser.add_argument("--operators", default=_env("operators", d.operators))
+    parser.add_argument("--log-format", dest="log_format", choices=["console", "json"],
+                        default=_env("log_format", d.log_format))
+    parser.add_argument("--max-sessions", dest="max_sessions", type=int,
+                        default=int(_env("max_sessions", str(d.max_sessions))))
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    fields = Settings.__dataclass_fields__
+    return Settings(**{name: getattr(args, name) for name in fields if hasattr(args, name)})
+
+
+def db_url(url: str) -> str:
+    """Accept plain ``sqlite:///`` URLs and give SQLAlchemy its async driver."""
+    if url.startswith("sqlite:///"):
+        return "sqlite+aiosqlite:///" + url.removeprefix("sqlite:///")
+    if url.startswith("postgresql://"):
+        return "postgresql+asyncpg://" + url.removeprefix("postgresql://")
+    return url

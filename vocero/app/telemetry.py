@@ -1,0 +1,46 @@
+"""Adapts the Prometheus registry to the small metric ports of the orchestrator and relay."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from vocero.observability.metrics import LatencyStage, Metrics
+
+_STAGES = {"ttfs_ms", "barge_in_stop_ms", "llm_ttft_ms", "tts_ttfa_ms", "stt_final_ms"}
+
+
+class MetricsPort:
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def observe_ms(self, name: str, value: float, **labels: str) -> None:
+        if name == "tool_latency_ms":
+            self.metrics.observe_tool(labels.get("tool", ""), labels.get("outcome", ""), value)
+        elif name in _STAGES:
+            self.metrics.observe_ms(cast(LatencyStage, name), value)
+
+    def count(self, name: str, amount: float = 1.0, **labels: str) -> None:
+        m = self.metrics
+        match name:
+            case "sessions":
+                m.session(labels["outcome"])  # type: ignore[arg-type]
+            case "denials":
+                m.denial(labels.get("reason_code", ""))
+            case "errors":
+                m.error(labels.get("code", ""))
+            case "barge_ins":
+                m.barge_in()
+            case "false_barge_ins":
+                m.false_barge_in()
+            case "generations":
+                m.generation(labels.get("status", ""))
+            case "frames_rejected":
+                m.frame_dropped("inbound", labels.get("reason", ""))
+            case "recorder_drops":
+                m.frame_dropped("recorder", "queue_full")
+
+    def gauge(self, name: str, value: float, **labels: str) -> None:
+        if name == "active_sessions":
+            self.metrics.active_sessions.set(value)
+        elif name == "queue_depth":
+            self.metrics.set_queue_depth(labels.get("link", ""), int(value))
