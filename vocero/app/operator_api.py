@@ -66,6 +66,7 @@ async def get_session(request: Request, runtime: Runtime, _: Operator) -> Respon
 
 async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response:
     session_id = request.query_params.get("session_id") or None
+    await runtime.audits_settled()
     events = await runtime.audit.events(session_id=session_id)
     verification = await runtime.audit.verify()
     return json({

@@ -36,7 +36,8 @@ class StoreRecorder:
         async with self._receive:
             async for write in self._receive:
                 try:
-                    await write()
+                    with anyio.CancelScope(shield=True):
+                        await write()
                 except Exception:  # noqa: BLE001 - one failed write must not stop the others
                     log.exception("recorder.write_failed")
                 finally:

@@ -46,6 +46,11 @@ class Runtime:
     live: dict[str, Session] = field(default_factory=dict)
     ready: anyio.Event = field(default_factory=anyio.Event)
     tg: anyio.abc.TaskGroup | None = None
+    _audits_pending: int = 0
+    _audits_idle: anyio.Event = field(default_factory=anyio.Event)
+
+    def __post_init__(self) -> None:
+        self._audits_idle.set()
 
     async def authenticate(self, token: str) -> Caller | None:
         return self.identities.authenticate(token)
@@ -53,13 +58,26 @@ class Runtime:
     def audit_soon(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:
         """Audit from synchronous code: the append runs in the runtime's task group."""
         if self.tg is not None:
+            self._audits_pending += 1
+            if self._audits_idle.is_set():
+                self._audits_idle = anyio.Event()
             self.tg.start_soon(self._audit, kind, data, session_id)
+
+    async def audits_settled(self) -> None:
+        """Wait until every audit started with :meth:`audit_soon` has been appended."""
+        await self._audits_idle.wait()
 
     async def _audit(self, kind: str, data: dict[str, Any], session_id: str) -> None:
         try:
-            await self.audit.record(kind, data, session_id=session_id)
+            # Shielded: a cancelled append would leave an aiosqlite connection half-closed.
+            with anyio.CancelScope(shield=True):
+                await self.audit.record(kind, data, session_id=session_id)
         except Exception:  # noqa: BLE001 - an audit failure is logged loudly, never swallowed silently
             log.exception("audit.append_failed", kind=kind)
+        finally:
+            self._audits_pending -= 1
+            if self._audits_pending == 0:
+                self._audits_idle.set()
 
 
 def build_runners(settings: Settings) -> tuple[RunnerSet, Callable[[], RunnerSet]]:
@@ -111,6 +129,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
                     session.close("shutdown")
                 with anyio.move_on_after(5, shield=True):
                     await recorder.flush()
+                    await runtime.audits_settled()
                 recorder.stop()
                 tg.cancel_scope.cancel()
     finally:

@@ -150,6 +150,12 @@ class Connection:
     # ---------------------------------------------------------------------- inbound
 
     async def _inbound(self, session: Session) -> None:
+        try:
+            await self._inbound_loop(session)
+        except WebSocketDisconnect:
+            session.close("disconnect")
+
+    async def _inbound_loop(self, session: Session) -> None:
         while True:
             text = await self._receive_text()
             try:
@@ -257,6 +263,12 @@ class Connection:
     async def _outbound(self) -> None:
         assert self.out is not None
         out = self.out
+        try:
+            await self._outbound_loop(out)
+        except (WebSocketDisconnect, OSError, RuntimeError):
+            return  # the client is gone; the inbound pump sees the disconnect too
+
+    async def _outbound_loop(self, out: OutputChannel) -> None:
         try:
             while True:
                 frame = await out.receive(until=lambda: self.close_code is not None)

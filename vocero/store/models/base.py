@@ -53,7 +53,8 @@ class UtcDateTime(TypeDecorator[datetime]):
     def process_result_value(self, value: Any | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        assert isinstance(value, datetime)
+        if not isinstance(value, datetime):
+            raise TypeError(f"expected a datetime from the driver, got {type(value).__name__}")
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)

@@ -1,0 +1,134 @@
+"""Async engines for SQLite (aiosqlite) and PostgreSQL (asyncpg), and the :class:`Store` that
+bundles an engine with its session factories.
+
+SQLite connections run in WAL mode with foreign keys on. The driver's own implicit transaction
+handling is switched off and Vocero emits ``BEGIN`` itself, so reads happen inside the transaction
+too and DDL is transactional. :meth:`Store.write` begins ``IMMEDIATE`` on SQLite: it takes the
+database write lock up front, which serialises read-modify-write transactions (on PostgreSQL
+lock the rows you will change with ``SELECT … FOR UPDATE``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import URL, event, make_url
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import create_async_engine as _create_async_engine
+
+SQLITE_PRAGMAS = (
+    "PRAGMA busy_timeout=5000",
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA foreign_keys=ON",
+)
+BEGIN_MODE_OPTION = "vocero_sqlite_begin"
+"""Execution option naming how a SQLite transaction begins (``DEFERRED`` or ``IMMEDIATE``)."""
+
+_ASYNC_DRIVERS = {
+    "sqlite": "sqlite+aiosqlite",
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+}
+_BEGIN_MODES = frozenset({"DEFERRED", "IMMEDIATE"})
+
+
+def async_url(url: str | URL) -> URL:
+    """The async form of ``url``: ``sqlite:///x`` becomes ``sqlite+aiosqlite:///x`` and a
+    driverless ``postgresql://`` becomes ``postgresql+asyncpg://``; explicit drivers stay."""
+    parsed = make_url(url)
+    driver = _ASYNC_DRIVERS.get(parsed.drivername)
+    return parsed.set(drivername=driver) if driver else parsed
+
+
+def sqlite_file(url: URL) -> Path | None:
+    """The database file of a SQLite URL, or ``None`` for an in-memory database."""
+    if url.get_backend_name() != "sqlite":
+        return None
+    database = url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def create_engine(url: str | URL, **kwargs: Any) -> AsyncEngine:
+    """An async engine for ``url``; extra keyword arguments go to SQLAlchemy."""
+    target = async_url(url)
+    path = sqlite_file(target)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    if target.get_backend_name() == "postgresql":
+        kwargs.setdefault("pool_pre_ping", True)
+    engine = _create_async_engine(target, **kwargs)
+    if target.get_backend_name() == "sqlite":
+        _configure_sqlite(engine)
+    return engine
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    event.listen(engine.sync_engine, "connect", _on_sqlite_connect)
+    event.listen(engine.sync_engine, "begin", _on_sqlite_begin)
+
+
+def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        for pragma in SQLITE_PRAGMAS:
+            cursor.execute(pragma)
+    finally:
+        cursor.close()
+
+
+def _on_sqlite_begin(connection: Connection) -> None:
+    options = connection.get_execution_options()
+    if options.get("isolation_level") == "AUTOCOMMIT":
+        return
+    mode = str(options.get(BEGIN_MODE_OPTION, "DEFERRED"))
+    if mode not in _BEGIN_MODES:
+        raise ValueError(f"unknown SQLite begin mode {mode!r}")
+    connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """Sessions whose objects stay readable after commit (no lazy reloads across awaits)."""
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+class Store:
+    """The engine and its session factories; one per process, closed on shutdown."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.sessions = session_factory(engine)
+        self._writers = session_factory(
+            engine.execution_options(**{BEGIN_MODE_OPTION: "IMMEDIATE"})
+        )
+
+    @classmethod
+    def open(cls, url: str | URL, **kwargs: Any) -> Store:
+        return cls(create_engine(url, **kwargs))
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        """A session in one transaction, for reads; it commits on exit."""
+        async with self.sessions() as session, session.begin():
+            yield session
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncSession]:
+        """A session in one write transaction: commits on normal exit, rolls back on error.
+        Keep it short and await nothing but the database inside it."""
+        async with self._writers() as session, session.begin():
+            yield session
+
+    async def close(self) -> None:
+        await self.engine.dispose()

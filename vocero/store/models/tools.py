@@ -1,0 +1,29 @@
+"""The MCP gateway's pinned tool definitions (rug-pull protection)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, get_args
+
+from sqlalchemy import JSON, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from vocero.store.models.base import ID, NAME, Base, UtcDateTime, one_of, utcnow
+
+ToolPinStatus = Literal["approved", "disabled"]
+TOOL_PIN_STATUSES: tuple[str, ...] = get_args(ToolPinStatus)
+
+
+class ToolPinRow(Base):
+    """A tool definition as first approved; a changed definition is not used until re-pinned."""
+
+    __tablename__ = "tool_pins"
+    __table_args__ = (one_of("status", TOOL_PIN_STATUSES),)
+
+    server: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    tool: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    definition_hash: Mapped[str] = mapped_column(String(ID))
+    definition: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[ToolPinStatus] = mapped_column(String(16))
+    pinned_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    changed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)

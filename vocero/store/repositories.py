@@ -1,0 +1,221 @@
+"""Conversation persistence: sessions, the caller's turns and the assistant's generations.
+
+Every method is one short transaction that awaits only the database. Writes that depend on what
+they read lock the session row first (``BEGIN IMMEDIATE`` on SQLite, ``FOR UPDATE`` on
+PostgreSQL), so turn numbering and generation upserts of one session never race.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from vocero.contracts.clock import SystemClock
+from vocero.contracts.ports import Clock
+from vocero.store.engine import Store
+from vocero.store.models import (
+    GenerationRow,
+    GenerationStatus,
+    SessionRow,
+    TurnRow,
+    TurnSource,
+)
+from vocero.store.records import (
+    GenerationRecord,
+    HistoryEntry,
+    SessionRecord,
+    TurnRecord,
+)
+
+
+class SessionNotFoundError(LookupError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session {session_id!r}")
+        self.session_id = session_id
+
+
+class Conversations:
+    def __init__(self, store: Store, *, clock: Clock | None = None) -> None:
+        self._store = store
+        self._clock = clock or SystemClock()
+
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self._clock.now(), UTC)
+
+    # ---------------------------------------------------------------------------- sessions
+
+    async def create_session(
+        self,
+        *,
+        session_id: str,
+        tenant_id: str,
+        subject_ref: str,
+        profile_id: str,
+        profile_version: str,
+        state: str = "CONNECTING",
+        effective: dict[str, Any] | None = None,
+        resume_token_hash: str | None = None,
+    ) -> SessionRecord:
+        row = SessionRow(
+            id=session_id, tenant_id=tenant_id, subject_ref=subject_ref, profile_id=profile_id,
+            profile_version=profile_version, state=state, effective=dict(effective or {}),
+            resume_token_hash=resume_token_hash, created_at=self._now(), closed_at=None,
+        )
+        async with self._store.write() as session:
+            session.add(row)
+        return _session_record(row)
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        async with self._store.read() as session:
+            row = await session.get(SessionRow, session_id)
+            return None if row is None else _session_record(row)
+
+    async def session_by_resume_hash(self, resume_token_hash: str) -> SessionRecord | None:
+        """The open session a resume token (by its hash) belongs to."""
+        query = select(SessionRow).where(
+            SessionRow.resume_token_hash == resume_token_hash, SessionRow.closed_at.is_(None)
+        )
+        async with self._store.read() as session:
+            row = (await session.scalars(query)).first()
+            return None if row is None else _session_record(row)
+
+    async def update_session(
+        self,
+        session_id: str,
+        *,
+        state: str | None = None,
+        effective: dict[str, Any] | None = None,
+        resume_token_hash: str | None = None,
+    ) -> SessionRecord:
+        """Change the fields given; ``None`` leaves a field as it is."""
+        async with self._store.write() as session:
+            row = await _locked_session(session, session_id)
+            if state is not None:
+                row.state = state
+            if effective is not None:
+                row.effective = dict(effective)
+            if resume_token_hash is not None:
+                row.resume_token_hash = resume_token_hash
+        return _session_record(row)
+
+    async def close_session(self, session_id: str, *, state: str = "CLOSING") -> SessionRecord:
+        """Mark the session closed now; closing twice keeps the first ``closed_at``."""
+        async with self._store.write() as session:
+            row = await _locked_session(session, session_id)
+            row.state = state
+            row.closed_at = row.closed_at or self._now()
+        return _session_record(row)
+
+    # ------------------------------------------------------------------------------- turns
+
+    async def add_turn(
+        self, *, session_id: str, turn_id: str, source: TurnSource, text: str
+    ) -> TurnRecord:
+        """Append a committed caller turn; ``seq`` counts the session's turns from 1."""
+        async with self._store.write() as session:
+            await _locked_session(session, session_id)
+            last = select(func.coalesce(func.max(TurnRow.seq), 0)).where(
+                TurnRow.session_id == session_id
+            )
+            seq = int((await session.execute(last)).scalar_one()) + 1
+            row = TurnRow(id=turn_id, session_id=session_id, seq=seq, source=source, text=text,
+                          created_at=self._now())
+            session.add(row)
+        return _turn_record(row)
+
+    # ------------------------------------------------------------------------- generations
+
+    async def upsert_generation(
+        self,
+        *,
+        generation_id: str,
+        session_id: str,
+        status: GenerationStatus,
+        turn_id: str | None = None,
+        generated_text: str | None = None,
+        heard_text: str | None = None,
+        played_ms: int | None = None,
+        sent_ms: int | None = None,
+    ) -> GenerationRecord:
+        """Create or update a generation; ``None`` leaves a field as it is. A final status
+        stamps ``completed_at`` once."""
+        async with self._store.write() as session:
+            await _locked_session(session, session_id)
+            row = await session.get(GenerationRow, generation_id)
+            if row is None:
+                row = GenerationRow(id=generation_id, session_id=session_id, turn_id=turn_id,
+                                    status=status, generated_text="", heard_text="",
+                                    played_ms=0, sent_ms=0, created_at=self._now())
+                session.add(row)
+            elif row.session_id != session_id:
+                raise ValueError(f"generation {generation_id!r} belongs to another session")
+            _apply_generation(row, status=status, turn_id=turn_id, generated_text=generated_text,
+                              heard_text=heard_text, played_ms=played_ms, sent_ms=sent_ms)
+            if status != "in_progress" and row.completed_at is None:
+                row.completed_at = self._now()
+        return _generation_record(row)
+
+    async def get_generation(self, generation_id: str) -> GenerationRecord | None:
+        async with self._store.read() as session:
+            row = await session.get(GenerationRow, generation_id)
+            return None if row is None else _generation_record(row)
+
+    # ----------------------------------------------------------------------------- history
+
+    async def history(self, session_id: str) -> list[HistoryEntry]:
+        """Turns and generations in the order they happened; assistant text as heard."""
+        turns_query = select(TurnRow).where(TurnRow.session_id == session_id)
+        generations_query = select(GenerationRow).where(GenerationRow.session_id == session_id)
+        async with self._store.read() as session:
+            turns = (await session.scalars(turns_query)).all()
+            generations = (await session.scalars(generations_query)).all()
+        timeline: list[tuple[tuple[datetime, int, int, str], HistoryEntry]] = [
+            ((t.created_at, 0, t.seq, t.id),
+             HistoryEntry(role="user", text=t.text, turn_id=t.id))
+            for t in turns
+        ]
+        timeline += [
+            ((g.created_at, 1, 0, g.id),
+             HistoryEntry(role="assistant", text=g.heard_text, turn_id=g.turn_id or "",
+                          generation_id=g.id, status=g.status))
+            for g in generations
+        ]
+        return [entry for _, entry in sorted(timeline, key=lambda item: item[0])]
+
+
+async def _locked_session(session: AsyncSession, session_id: str) -> SessionRow:
+    row = await session.get(SessionRow, session_id, with_for_update=True)
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    return row
+
+
+def _apply_generation(row: GenerationRow, **changes: Any) -> None:
+    for field, value in changes.items():
+        if value is not None:
+            setattr(row, field, value)
+
+
+def _session_record(row: SessionRow) -> SessionRecord:
+    return SessionRecord(
+        id=row.id, tenant_id=row.tenant_id, subject_ref=row.subject_ref,
+        profile_id=row.profile_id, profile_version=row.profile_version, state=row.state,
+        effective=dict(row.effective), resume_token_hash=row.resume_token_hash,
+        created_at=row.created_at, closed_at=row.closed_at,
+    )
+
+
+def _turn_record(row: TurnRow) -> TurnRecord:
+    return TurnRecord(id=row.id, session_id=row.session_id, seq=row.seq, source=row.source,
+                      text=row.text, created_at=row.created_at)
+
+
+def _generation_record(row: GenerationRow) -> GenerationRecord:
+    return GenerationRecord(
+        id=row.id, session_id=row.session_id, turn_id=row.turn_id, status=row.status,
+        generated_text=row.generated_text, heard_text=row.heard_text, played_ms=row.played_ms,
+        sent_ms=row.sent_ms, created_at=row.created_at, completed_at=row.completed_at,
+    )
