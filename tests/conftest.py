@@ -45,3 +45,8 @@ def client(sim_settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(sim_settings)) as test_client:
         yield test_client
 
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

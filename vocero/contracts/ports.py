@@ -43,6 +43,9 @@ class VadEvent(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class VadStream(Protocol):
+    voiced_ms: int
+    """Milliseconds of frames judged to be speech since the last ``speech_started``."""
+
     def push(self, pcm16: bytes) -> list[VadEvent]:
         """Feed 16 kHz PCM16 mono; returns the speech boundaries found in it."""
         ...

@@ -30,6 +30,11 @@ class Utterance:
     """Began while the agent was answering: a possible barge-in, not yet a turn."""
     judged: bool = False
     backchannel_suspected: bool = False
+    interrupted: bool = False
+    """This utterance stopped the agent (so a backchannel final means a false barge-in)."""
+
+    voiced_ms: float = 0.0
+    """Speech heard in this utterance so far (trailing silence excluded)."""
 
     @property
     def duration_ms(self) -> float:
@@ -71,6 +76,8 @@ class Listener:
                 segment.started = self.current
             elif event.kind == "speech_stopped" and self.current is not None:
                 segment.ended, self.current = self.current, None
+        if self.current is not None:
+            self.current.voiced_ms = self._vad.voiced_ms
         return segment
 
     def _push_to_talk(self, pcm16: bytes) -> Segment:
@@ -79,6 +86,7 @@ class Listener:
             self.current = Utterance()
             segment.started = self.current
         self.current.audio.extend(pcm16)
+        self.current.voiced_ms = self.current.duration_ms
         return segment
 
     def commit(self) -> Utterance | None:

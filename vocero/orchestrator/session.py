@@ -115,7 +115,7 @@ class Session:
             self._speech_started(segment.started)
         current = self.listener.current
         if current is not None and current.candidate and not current.judged:
-            if current.duration_ms >= self.ctx.profile.min_interruption_ms or self.turn_mode != "server_vad":
+            if current.voiced_ms >= self.ctx.profile.min_interruption_ms or self.turn_mode != "server_vad":
                 current.judged = True
                 self._spawn(self._judge_interruption, current)
         if segment.ended is not None:
@@ -176,7 +176,8 @@ class Session:
                 utterance.backchannel_suspected = True
                 self.metrics.count("backchannels_ignored")
                 return
-        if self._answering() and (self.listener.current is utterance or not utterance.audio):
+        if self._answering() and self.listener.current is utterance:
+            utterance.interrupted = True
             self._barge_in()
 
     def _utterance_ended(self, utterance: Utterance) -> None:
@@ -184,10 +185,7 @@ class Session:
             self.false_barge_ins += 1
             self.metrics.count("false_barge_ins", kind="too_short")
             return
-        if self.machine.state == "TRANSCRIBING" or not self._answering() or not utterance.candidate:
-            self._spawn(self._audio_turn, utterance)
-        elif utterance.backchannel_suspected:
-            self._spawn(self._audio_turn, utterance, True)
+        self._spawn(self._audio_turn, utterance, utterance.candidate)
 
     def _barge_in(self, reason: str = "barge_in") -> None:
         generation = self.generation
@@ -222,7 +220,10 @@ class Session:
             self.metrics.observe_ms("stt_final_ms", (self.monotonic() - started) * 1000.0)
             text = result.text.strip()
             if not text or (backchannel_check and is_backchannel(text)):
-                if backchannel_check:
+                if utterance.interrupted:
+                    self.false_barge_ins += 1
+                    self.metrics.count("false_barge_ins", kind="backchannel")
+                elif backchannel_check:
                     self.metrics.count("backchannels_ignored")
                 self._discard_speech()
                 return
@@ -265,6 +266,7 @@ class Session:
 
     async def _respond(self, turn: TurnRef, committed_at: float, first_plan: ToolPlan | None = None) -> None:
         generation = self._begin_generation(turn)
+        failure: ErrorCode | None = None
         with generation.scope:
             try:
                 async with Speaker(self, generation, committed_at) as speaker:
@@ -274,15 +276,15 @@ class Session:
                     if proceed:
                         await self._model_loop(generation, speaker, turn)
                     await speaker.finish()
-            except TimeoutError:
-                self._error(ErrorCode.LLM_TIMEOUT)
-                self._finish(generation, "failed")
-                return
-            except CapacityError:
-                self._error(ErrorCode.CAPACITY_EXHAUSTED)
-                self._finish(generation, "failed")
-                return
-            self._finish(generation, "completed")
+            except* TimeoutError:
+                failure = ErrorCode.LLM_TIMEOUT
+            except* CapacityError:
+                failure = ErrorCode.CAPACITY_EXHAUSTED
+        if failure is not None and not generation.done:
+            self._error(failure)
+            self._finish(generation, "failed")
+            return
+        self._finish(generation, "completed")
 
     async def _model_loop(self, generation: Generation, speaker: Speaker, turn: TurnRef) -> None:
         """Ask the model until it answers in words; run each tool it asks for in between."""

@@ -27,6 +27,7 @@ class EnergyVadStream:
         self._elapsed_ms = 0
         self._speaking = False
         self._run = 0
+        self.voiced_ms = 0
 
     def push(self, pcm16: bytes) -> list[VadEvent]:
         data = self._pending + pcm16
@@ -43,9 +44,12 @@ class EnergyVadStream:
         samples = np.frombuffer(frame, dtype="<i2").astype(np.float32) / 32768.0
         loud = float(np.sqrt(np.mean(samples * samples))) >= self._threshold
         self._elapsed_ms += FRAME_MS
+        if loud:
+            self.voiced_ms += FRAME_MS
         self._run = self._run + 1 if loud != self._speaking else 0
         if not self._speaking and self._run >= self._start_frames:
             self._speaking, self._run = True, 0
+            self.voiced_ms = self._start_frames * FRAME_MS
             return VadEvent(kind="speech_started", at_ms=self._elapsed_ms - self._start_frames * FRAME_MS)
         if self._speaking and self._run >= self._stop_frames:
             self._speaking, self._run = False, 0

@@ -1,0 +1,244 @@
+"""The real orchestrator on scripted runners: turns, barge-in, history, degradation."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.audio import silence_frames, tone_frames, utterance
+from tests.support.fakes import fake_runners
+from tests.support.harness import profile, running
+from vocero.contracts import events as ev
+from vocero.inference.sim.script import Rule
+
+pytestmark = pytest.mark.anyio
+
+STORY = ("Once upon a time there was a very long story. It went on for quite a while, "
+         "with many words in it. And then, at last, it ended.")
+RULES = [
+    Rule(match="story", reply=STORY),
+    Rule(match="what did you say", reply="I said: {last_assistant}"),
+    Rule(match=".*", reply="I can help with orders and appointments."),
+]
+
+
+def completed(h, generation_id: str) -> ev.ResponseCompleted:  # type: ignore[no-untyped-def]
+    return next(p for p in h.received.of("ResponseCompleted") if p.generation_id == generation_id)
+
+
+async def test_text_turn_is_answered_by_voice_and_remembered() -> None:
+    runners, *_ = fake_runners(rules=RULES)
+    async with running(runners) as h:
+        h.session.on_text("hello")
+        done = await h.until_frame("ResponseCompleted")
+        assert done.status == "completed"
+        assert done.heard_text == "I can help with orders and appointments."
+        names = h.received.names()
+        assert names.index("ResponseCreated") < names.index("TextDelta") < names.index("AudioOut")
+        await h.until_frame("StateChanged", 4)
+        states = [p.state for p in h.received.of("StateChanged")]
+        assert states == ["LISTENING", "THINKING", "SPEAKING", "LISTENING"]
+        assert [(m.role, m.content) for m in h.session.history] == [
+            ("user", "hello"), ("assistant", "I can help with orders and appointments.")]
+
+
+async def test_barge_in_stops_first_and_keeps_only_heard_text() -> None:
+    runners, *_ = fake_runners(rules=RULES, ms_per_char=20)
+    async with running(runners) as h:
+        h.auto_ack = False
+        h.session.on_text("tell me a story")
+        audio = await h.until_frame("AudioOut", 3)
+        generation_id = audio.generation_id
+        h.session.on_playout(generation_id, 1000)
+        h.session.on_speech_hint()
+        done = await h.until_frame("ResponseCompleted")
+        names = h.received.names()
+        stop_at = names.index("StopAndFlush")
+        after = h.received.frames[stop_at + 1:]
+        assert not [p for n, p in after if n in ("AudioOut", "TextDelta")
+                    and p.generation_id == generation_id]
+        assert done.status == "interrupted"
+        assert done.heard_text and STORY.startswith(done.heard_text) and done.heard_text != STORY
+        assert len(done.heard_text) <= len(STORY) * 1000 / (len(STORY.split(". ")[0]) * 20) + 1
+        assert h.session.history[-1].content == done.heard_text
+        assert h.session.machine.state == "TRANSCRIBING"
+
+
+async def test_heard_text_without_any_playout_report_is_empty() -> None:
+    runners, *_ = fake_runners(rules=RULES)
+    async with running(runners) as h:
+        h.auto_ack = False
+        h.session.on_text("tell me a story")
+        await h.until_frame("AudioOut", 2)
+        h.session.on_speech_hint()
+        done = await h.until_frame("ResponseCompleted")
+        assert done.status == "interrupted"
+        assert done.heard_text == ""
+        assert [m.role for m in h.session.history] == ["user"]
+
+
+async def test_history_the_model_sees_is_what_was_heard() -> None:
+    runners, *_ = fake_runners(rules=RULES, ms_per_char=20)
+    async with running(runners) as h:
+        h.auto_ack = False
+        h.session.on_text("tell me a story")
+        first = await h.until_frame("AudioOut", 2)
+        h.session.on_playout(first.generation_id, 1200)
+        h.session.on_speech_hint()
+        interrupted = await h.until_frame("ResponseCompleted")
+        h.auto_ack = True
+        h.session.on_text("what did you say")
+        repeat = await h.until_frame("ResponseCompleted", 2)
+        assert repeat.heard_text == f"I said: {interrupted.heard_text}"
+
+
+async def test_server_vad_speech_longer_than_threshold_interrupts() -> None:
+    runners, *_ = fake_runners(stt=["stop please"], rules=RULES)
+    async with running(runners, prof=profile(min_interruption_ms=200)) as h:
+        h.session.on_text("tell me a story")
+        await h.until_frame("AudioOut", 2)
+        for frame in tone_frames(400):
+            h.session.on_audio(frame)
+        first = await h.until_frame("ResponseCompleted")
+        assert first.status == "interrupted"
+        for frame in silence_frames(500):
+            h.session.on_audio(frame)
+        final = await h.until_frame("transcript.final.v1", 2)
+        assert final.text == "stop please"
+
+
+async def test_short_noise_while_speaking_is_not_a_barge_in() -> None:
+    runners, *_ = fake_runners(stt=["should not be used"], rules=RULES, ms_per_char=5)
+    async with running(runners, prof=profile(min_interruption_ms=300)) as h:
+        h.auto_ack = False
+        h.session.on_text("tell me a story")
+        audio = await h.until_frame("AudioOut", 1)
+        for frame in tone_frames(120) + silence_frames(500):
+            h.session.on_audio(frame)
+        assert "StopAndFlush" not in h.received.names()
+        assert h.session.false_barge_ins == 1
+        h.auto_ack = True
+        h.session.on_playout(audio.generation_id, 10**7)
+        done = await h.until_frame("ResponseCompleted")
+        assert done.status == "completed"
+
+
+async def test_backchannel_while_speaking_does_not_cancel() -> None:
+    runners, *_ = fake_runners(stt=["mm-hmm", "what did you say"], rules=RULES, ms_per_char=30)
+    async with running(runners, prof=profile(min_interruption_ms=200)) as h:
+        h.auto_ack = False
+        h.session.on_text("tell me a story")
+        audio = await h.until_frame("AudioOut", 1)
+        for frame in utterance(400, 500):
+            h.session.on_audio(frame)
+        await h.until(lambda: runners.stt._next == 1)  # type: ignore[attr-defined]
+        assert "StopAndFlush" not in h.received.names()
+        assert not [t for t in h.received.of("transcript.final.v1") if t.text == "mm-hmm"]
+        h.session.on_playout(audio.generation_id, 10**7)
+        h.auto_ack = True
+        done = await h.until_frame("ResponseCompleted")
+        assert done.status == "completed"
+
+
+async def test_cancel_request_stops_with_canceled_status() -> None:
+    runners, *_ = fake_runners(rules=RULES)
+    async with running(runners) as h:
+        h.auto_ack = False
+        h.session.on_text("tell me a story")
+        audio = await h.until_frame("AudioOut", 1)
+        h.session.on_cancel(audio.generation_id)
+        done = await h.until_frame("ResponseCompleted")
+        assert done.status == "canceled"
+        assert h.received.of("StopAndFlush")[0].reason == "canceled"
+        assert h.session.machine.state == "LISTENING"
+
+
+async def test_push_to_talk_commit_makes_a_turn() -> None:
+    runners, *_ = fake_runners(stt=["hello from the button"], rules=RULES)
+    async with running(runners, turn_mode="push_to_talk") as h:
+        for frame in tone_frames(300):
+            h.session.on_audio(frame)
+        h.session.on_commit()
+        final = await h.until_frame("transcript.final.v1")
+        assert final.text == "hello from the button"
+        assert (await h.until_frame("ResponseCompleted")).status == "completed"
+
+
+async def test_stt_failure_degrades_to_text_mode_and_text_still_works() -> None:
+    runners, stt, _, _ = fake_runners(stt=["x"], rules=RULES)
+    stt.fail = True
+    async with running(runners) as h:
+        for frame in utterance():
+            h.session.on_audio(frame)
+        error = await h.until_frame("Error")
+        assert error.code == "STT_UNAVAILABLE"
+        await h.until(lambda: h.session.machine.state == "DEGRADED")
+        h.session.on_text("hello")
+        done = await h.until_frame("ResponseCompleted")
+        assert done.status == "completed"
+        assert h.session.machine.state == "DEGRADED"
+        stt.fail, stt.health = False, "ready"
+        h.session.on_audio(silence_frames(20)[0])
+        assert h.session.machine.state == "LISTENING"
+
+
+async def test_tts_failure_keeps_text_and_never_switches_voice() -> None:
+    runners, _, _, tts = fake_runners(rules=RULES)
+    tts.fail_after_chunks = 2
+    async with running(runners) as h:
+        h.session.on_text("tell me a story")
+        done = await h.until_frame("ResponseCompleted")
+        assert [e.code for e in h.received.of("Error")] == ["TTS_UNAVAILABLE"]
+        texts = " ".join(d.text for d in h.received.of("TextDelta"))
+        assert texts == STORY
+        assert len(h.received.of("AudioOut")) == 2
+        assert {v.voice_profile_id for v in tts.voices} == {"builtin"}
+        assert done.status == "completed"
+
+
+async def test_llm_timeout_is_retried_once_without_side_effects() -> None:
+    runners, _, llm, _ = fake_runners(rules=RULES)
+    llm.hang_calls = 1
+    async with running(runners) as h:
+        h.session.on_text("hello")
+        done = await h.until_frame("ResponseCompleted", timeout=10)
+        assert done.status == "completed"
+        assert llm.calls == 2
+        assert not h.received.of("Error")
+
+
+async def test_llm_timeout_twice_fails_the_generation_clearly() -> None:
+    runners, _, llm, _ = fake_runners(rules=RULES)
+    llm.hang_calls = 5
+    async with running(runners) as h:
+        h.session.on_text("hello")
+        done = await h.until_frame("ResponseCompleted", timeout=10)
+        assert done.status == "failed"
+        assert [e.code for e in h.received.of("Error")] == ["LLM_TIMEOUT"]
+        assert llm.calls == 2
+        assert h.session.machine.state == "LISTENING"
+
+
+async def test_model_capacity_full_is_rejected_early() -> None:
+    runners, _, llm, _ = fake_runners(rules=RULES)
+    llm.busy = True
+    async with running(runners) as h:
+        h.session.on_text("hello")
+        done = await h.until_frame("ResponseCompleted")
+        assert done.status == "failed"
+        assert [e.code for e in h.received.of("Error")] == ["CAPACITY_EXHAUSTED"]
+        assert h.received.of("Error")[0].user_message_key == "service.busy"
+
+
+async def test_pacing_keeps_at_most_max_lead_ahead_of_playout() -> None:
+    runners, *_ = fake_runners(rules=RULES, ms_per_char=20)
+    async with running(runners, prof=profile(max_lead_ms=400)) as h:
+        h.auto_ack = False
+        h.session.on_text("tell me a story")
+        first = await h.until_frame("AudioOut", 1)
+        gen = first.generation_id
+        played = 0
+        for _ in range(6):
+            await h.until(lambda: h.out.playout_of(gen).sent_ms - played >= 400, timeout=2)
+            assert h.out.playout_of(gen).sent_ms - played <= 400 + 1e-6
+            played += 200
+            h.session.on_playout(gen, played)
