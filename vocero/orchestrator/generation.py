@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 import anyio
 
 
+ROUNDING_MS = 1.0
+"""Playout reports are whole milliseconds; a unit within a millisecond of its end was heard."""
+
+
 @dataclass(slots=True)
 class UnitRecord:
     text: str
@@ -51,12 +55,12 @@ class Generation:
         heard: list[str] = []
         for unit in self.units:
             if not unit.voiced:
-                if played_ms + 1e-6 < unit.start_ms:
+                if played_ms + ROUNDING_MS < unit.start_ms:
                     break
                 heard.append(unit.text)
                 continue
             end_ms = unit.start_ms + unit.audio_ms
-            if played_ms + 1e-6 >= end_ms and unit.audio_ms > 0:
+            if played_ms + ROUNDING_MS >= end_ms and unit.audio_ms > 0:
                 heard.append(unit.text)
                 continue
             partial = _words_within(unit, played_ms - unit.start_ms)

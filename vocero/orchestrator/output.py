@@ -24,6 +24,10 @@ import msgspec
 from vocero.contracts.events import ServerEnvelope
 
 
+PLAYOUT_TOLERANCE_MS = 1.0
+"""Clients report whole milliseconds; audio lengths are fractional."""
+
+
 class ControlLaneFull(Exception):  # noqa: N818 - a signal that the client stopped reading
     pass
 
@@ -230,7 +234,7 @@ class OutputChannel:
         if self.has_pending_data(generation_id):
             return False
         if self.playout_acks:
-            return track.played_ms >= track.sent_ms
+            return track.played_ms >= track.sent_ms - PLAYOUT_TOLERANCE_MS
         return self._estimate(track) >= track.sent_ms
 
     def wake(self) -> None:

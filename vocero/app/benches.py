@@ -1,0 +1,133 @@
+"""Benchmarks of the realtime path (issue #3). Each returns JSON-able figures.
+
+* ``overhead``: committed text turn → first ``response.audio_delta.v1`` encoded for the wire,
+  simulated runners with zero model time (the orchestration cost alone).
+* ``barge-in``: speech start received → ``output.stop_and_flush.v1`` encoded, and how many frames
+  of the stopped generation left after it (must be 0).
+* ``sessions``: N concurrent WebSocket sessions against a real server subprocess, 50 audio frames
+  per second each way; p95 outbound frame lag and the server's memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import anyio
+
+from vocero.app.stats import percentiles
+from vocero.contracts import codec
+from vocero.contracts import events as ev
+from vocero.contracts.domain import DEFAULT_VOICE, AgentProfile, Caller, ProfileMatch
+from vocero.inference.sim import build_sim_runners
+from vocero.inference.sim.script import Rule, SimScript, TtsScript
+from vocero.orchestrator.context import SessionContext
+from vocero.orchestrator.output import OutFrame, OutputChannel
+from vocero.orchestrator.session import Session
+
+REPLY = "Your order has shipped and should arrive on Thursday. Is there anything else I can do?"
+
+
+def _session(ms_per_char: float = 0.5) -> tuple[Session, OutputChannel]:
+    script = SimScript(llm=[Rule(match=".*", reply=REPLY)], tts=TtsScript(ms_per_char=ms_per_char))
+    prof = AgentProfile(id="bench", version="1", match=ProfileMatch(tenant="bench"))
+    effective = ev.Effective(locale="en-US", turn_mode="server_vad", voice_profile_id="builtin",
+                             voice_version="default", output_sample_rate=16000, profile_id="bench",
+                             profile_version="1")
+    caller = Caller(token="t", subject="bench", tenant="bench")
+    ctx = SessionContext(session_id="ses_bench", caller=caller, profile=prof, effective=effective,
+                         voice=DEFAULT_VOICE)
+    out = OutputChannel(max_lead_ms=400, playout_acks=True, monotonic=time.perf_counter)
+    return Session(ctx, build_sim_runners(script), out, monotonic=time.perf_counter), out
+
+
+class _Wire:
+    """The outbound pump's work without a socket: take the next frame, stamp it, encode it."""
+
+    def __init__(self, session: Session, out: OutputChannel) -> None:
+        self.session, self.out = session, out
+        self.sequence = 0
+        self.log: list[tuple[float, OutFrame]] = []
+        self.first_audio = anyio.Event()
+        self.stopped = anyio.Event()
+
+    async def pump(self) -> None:
+        while True:
+            frame = await self.out.receive()
+            assert frame is not None
+            self.sequence += 1
+            codec.encode(codec.server_envelope(frame.payload, session_id="ses_bench",
+                                               sequence=self.sequence, envelope=frame.envelope))
+            now = time.perf_counter()
+            self.log.append((now, frame))
+            payload = frame.payload
+            if isinstance(payload, ev.AudioOut):
+                self.session.on_playout(payload.generation_id,
+                                        int(self.out.playout_of(payload.generation_id).sent_ms))
+                self.first_audio.set()
+            if isinstance(payload, ev.StopAndFlush):
+                self.stopped.set()
+
+
+async def _turns(iterations: int, interrupt: bool) -> dict[str, Any]:
+    samples: list[float] = []
+    stale = 0
+    session, out = _session()
+    wire = _Wire(session, out)
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        tg.start_soon(wire.pump)
+        for _ in range(iterations):
+            wire.first_audio, wire.stopped = anyio.Event(), anyio.Event()
+            start = time.perf_counter()
+            session.on_text("where is my order")
+            await wire.first_audio.wait()
+            if not interrupt:
+                samples.append((time.perf_counter() - start) * 1000)
+            else:
+                generation = session.generation
+                assert generation is not None
+                mark = len(wire.log)
+                start = time.perf_counter()
+                session.on_speech_hint()
+                await wire.stopped.wait()
+                samples.append((time.perf_counter() - start) * 1000)
+                await anyio.wait_all_tasks_blocked()
+                stop_index = next(i for i, (_, f) in enumerate(wire.log[mark:], mark)
+                                  if isinstance(f.payload, ev.StopAndFlush))
+                stale += sum(1 for _, f in wire.log[stop_index + 1:]
+                             if isinstance(f.payload, ev.AudioOut | ev.TextDelta)
+                             and f.payload.generation_id == generation.generation_id)
+            await _settle(session)
+        session.close()
+        tg.cancel_scope.cancel()
+    result: dict[str, Any] = {"ms": percentiles(samples), "iterations": iterations}
+    if interrupt:
+        result["stale_frames_after_stop"] = stale
+    return result
+
+
+async def _settle(session: Session) -> None:
+    with anyio.fail_after(10):
+        while session.generation is not None and not session.generation.done:
+            await anyio.sleep(0.001)
+        await anyio.wait_all_tasks_blocked()
+
+
+async def overhead(args: argparse.Namespace) -> dict[str, Any]:
+    result = await _turns(args.iterations, interrupt=False)
+    return {"benchmark": "overhead", "measure": "committed turn -> first audio delta encoded",
+            "goal_p95_ms": 5.0, **result}
+
+
+async def barge_in(args: argparse.Namespace) -> dict[str, Any]:
+    result = await _turns(args.iterations, interrupt=True)
+    return {"benchmark": "barge-in", "measure": "speech start received -> stop_and_flush encoded",
+            "goal_p95_ms": 2.0, **result}
+
+
+async def sessions(args: argparse.Namespace) -> dict[str, Any]:
+    from vocero.app.bench_sessions import run_sessions
+
+    return await run_sessions(args.n, duration_s=float(getattr(args, "duration", 10.0)))

@@ -1,0 +1,39 @@
+"""Protocol-neutral shapes the adapters produce: what a server listed and what a call returned.
+
+Adapters translate each MCP revision into these, so pinning, validation and the gateway never see
+a transport or an SDK type (seed 004 §9.6: data layer apart from transport).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class RemoteTool(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool as a server lists it."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = {}
+    output_schema: dict[str, Any] | None = None
+
+    def definition(self) -> dict[str, Any]:
+        """The pinned part of a tool: what the model and the validators rely on."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema,
+        }
+
+
+class RemoteResult(msgspec.Struct, frozen=True, kw_only=True):
+    """A tools/call result: text blocks, structured content, and what was dropped."""
+
+    is_error: bool = False
+    texts: list[str] = []
+    structured: Any = None
+    dropped_blocks: int = 0
+    """Images, audio, resources: a voice agent has no use for them, so they never pass."""
