@@ -92,6 +92,8 @@ class Connection:
             token_ref = hashlib.sha256(connect.token.encode()).hexdigest()[:16]
             config.factory.audit("session.auth_denied", {"token_ref": token_ref})
             await self._deny(ErrorCode.AUTH_DENIED, CloseCode.AUTH_DENIED, "auth_denied")
+        if config.wait_ready is not None and not await config.wait_ready():
+            await self._deny(ErrorCode.CAPACITY_EXHAUSTED, CloseCode.TRY_AGAIN_LATER, "warming")
         if len(config.active) >= config.max_sessions:
             await self._deny(ErrorCode.CAPACITY_EXHAUSTED, CloseCode.TRY_AGAIN_LATER, "capacity")
         try:

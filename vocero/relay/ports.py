@@ -52,5 +52,7 @@ class RelayConfig:
     max_sessions: int = 500
     monotonic: Callable[[], float] = field(default=lambda: 0.0)
     output_sample_rate: int = 16000
+    wait_ready: Callable[[], Awaitable[bool]] | None = None
+    """Waits (bounded) until runners and tool connections are warm; False if they never were."""
     active: set[str] = field(default_factory=set)
     draining: bool = False

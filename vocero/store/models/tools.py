@@ -27,3 +27,7 @@ class ToolPinRow(Base):
     status: Mapped[ToolPinStatus] = mapped_column(String(16))
     pinned_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
     changed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    observed_hash: Mapped[str] = mapped_column(String(ID), server_default="")
+    """What the server listed after a change, until an operator re-approves it."""
+    observed_definition: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    approved_by: Mapped[str] = mapped_column(String(NAME), server_default="")
