@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+from collections.abc import Iterator
 
 import anyio
 import uvicorn
@@ -22,9 +25,23 @@ def serve(settings: Settings) -> int:
         app, host=settings.host, port=settings.port, log_config=None, lifespan="on",
         ws_max_size=1024 * 1024, timeout_graceful_shutdown=8, ws_ping_interval=20,
     )
-    server = uvicorn.Server(config)
+    server = _DrainingServer(config)
     anyio.run(_serve, server, settings)
     return 0
+
+
+class _DrainingServer(uvicorn.Server):
+    """SIGTERM/SIGINT start a graceful drain and the process then exits 0 (uvicorn re-raises the
+    signal after shutdown by default, which would end the process with -15)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 async def _serve(server: uvicorn.Server, settings: Settings) -> None:
