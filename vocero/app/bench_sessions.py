@@ -52,6 +52,7 @@ class _Client:
         self.url, self.lags, self.counters = url, lags, counters
         self.sequence = 0
         self.session_id = ""
+        self.playing: tuple[str, float] | None = None
 
     async def _send(self, ws: Any, name: str, payload: dict[str, Any]) -> None:
         self.sequence += 1
@@ -62,7 +63,15 @@ class _Client:
         }))
 
     async def run(self, until: float) -> None:
-        async with websockets.connect(self.url, max_size=2**20) as ws:
+        try:
+            await self._run(until)
+        except (websockets.ConnectionClosed, OSError, TimeoutError):
+            if time.monotonic() < until - 0.5:
+                self.counters["dropped"] += 1
+
+    async def _run(self, until: float) -> None:
+        async with websockets.connect(self.url, max_size=2**20, open_timeout=30,
+                                      ping_interval=None) as ws:
             await self._send(ws, "session.connect.v1", {"token": "demo-token"})
             applied = json.loads(await ws.recv())
             self.session_id = applied["data"]["payload"]["session_id"]
@@ -71,6 +80,7 @@ class _Client:
             await self._send(ws, "input.text.v1", {"text": "where is my order"})
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._speak, ws, until)
+                tg.start_soon(self._report, ws, until)
                 await self._listen(ws, until)
                 tg.cancel_scope.cancel()
 
@@ -82,29 +92,49 @@ class _Client:
             next_at += 0.02
             await anyio.sleep(max(0.0, next_at - time.monotonic()))
 
-    async def _listen(self, ws: Any, until: float) -> None:
-        started: dict[str, float] = {}
-        last_report = 0.0
+    async def _report(self, ws: Any, until: float) -> None:
+        """Like a browser's playback worklet: report real-time playout every 50 ms."""
         while time.monotonic() < until:
+            await anyio.sleep(0.05)
+            if self.playing:
+                gen, started = self.playing
+                played = int((time.monotonic() - started) * 1000)
+                await self._send(ws, "output.playout_progress.v1",
+                                 {"generation_id": gen, "played_ms": played, "buffered_ms": 0})
+
+    async def _listen(self, ws: Any, until: float) -> None:
+        while time.monotonic() < until:
+            frame: dict[str, Any] | None = None
             with anyio.move_on_after(max(0.01, until - time.monotonic())):
                 frame = json.loads(await ws.recv())
+            if frame is None:
+                return
             kind = frame["type"]
-            now = time.time()
             if kind == "vocero.response.audio_delta.v1":
                 sent_at = datetime.fromisoformat(frame["time"].replace("Z", "+00:00")).timestamp()
-                self.lags.append((now - sent_at) * 1000)
+                self.lags.append((time.time() - sent_at) * 1000)
                 self.counters["received"] += 1
                 gen = frame["data"]["payload"]["generation_id"]
-                started.setdefault(gen, time.monotonic())
-                if time.monotonic() - last_report >= 0.1:
-                    last_report = time.monotonic()
-                    played = int((time.monotonic() - started[gen]) * 1000)
-                    await self._send(ws, "output.playout_progress.v1",
-                                     {"generation_id": gen, "played_ms": played, "buffered_ms": 0})
+                if self.playing is None or self.playing[0] != gen:
+                    self.playing = (gen, time.monotonic())
             elif kind == "vocero.response.completed.v1":
+                self.playing = None
                 await self._send(ws, "input.text.v1", {"text": "and my other order?"})
             elif kind == "vocero.error.v1":
                 self.counters["errors"] += 1
+
+
+async def _wait_ready(port: int) -> None:
+    import urllib.error
+    import urllib.request
+
+    for _ in range(600):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2):
+                return
+        except (urllib.error.URLError, OSError):
+            await anyio.sleep(0.1)
+    raise RuntimeError("server never became ready")
 
 
 async def run_sessions(n: int, *, duration_s: float = 10.0) -> dict[str, Any]:
@@ -123,8 +153,9 @@ async def run_sessions(n: int, *, duration_s: float = 10.0) -> dict[str, Any]:
         assert server.stdout is not None
         while "listening" not in server.stdout.readline():
             pass
+        await _wait_ready(port)
         lags: list[float] = []
-        counters = {"sent": 0, "received": 0, "errors": 0}
+        counters = {"sent": 0, "received": 0, "errors": 0, "dropped": 0}
         peak_rss = 0.0
         until = time.monotonic() + duration_s
         async with anyio.create_task_group() as tg:
@@ -140,7 +171,8 @@ async def run_sessions(n: int, *, duration_s: float = 10.0) -> dict[str, Any]:
             "outbound_frame_lag_ms": percentiles(warm),
             "frames_received_per_s": round(counters["received"] / duration_s, 1),
             "frames_sent_per_s": round(counters["sent"] / duration_s, 1),
-            "errors": counters["errors"], "server_peak_rss_mb": round(peak_rss, 1),
+            "errors": counters["errors"], "dropped_sessions": counters["dropped"],
+            "server_peak_rss_mb": round(peak_rss, 1),
             "goal": "500 sessions, p95 lag <= 20 ms",
         }
     finally:
