@@ -65,7 +65,7 @@ class _Client:
     async def run(self, until: float) -> None:
         try:
             await self._run(until)
-        except (websockets.ConnectionClosed, OSError, TimeoutError):
+        except* (websockets.ConnectionClosed, OSError, TimeoutError):
             if time.monotonic() < until - 0.5:
                 self.counters["dropped"] += 1
 
