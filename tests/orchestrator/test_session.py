@@ -242,3 +242,18 @@ async def test_pacing_keeps_at_most_max_lead_ahead_of_playout() -> None:
             assert h.out.playout_of(gen).sent_ms - played <= 400 + 1e-6
             played += 200
             h.session.on_playout(gen, played)
+
+
+async def test_long_speech_gets_partial_transcripts_before_the_final() -> None:
+    runners, *_ = fake_runners(stt=["what is the status of my order"], rules=RULES)
+    async with running(runners) as h:
+        for frame in tone_frames(1400):
+            h.session.on_audio(frame)
+        partial = await h.until_frame("transcript.partial.v1")
+        assert partial.text == "what is the status of my order"
+        for frame in silence_frames(500):
+            h.session.on_audio(frame)
+        final = await h.until_frame("transcript.final.v1")
+        names = h.received.names()
+        assert names.index("transcript.partial.v1") < names.index("transcript.final.v1")
+        assert final.text == "what is the status of my order"

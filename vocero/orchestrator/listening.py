@@ -30,6 +30,8 @@ class Utterance:
     """Began while the agent was answering: a possible barge-in, not yet a turn."""
     judged: bool = False
     backchannel_suspected: bool = False
+    partial_running: bool = False
+    next_partial_ms: float = 600.0
     interrupted: bool = False
     """This utterance stopped the agent (so a backchannel final means a false barge-in)."""
 

@@ -36,6 +36,7 @@ from vocero.orchestrator.speaking import Speaker
 
 log = structlog.get_logger("vocero.session")
 
+PARTIAL_EVERY_MS = 600
 ANSWERING = frozenset({"THINKING", "TOOL_PENDING", "TOOL_RUNNING", "AWAITING_CONFIRMATION", "SPEAKING"})
 
 
@@ -118,6 +119,8 @@ class Session:
             if current.voiced_ms >= self.ctx.profile.min_interruption_ms or self.turn_mode != "server_vad":
                 current.judged = True
                 self._spawn(self._judge_interruption, current)
+        elif current is not None and not current.candidate:
+            self._maybe_partial(current)
         if segment.ended is not None:
             self._utterance_ended(segment.ended)
 
@@ -179,6 +182,28 @@ class Session:
         if self._answering() and self.listener.current is utterance:
             utterance.interrupted = True
             self._barge_in()
+
+    def _maybe_partial(self, utterance: Utterance) -> None:
+        """Every ``PARTIAL_EVERY_MS`` of speech, transcribe what was said so far (one at a time)."""
+        if utterance.partial_running or utterance.voiced_ms < utterance.next_partial_ms:
+            return
+        utterance.partial_running = True
+        utterance.next_partial_ms = utterance.voiced_ms + PARTIAL_EVERY_MS
+        self._spawn(self._partial, utterance)
+
+    async def _partial(self, utterance: Utterance) -> None:
+        try:
+            result = await self.runners.stt.partial(
+                bytes(utterance.audio), sample_rate=16000, locale=self.ctx.effective.locale
+            )
+        except Exception:  # noqa: BLE001 - partials are best effort; the final decides
+            return
+        finally:
+            utterance.partial_running = False
+        if result.text and self.listener.current is utterance:
+            frame = OutFrame(payload=ev.Transcript(turn_id="", text=result.text),
+                             envelope=ev.TranscriptPartialV1)
+            self.out.partial(frame)
 
     def _utterance_ended(self, utterance: Utterance) -> None:
         if utterance.candidate and not utterance.judged:
@@ -450,7 +475,11 @@ class Session:
                 if binds and intent == "reject":
                     self._try_fire(Event.DECLINED)
                     await speaker.say("All right, I have not made that change.")
+                elif plan is not None and plan.kind == "deny":
+                    await speaker.say(plan.summary)
                 else:
+                    if self.coordinator is not None:
+                        await self.coordinator.readback_started(question, generation.generation_id)
                     await speaker.say(f"Sorry, I need a clear yes or no. {question.summary}".strip())
                 await speaker.finish()
         self._finish(generation, "completed")
