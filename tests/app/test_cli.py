@@ -25,13 +25,32 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def drain(conn: ws_client.ClientConnection) -> None:
+    for _ in range(20):
+        conn.recv(timeout=5)
+
+
 @pytest.mark.slow
 def test_serve_announces_answers_health_and_drains_on_sigterm(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vocero", "serve", "--runners", "sim", "--port", str(port),
-         "--db", f"sqlite:///{tmp_path}/v.db", "--log-format", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "vocero",
+            "serve",
+            "--runners",
+            "sim",
+            "--port",
+            str(port),
+            "--db",
+            f"sqlite:///{tmp_path}/v.db",
+            "--log-format",
+            "json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -46,8 +65,7 @@ def test_serve_announces_answers_health_and_drains_on_sigterm(tmp_path: Path) ->
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=10) == 0
             with pytest.raises(ConnectionClosed):
-                for _ in range(20):
-                    conn.recv(timeout=5)
+                drain(conn)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -56,15 +74,22 @@ def test_serve_announces_answers_health_and_drains_on_sigterm(tmp_path: Path) ->
             proc.stdout.close()
         if proc.stderr:
             proc.stderr.close()
-    rows = sqlite3.connect(tmp_path / "v.db").execute(
-        "select state, closed_at is not null from sessions").fetchall()
+    rows = (
+        sqlite3.connect(tmp_path / "v.db")
+        .execute("select state, closed_at is not null from sessions")
+        .fetchall()
+    )
     assert rows == [("CLOSING", 1)]
 
 
 def test_db_upgrade_creates_the_schema(tmp_path: Path) -> None:
     db = tmp_path / "fresh.db"
-    result = subprocess.run([sys.executable, "-m", "vocero", "db", "upgrade", "--db",
-                             f"sqlite:///{db}"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "vocero", "db", "upgrade", "--db", f"sqlite:///{db}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     tables = {r[0] for r in sqlite3.connect(db).execute("select name from sqlite_master")}
     assert {"sessions", "audit_events", "operations", "outbox", "tool_pins"} <= tables
@@ -73,11 +98,26 @@ def test_db_upgrade_creates_the_schema(tmp_path: Path) -> None:
 def test_bad_profile_fails_fast_naming_file_and_field(tmp_path: Path) -> None:
     profiles = tmp_path / "profiles"
     profiles.mkdir()
-    (profiles / "broken.yaml").write_text("id: x\nversion: 1\nmatch: {tenant: acme}\n"
-                                          "max_lead_ms: lots\n")
-    result = subprocess.run([sys.executable, "-m", "vocero", "serve", "--runners", "sim",
-                             "--profiles", str(profiles), "--db", f"sqlite:///{tmp_path}/v.db"],
-                            capture_output=True, text=True, timeout=60)
+    (profiles / "broken.yaml").write_text(
+        "id: x\nversion: 1\nmatch: {tenant: acme}\nmax_lead_ms: lots\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vocero",
+            "serve",
+            "--runners",
+            "sim",
+            "--profiles",
+            str(profiles),
+            "--db",
+            f"sqlite:///{tmp_path}/v.db",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert "broken.yaml" in result.stderr and "max_lead_ms" in result.stderr
 
@@ -88,11 +128,19 @@ def test_committed_schemas_match_the_code() -> None:
 
 def test_schema_check_fails_when_a_schema_is_stale(tmp_path: Path) -> None:
     target = tmp_path / "schemas"
-    subprocess.run([sys.executable, "-m", "vocero", "schema", "--out", str(target)], check=True,
-                   capture_output=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-m", "vocero", "schema", "--out", str(target)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     stale = target / "vocero.input.text.v1.json"
     stale.write_text(stale.read_text().replace('"text"', '"txt"'))
     assert schema_drift(str(target)) == ["vocero.input.text.v1.json"]
-    result = subprocess.run([sys.executable, "-m", "vocero", "schema", "--check", "--out",
-                             str(target)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "vocero", "schema", "--check", "--out", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1

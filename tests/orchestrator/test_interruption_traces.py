@@ -21,8 +21,11 @@ from vocero.inference.sim.script import Rule
 from vocero.orchestrator.machine import STATES, TRANSITIONS
 
 RULES = [
-    Rule(match="story", reply="Once upon a time there was a story. It had two sentences, "
-                              "and a clause that runs on for a little while longer."),
+    Rule(
+        match="story",
+        reply="Once upon a time there was a story. It had two sentences, "
+        "and a clause that runs on for a little while longer.",
+    ),
     Rule(match="what did you say", reply="I said: {last_assistant}"),
     Rule(match=".*", reply="I can help with orders."),
 ]
@@ -95,8 +98,9 @@ def check_invariants(h: Harness) -> None:
         if name == "StateChanged":
             assert payload.state in STATES
             assert payload.previous == state
-            assert any(k[0] == state and v == payload.state for k, v in TRANSITIONS.items()), \
+            assert any(k[0] == state and v == payload.state for k, v in TRANSITIONS.items()), (
                 f"{state} -> {payload.state} is not in the table"
+            )
             state = payload.state
     assert set(completed) == set(created), "every generation completes exactly once"
     for gen, done in completed.items():
@@ -112,8 +116,9 @@ def check_invariants(h: Harness) -> None:
 
 
 async def replay(trace: list[tuple[str, Any]]) -> None:
-    runners, *_ = fake_runners(stt=["tell me a story", "hi", "what did you say"] * 4,
-                               rules=RULES, ms_per_char=4)
+    runners, *_ = fake_runners(
+        stt=["tell me a story", "hi", "what did you say"] * 4, rules=RULES, ms_per_char=4
+    )
     async with running(runners, prof=profile(min_interruption_ms=200)) as h:
         h.reported = []  # type: ignore[attr-defined]
         original = h.session.on_playout

@@ -24,7 +24,9 @@ def channel(**kwargs: object) -> OutputChannel:
 
 
 def audio(gen: str, ms: float = 100.0) -> OutFrame:
-    payload = ev.AudioOut(generation_id=gen, unit_id="u0", chunk_index=0, audio=b"", sample_rate=16000)
+    payload = ev.AudioOut(
+        generation_id=gen, unit_id="u0", chunk_index=0, audio=b"", sample_rate=16000
+    )
     return OutFrame(payload=payload, generation_id=gen, audio_ms=ms)
 
 
@@ -44,11 +46,13 @@ async def test_control_overtakes_queued_audio() -> None:
 async def test_stale_partials_coalesce_but_finals_do_not() -> None:
     out = channel()
     for text in ("wh", "what is", "what is the"):
-        out.partial(OutFrame(payload=ev.Transcript(turn_id="", text=text),
-                             envelope=ev.TranscriptPartialV1))
+        out.partial(
+            OutFrame(payload=ev.Transcript(turn_id="", text=text), envelope=ev.TranscriptPartialV1)
+        )
     for text in ("first final", "second final"):
-        out.control(OutFrame(payload=ev.Transcript(turn_id="t", text=text),
-                             envelope=ev.TranscriptFinalV1))
+        out.control(
+            OutFrame(payload=ev.Transcript(turn_id="t", text=text), envelope=ev.TranscriptFinalV1)
+        )
     received = [await out.receive() for _ in range(3)]
     texts = [f.payload.text for f in received if f is not None]  # type: ignore[attr-defined]
     assert texts == ["first final", "second final", "what is the"]

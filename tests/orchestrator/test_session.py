@@ -12,8 +12,10 @@ from vocero.inference.sim.script import Rule
 
 pytestmark = pytest.mark.anyio
 
-STORY = ("Once upon a time there was a very long story. It went on for quite a while, "
-         "with many words in it. And then, at last, it ended.")
+STORY = (
+    "Once upon a time there was a very long story. It went on for quite a while, "
+    "with many words in it. And then, at last, it ended."
+)
 RULES = [
     Rule(match="story", reply=STORY),
     Rule(match="what did you say", reply="I said: {last_assistant}"),
@@ -38,7 +40,9 @@ async def test_text_turn_is_answered_by_voice_and_remembered() -> None:
         states = [p.state for p in h.received.of("StateChanged")]
         assert states == ["LISTENING", "THINKING", "SPEAKING", "LISTENING"]
         assert [(m.role, m.content) for m in h.session.history] == [
-            ("user", "hello"), ("assistant", "I can help with orders and appointments.")]
+            ("user", "hello"),
+            ("assistant", "I can help with orders and appointments."),
+        ]
 
 
 async def test_barge_in_stops_first_and_keeps_only_heard_text() -> None:
@@ -53,9 +57,12 @@ async def test_barge_in_stops_first_and_keeps_only_heard_text() -> None:
         done = await h.until_frame("ResponseCompleted")
         names = h.received.names()
         stop_at = names.index("StopAndFlush")
-        after = h.received.frames[stop_at + 1:]
-        assert not [p for n, p in after if n in ("AudioOut", "TextDelta")
-                    and p.generation_id == generation_id]
+        after = h.received.frames[stop_at + 1 :]
+        assert not [
+            p
+            for n, p in after
+            if n in ("AudioOut", "TextDelta") and p.generation_id == generation_id
+        ]
         assert done.status == "interrupted"
         assert done.heard_text and STORY.startswith(done.heard_text) and done.heard_text != STORY
         assert len(done.heard_text) <= len(STORY) * 1000 / (len(STORY.split(". ")[0]) * 20) + 1
@@ -236,12 +243,11 @@ async def test_pacing_keeps_at_most_max_lead_ahead_of_playout() -> None:
         h.session.on_text("tell me a story")
         first = await h.until_frame("AudioOut", 1)
         gen = first.generation_id
-        played = 0
-        for _ in range(6):
-            await h.until(lambda: h.out.playout_of(gen).sent_ms - played >= 400, timeout=2)
+        for step in range(6):
+            played = step * 200
+            await h.until(lambda p=played: h.out.playout_of(gen).sent_ms - p >= 400, timeout=2)
             assert h.out.playout_of(gen).sent_ms - played <= 400 + 1e-6
-            played += 200
-            h.session.on_playout(gen, played)
+            h.session.on_playout(gen, played + 200)
 
 
 async def test_long_speech_gets_partial_transcripts_before_the_final() -> None:

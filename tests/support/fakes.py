@@ -67,8 +67,9 @@ class FakeTts(SimTts):
             yield chunk
 
 
-def fake_runners(stt: list[str] | None = None, rules: list[Rule] | None = None,
-                 ms_per_char: float = 10.0) -> tuple[RunnerSet, FakeStt, FakeLlm, FakeTts]:
+def fake_runners(
+    stt: list[str] | None = None, rules: list[Rule] | None = None, ms_per_char: float = 10.0
+) -> tuple[RunnerSet, FakeStt, FakeLlm, FakeTts]:
     s = FakeStt(stt or [])
     llm = FakeLlm(rules or [Rule(match=".*", reply="I can help with orders and appointments.")])
     tts = FakeTts(TtsScript(ms_per_char=ms_per_char))

@@ -18,7 +18,9 @@ from vocero.orchestrator.context import SessionContext, Timeouts
 from vocero.orchestrator.output import OutFrame, OutputChannel
 from vocero.orchestrator.session import Session
 
-CALLER = Caller(token="t", subject="alice", tenant="acme", roles=["customer"], scopes=["orders:read"])
+CALLER = Caller(
+    token="t", subject="alice", tenant="acme", roles=["customer"], scopes=["orders:read"]
+)
 
 
 def profile(**overrides: Any) -> AgentProfile:
@@ -28,12 +30,18 @@ def profile(**overrides: Any) -> AgentProfile:
 
 def context(prof: AgentProfile | None = None, turn_mode: str = "server_vad") -> SessionContext:
     prof = prof or profile()
-    effective = ev.Effective(locale="en-US", turn_mode=turn_mode,  # type: ignore[arg-type]
-                             voice_profile_id="builtin", voice_version="default",
-                             output_sample_rate=16000, profile_id=prof.id,
-                             profile_version=prof.version)
-    return SessionContext(session_id="ses_test", caller=CALLER, profile=prof, effective=effective,
-                          voice=DEFAULT_VOICE)
+    effective = ev.Effective(
+        locale="en-US",
+        turn_mode=turn_mode,  # type: ignore[arg-type]
+        voice_profile_id="builtin",
+        voice_version="default",
+        output_sample_rate=16000,
+        profile_id=prof.id,
+        profile_version=prof.version,
+    )
+    return SessionContext(
+        session_id="ses_test", caller=CALLER, profile=prof, effective=effective, voice=DEFAULT_VOICE
+    )
 
 
 @dataclass
@@ -86,15 +94,22 @@ class Harness:
 
 
 @asynccontextmanager
-async def running(runners: RunnerSet, *, prof: AgentProfile | None = None,
-                  timeouts: Timeouts = Timeouts(llm_s=2.0, stt_s=2.0, tts_s=2.0, playout_grace_s=0.5),
-                  turn_mode: str = "server_vad", coordinator: Any = None,
-                  acks: bool = True) -> AsyncIterator[Harness]:
+async def running(
+    runners: RunnerSet,
+    *,
+    prof: AgentProfile | None = None,
+    timeouts: Timeouts = Timeouts(llm_s=2.0, stt_s=2.0, tts_s=2.0, playout_grace_s=0.5),
+    turn_mode: str = "server_vad",
+    coordinator: Any = None,
+    acks: bool = True,
+) -> AsyncIterator[Harness]:
     ctx = context(prof, turn_mode)
-    out = OutputChannel(max_lead_ms=ctx.profile.max_lead_ms, playout_acks=acks,
-                        monotonic=time.monotonic)
-    session = Session(ctx, runners, out, coordinator=coordinator, timeouts=timeouts,
-                      monotonic=time.monotonic)
+    out = OutputChannel(
+        max_lead_ms=ctx.profile.max_lead_ms, playout_acks=acks, monotonic=time.monotonic
+    )
+    session = Session(
+        ctx, runners, out, coordinator=coordinator, timeouts=timeouts, monotonic=time.monotonic
+    )
     harness = Harness(session, out)
     async with anyio.create_task_group() as tg:
         await tg.start(session.run)

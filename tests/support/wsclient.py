@@ -14,11 +14,16 @@ Frame = dict[str, Any]
 
 
 def envelope(name: str, payload: dict[str, Any], *, sequence: int, session_id: str = "") -> str:
-    return json.dumps({
-        "specversion": "1.0", "type": f"vocero.{name}", "id": f"evt_{sequence}",
-        "time": "2026-11-30T10:00:00Z", "source": "web-client",
-        "data": {"session_id": session_id, "sequence": sequence, "payload": payload},
-    })
+    return json.dumps(
+        {
+            "specversion": "1.0",
+            "type": f"vocero.{name}",
+            "id": f"evt_{sequence}",
+            "time": "2026-11-30T10:00:00Z",
+            "source": "web-client",
+            "data": {"session_id": session_id, "sequence": sequence, "payload": payload},
+        }
+    )
 
 
 class ProtocolClient:
@@ -34,7 +39,9 @@ class ProtocolClient:
 
     def send(self, name: str, payload: dict[str, Any] | None = None) -> None:
         self.sequence += 1
-        self.ws.send_text(envelope(name, payload or {}, sequence=self.sequence, session_id=self.session_id))
+        self.ws.send_text(
+            envelope(name, payload or {}, sequence=self.sequence, session_id=self.session_id)
+        )
 
     def send_raw(self, text: str) -> None:
         self.sequence += 1
@@ -48,7 +55,10 @@ class ProtocolClient:
         return applied
 
     def audio(self, pcm16: bytes) -> None:
-        self.send("audio.input.delta.v1", {"audio": base64.b64encode(pcm16).decode(), "sample_rate": 16000})
+        self.send(
+            "audio.input.delta.v1",
+            {"audio": base64.b64encode(pcm16).decode(), "sample_rate": 16000},
+        )
 
     # ---------------------------------------------------------------- receiving
 
@@ -61,12 +71,15 @@ class ProtocolClient:
         self.frames.append(frame)
         payload = frame["data"]["payload"]
         if self.auto_playout and frame["type"] == "vocero.response.audio_delta.v1":
-            self.send("output.playout_progress.v1",
-                      {"generation_id": payload["generation_id"], "played_ms": 10**7, "buffered_ms": 0})
+            self.send(
+                "output.playout_progress.v1",
+                {"generation_id": payload["generation_id"], "played_ms": 10**7, "buffered_ms": 0},
+            )
         return frame
 
-    def expect(self, name: str, where: Callable[[dict[str, Any]], bool] = lambda p: True,
-               limit: int = 2000) -> Frame:
+    def expect(
+        self, name: str, where: Callable[[dict[str, Any]], bool] = lambda p: True, limit: int = 2000
+    ) -> Frame:
         """Receive until a frame of this type whose payload satisfies ``where``."""
         for _ in range(limit):
             frame = self.receive()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import websockets
 import yaml
 
@@ -28,8 +29,13 @@ from vocero.app.stats import percentiles
 
 SCRIPT = {
     "tts": {"ms_per_char": 60, "chunk_ms": 20},
-    "llm": [{"match": ".*", "reply": "Thanks for calling. Your order left our warehouse this "
-                                     "morning and should reach you by Thursday afternoon."}],
+    "llm": [
+        {
+            "match": ".*",
+            "reply": "Thanks for calling. Your order left our warehouse this "
+            "morning and should reach you by Thursday afternoon.",
+        }
+    ],
 }
 SILENCE = base64.b64encode(b"\x00\x00" * 320).decode()
 
@@ -56,11 +62,22 @@ class _Client:
 
     async def _send(self, ws: Any, name: str, payload: dict[str, Any]) -> None:
         self.sequence += 1
-        await ws.send(json.dumps({
-            "specversion": "1.0", "type": f"vocero.{name}", "id": f"e{self.sequence}",
-            "time": "2026-01-01T00:00:00Z", "source": "web-client",
-            "data": {"session_id": self.session_id, "sequence": self.sequence, "payload": payload},
-        }))
+        await ws.send(
+            json.dumps(
+                {
+                    "specversion": "1.0",
+                    "type": f"vocero.{name}",
+                    "id": f"e{self.sequence}",
+                    "time": "2026-01-01T00:00:00Z",
+                    "source": "web-client",
+                    "data": {
+                        "session_id": self.session_id,
+                        "sequence": self.sequence,
+                        "payload": payload,
+                    },
+                }
+            )
+        )
 
     async def run(self, until: float) -> None:
         try:
@@ -70,13 +87,17 @@ class _Client:
                 self.counters["dropped"] += 1
 
     async def _run(self, until: float) -> None:
-        async with websockets.connect(self.url, max_size=2**20, open_timeout=30,
-                                      ping_interval=None) as ws:
+        async with websockets.connect(
+            self.url, max_size=2**20, open_timeout=30, ping_interval=None
+        ) as ws:
             await self._send(ws, "session.connect.v1", {"token": "demo-token"})
             applied = json.loads(await ws.recv())
             self.session_id = applied["data"]["payload"]["session_id"]
-            await self._send(ws, "session.update_requested.v1",
-                             {"client_capabilities": {"supports_playout_ack": True}})
+            await self._send(
+                ws,
+                "session.update_requested.v1",
+                {"client_capabilities": {"supports_playout_ack": True}},
+            )
             await self._send(ws, "input.text.v1", {"text": "where is my order"})
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._speak, ws, until)
@@ -99,8 +120,11 @@ class _Client:
             if self.playing:
                 gen, started = self.playing
                 played = int((time.monotonic() - started) * 1000)
-                await self._send(ws, "output.playout_progress.v1",
-                                 {"generation_id": gen, "played_ms": played, "buffered_ms": 0})
+                await self._send(
+                    ws,
+                    "output.playout_progress.v1",
+                    {"generation_id": gen, "played_ms": played, "buffered_ms": 0},
+                )
 
     async def _listen(self, ws: Any, until: float) -> None:
         while time.monotonic() < until:
@@ -125,14 +149,15 @@ class _Client:
 
 
 async def _wait_ready(port: int) -> None:
-    import urllib.error
-    import urllib.request
-
-    for _ in range(600):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2):
-                return
-        except (urllib.error.URLError, OSError):
+    async with httpx.AsyncClient() as http:
+        for _ in range(600):
+            try:
+                if (
+                    await http.get(f"http://127.0.0.1:{port}/readyz", timeout=2)
+                ).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
             await anyio.sleep(0.1)
     raise RuntimeError("server never became ready")
 
@@ -143,16 +168,26 @@ async def run_sessions(n: int, *, duration_s: float = 10.0) -> dict[str, Any]:
     script = workdir / "script.yaml"
     script.write_text(yaml.safe_dump(SCRIPT))
     env = {**os.environ, "VOCERO_MAX_SESSIONS": str(n + 10)}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "vocero", "serve", "--runners", "sim", "--port", str(port),
-         "--sim-script", str(script), "--db", f"sqlite+aiosqlite:///{workdir}/bench.db",
-         "--log-format", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True,
+    command = [
+        sys.executable,
+        "-m",
+        "vocero",
+        "serve",
+        "--runners",
+        "sim",
+        "--port",
+        str(port),
+        "--sim-script",
+        str(script),
+        "--db",
+        f"sqlite+aiosqlite:///{workdir}/bench.db",
+        "--log-format",
+        "json",
+    ]
+    server = await anyio.open_process(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
     )
     try:
-        assert server.stdout is not None
-        while "listening" not in server.stdout.readline():
-            pass
         await _wait_ready(port)
         lags: list[float] = []
         counters = {"sent": 0, "received": 0, "errors": 0, "dropped": 0}
@@ -160,21 +195,27 @@ async def run_sessions(n: int, *, duration_s: float = 10.0) -> dict[str, Any]:
         until = time.monotonic() + duration_s
         async with anyio.create_task_group() as tg:
             for _ in range(n):
-                tg.start_soon(_Client(f"ws://127.0.0.1:{port}/v1/realtime", lags, counters).run, until)
+                tg.start_soon(
+                    _Client(f"ws://127.0.0.1:{port}/v1/realtime", lags, counters).run, until
+                )
                 await anyio.sleep(0.005)
             while time.monotonic() < until:
                 peak_rss = max(peak_rss, _rss_mb(server.pid))
                 await anyio.sleep(0.5)
-        warm = lags[len(lags) // 5:]
+        warm = lags[len(lags) // 5 :]
         return {
-            "benchmark": "sessions", "sessions": n, "duration_s": duration_s,
+            "benchmark": "sessions",
+            "sessions": n,
+            "duration_s": duration_s,
             "outbound_frame_lag_ms": percentiles(warm),
             "frames_received_per_s": round(counters["received"] / duration_s, 1),
             "frames_sent_per_s": round(counters["sent"] / duration_s, 1),
-            "errors": counters["errors"], "dropped_sessions": counters["dropped"],
+            "errors": counters["errors"],
+            "dropped_sessions": counters["dropped"],
             "server_peak_rss_mb": round(peak_rss, 1),
             "goal": "500 sessions, p95 lag <= 20 ms",
         }
     finally:
         server.terminate()
-        server.wait(timeout=15)
+        with anyio.move_on_after(15):
+            await server.wait()

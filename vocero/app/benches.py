@@ -32,12 +32,23 @@ REPLY = "Your order has shipped and should arrive on Thursday. Is there anything
 def _session(ms_per_char: float = 0.5) -> tuple[Session, OutputChannel]:
     script = SimScript(llm=[Rule(match=".*", reply=REPLY)], tts=TtsScript(ms_per_char=ms_per_char))
     prof = AgentProfile(id="bench", version="1", match=ProfileMatch(tenant="bench"))
-    effective = ev.Effective(locale="en-US", turn_mode="server_vad", voice_profile_id="builtin",
-                             voice_version="default", output_sample_rate=16000, profile_id="bench",
-                             profile_version="1")
+    effective = ev.Effective(
+        locale="en-US",
+        turn_mode="server_vad",
+        voice_profile_id="builtin",
+        voice_version="default",
+        output_sample_rate=16000,
+        profile_id="bench",
+        profile_version="1",
+    )
     caller = Caller(token="t", subject="bench", tenant="bench")
-    ctx = SessionContext(session_id="ses_bench", caller=caller, profile=prof, effective=effective,
-                         voice=DEFAULT_VOICE)
+    ctx = SessionContext(
+        session_id="ses_bench",
+        caller=caller,
+        profile=prof,
+        effective=effective,
+        voice=DEFAULT_VOICE,
+    )
     out = OutputChannel(max_lead_ms=400, playout_acks=True, monotonic=time.perf_counter)
     return Session(ctx, build_sim_runners(script), out, monotonic=time.perf_counter), out
 
@@ -57,14 +68,21 @@ class _Wire:
             frame = await self.out.receive()
             assert frame is not None
             self.sequence += 1
-            codec.encode(codec.server_envelope(frame.payload, session_id="ses_bench",
-                                               sequence=self.sequence, envelope=frame.envelope))
+            codec.encode(
+                codec.server_envelope(
+                    frame.payload,
+                    session_id="ses_bench",
+                    sequence=self.sequence,
+                    envelope=frame.envelope,
+                )
+            )
             now = time.perf_counter()
             self.log.append((now, frame))
             payload = frame.payload
             if isinstance(payload, ev.AudioOut):
-                self.session.on_playout(payload.generation_id,
-                                        int(self.out.playout_of(payload.generation_id).sent_ms))
+                self.session.on_playout(
+                    payload.generation_id, int(self.out.playout_of(payload.generation_id).sent_ms)
+                )
                 self.first_audio.set()
             if isinstance(payload, ev.StopAndFlush):
                 self.stopped.set()
@@ -94,11 +112,17 @@ async def _turns(iterations: int, interrupt: bool) -> dict[str, Any]:
                 await wire.stopped.wait()
                 samples.append((time.perf_counter() - start) * 1000)
                 await anyio.wait_all_tasks_blocked()
-                stop_index = next(i for i, (_, f) in enumerate(wire.log[mark:], mark)
-                                  if isinstance(f.payload, ev.StopAndFlush))
-                stale += sum(1 for _, f in wire.log[stop_index + 1:]
-                             if isinstance(f.payload, ev.AudioOut | ev.TextDelta)
-                             and f.payload.generation_id == generation.generation_id)
+                stop_index = next(
+                    i
+                    for i, (_, f) in enumerate(wire.log[mark:], mark)
+                    if isinstance(f.payload, ev.StopAndFlush)
+                )
+                stale += sum(
+                    1
+                    for _, f in wire.log[stop_index + 1 :]
+                    if isinstance(f.payload, ev.AudioOut | ev.TextDelta)
+                    and f.payload.generation_id == generation.generation_id
+                )
             await _settle(session)
         session.close()
         tg.cancel_scope.cancel()
@@ -110,21 +134,29 @@ async def _turns(iterations: int, interrupt: bool) -> dict[str, Any]:
 
 async def _settle(session: Session) -> None:
     with anyio.fail_after(10):
-        while session.generation is not None and not session.generation.done:
+        while session.generation is not None and not session.generation.done:  # noqa: ASYNC110
             await anyio.sleep(0.001)
         await anyio.wait_all_tasks_blocked()
 
 
 async def overhead(args: argparse.Namespace) -> dict[str, Any]:
     result = await _turns(args.iterations, interrupt=False)
-    return {"benchmark": "overhead", "measure": "committed turn -> first audio delta encoded",
-            "goal_p95_ms": 5.0, **result}
+    return {
+        "benchmark": "overhead",
+        "measure": "committed turn -> first audio delta encoded",
+        "goal_p95_ms": 5.0,
+        **result,
+    }
 
 
 async def barge_in(args: argparse.Namespace) -> dict[str, Any]:
     result = await _turns(args.iterations, interrupt=True)
-    return {"benchmark": "barge-in", "measure": "speech start received -> stop_and_flush encoded",
-            "goal_p95_ms": 2.0, **result}
+    return {
+        "benchmark": "barge-in",
+        "measure": "speech start received -> stop_and_flush encoded",
+        "goal_p95_ms": 2.0,
+        **result,
+    }
 
 
 async def sessions(args: argparse.Namespace) -> dict[str, Any]:

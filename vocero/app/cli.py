@@ -13,7 +13,9 @@ from vocero.contracts.errors import ConfigError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="vocero", description="Local speech-to-speech voice agent")
+    parser = argparse.ArgumentParser(
+        prog="vocero", description="Local speech-to-speech voice agent"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the server")
     add_serve_arguments(serve)
@@ -30,6 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench.add_argument("--runners", default="sim")
     bench.add_argument("--n", type=int, default=50)
     bench.add_argument("--iterations", type=int, default=200)
+    bench.add_argument("--duration", type=float, default=10.0)
     args = parser.parse_args(argv)
     try:
         return _run(args)

@@ -31,14 +31,16 @@ class StoreRecorder:
         self._idle.set()
         self._pending = 0
 
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         task_status.started()
         async with self._receive:
             async for write in self._receive:
                 try:
                     with anyio.CancelScope(shield=True):
                         await write()
-                except Exception:  # noqa: BLE001 - one failed write must not stop the others
+                except Exception:
                     log.exception("recorder.write_failed")
                 finally:
                     self._pending -= 1
@@ -60,16 +62,35 @@ class StoreRecorder:
 
     def turn(self, session_id: str, turn_id: str, source: str, text: str) -> None:
         c = self._conversations
-        self._submit(lambda: c.add_turn(session_id=session_id, turn_id=turn_id,
-                                        source=source, text=text))  # type: ignore[arg-type]
+        self._submit(
+            lambda: c.add_turn(session_id=session_id, turn_id=turn_id, source=source, text=text)
+        )  # type: ignore[arg-type]
 
-    def generation(self, session_id: str, generation_id: str, turn_id: str, *, status: str,
-                   generated_text: str, heard_text: str, played_ms: float, sent_ms: float) -> None:
+    def generation(
+        self,
+        session_id: str,
+        generation_id: str,
+        turn_id: str,
+        *,
+        status: str,
+        generated_text: str,
+        heard_text: str,
+        played_ms: float,
+        sent_ms: float,
+    ) -> None:
         c = self._conversations
-        self._submit(lambda: c.upsert_generation(
-            generation_id=generation_id, session_id=session_id, turn_id=turn_id,
-            status=status, generated_text=generated_text,  # type: ignore[arg-type]
-            heard_text=heard_text, played_ms=int(played_ms), sent_ms=int(sent_ms)))
+        self._submit(
+            lambda: c.upsert_generation(
+                generation_id=generation_id,
+                session_id=session_id,
+                turn_id=turn_id,
+                status=status,
+                generated_text=generated_text,  # type: ignore[arg-type]
+                heard_text=heard_text,
+                played_ms=int(played_ms),
+                sent_ms=int(sent_ms),
+            )
+        )
 
     def state(self, session_id: str, state: str) -> None:
         c = self._conversations

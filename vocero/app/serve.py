@@ -22,8 +22,14 @@ def serve(settings: Settings) -> int:
     load_config(settings)  # fail fast, before binding, on a bad identities or profiles file
     app = create_app(settings)
     config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_config=None, lifespan="on",
-        ws_max_size=1024 * 1024, timeout_graceful_shutdown=8, ws_ping_interval=20,
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        lifespan="on",
+        ws_max_size=1024 * 1024,
+        timeout_graceful_shutdown=8,
+        ws_ping_interval=20,
     )
     server = _DrainingServer(config)
     anyio.run(_serve, server, settings)
@@ -36,7 +42,9 @@ class _DrainingServer(uvicorn.Server):
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        previous = {
+            sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
         try:
             yield
         finally:
@@ -52,7 +60,7 @@ async def _serve(server: uvicorn.Server, settings: Settings) -> None:
 
 
 async def _announce(server: uvicorn.Server, settings: Settings) -> None:
-    while not server.started:
+    while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
         await anyio.sleep(0.02)
     print(f"vocero listening on http://{settings.host}:{settings.port}", flush=True)
     sys.stdout.flush()

@@ -46,18 +46,29 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     d = Settings()
     parser.add_argument("--host", default=_env("host", d.host))
     parser.add_argument("--port", type=int, default=int(_env("port", str(d.port))))
-    parser.add_argument("--runners", choices=["cpu", "sim", "gb10"], default=_env("runners", d.runners))
+    parser.add_argument(
+        "--runners", choices=["cpu", "sim", "gb10"], default=_env("runners", d.runners)
+    )
     parser.add_argument("--profiles", default=_env("profiles", d.profiles))
     parser.add_argument("--identities", default=_env("identities", d.identities))
     parser.add_argument("--db", default=_env("db", d.db))
     parser.add_argument("--sim-script", dest="sim_script", default=_env("sim_script", d.sim_script))
-    parser.add_argument("--operator-token", dest="operator_token",
-                        default=_env("operator_token", d.operator_token))
+    parser.add_argument(
+        "--operator-token", dest="operator_token", default=_env("operator_token", d.operator_token)
+    )
     parser.add_argument("--operators", default=_env("operators", d.operators))
-    parser.add_argument("--log-format", dest="log_format", choices=["console", "json"],
-                        default=_env("log_format", d.log_format))
-    parser.add_argument("--max-sessions", dest="max_sessions", type=int,
-                        default=int(_env("max_sessions", str(d.max_sessions))))
+    parser.add_argument(
+        "--log-format",
+        dest="log_format",
+        choices=["console", "json"],
+        default=_env("log_format", d.log_format),
+    )
+    parser.add_argument(
+        "--max-sessions",
+        dest="max_sessions",
+        type=int,
+        default=int(_env("max_sessions", str(d.max_sessions))),
+    )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

@@ -13,5 +13,10 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     def pick(q: float) -> float:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
-    return {"n": len(ordered), "p50": round(pick(0.50), 4), "p95": round(pick(0.95), 4),
-            "max": round(ordered[-1], 4), "mean": round(statistics.fmean(ordered), 4)}
+    return {
+        "n": len(ordered),
+        "p50": round(pick(0.50), 4),
+        "p95": round(pick(0.95), 4),
+        "max": round(ordered[-1], 4),
+        "mean": round(statistics.fmean(ordered), 4),
+    }

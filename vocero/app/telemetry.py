@@ -39,6 +39,10 @@ class MetricsPort:
             case "recorder_drops":
                 m.frame_dropped("recorder", "queue_full")
 
+    def tool_call(self, tool: str, outcome: str, duration_ms: float) -> None:
+        """The MCP gateway's observer hook."""
+        self.metrics.observe_tool(tool, outcome, duration_ms)
+
     def gauge(self, name: str, value: float, **labels: str) -> None:
         if name == "active_sessions":
             self.metrics.active_sessions.set(value)

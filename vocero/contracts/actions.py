@@ -81,3 +81,8 @@ class ActionCoordinator(Protocol):
     async def record_delivery(self, generation_id: str, *, delivered: bool) -> None:
         """Evidence: the generation's speech was (or was not) fully delivered by playout."""
         ...
+
+    async def readback_started(self, plan: ToolPlan, generation_id: str) -> None:
+        """Evidence: the question ``plan`` is being read to the caller again (after a
+        clarification) in ``generation_id``; only that generation's delivery can satisfy it."""
+        ...

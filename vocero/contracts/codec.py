@@ -75,8 +75,9 @@ def encode(event: msgspec.Struct) -> bytes:
     return _encoder.encode(event)
 
 
-def client_envelope(payload: msgspec.Struct, cls: type[ev.ClientEnvelope], *,
-                    session_id: str, sequence: int) -> ev.ClientEvent:
+def client_envelope(
+    payload: msgspec.Struct, cls: type[ev.ClientEnvelope], *, session_id: str, sequence: int
+) -> ev.ClientEvent:
     """Build a client frame (used by the bundled clients, tests and benchmarks)."""
     data = ev.Data(session_id=session_id, sequence=sequence, payload=payload)
     return cls(id=new_event_id(), time=now_rfc3339(), data=data)  # type: ignore[call-arg,return-value]

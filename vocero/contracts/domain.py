@@ -40,7 +40,9 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
 
     @classmethod
     def of(cls, caller: Caller) -> Principal:
-        return cls(subject_ref=caller.subject_ref, tenant_id=caller.tenant, scopes=list(caller.scopes))
+        return cls(
+            subject_ref=caller.subject_ref, tenant_id=caller.tenant, scopes=list(caller.scopes)
+        )
 
 
 class ProfileMatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -34,7 +34,9 @@ SessionState = Literal[
 ]
 TurnMode = Literal["server_vad", "push_to_talk"]
 CompletionStatus = Literal["completed", "interrupted", "canceled", "failed"]
-ToolStatus = Literal["authorized", "dispatch_pending", "in_flight", "committed", "rejected", "unknown"]
+ToolStatus = Literal[
+    "authorized", "dispatch_pending", "in_flight", "committed", "rejected", "unknown"
+]
 Decision = Literal["confirm", "reject"]
 
 
@@ -366,7 +368,6 @@ ServerEvent = (
 
 CLIENT_EVENT_TYPES: tuple[type[ClientEnvelope], ...] = ClientEvent.__args__  # type: ignore[attr-defined]
 SERVER_EVENT_TYPES: tuple[type[ServerEnvelope], ...] = ServerEvent.__args__  # type: ignore[attr-defined]
-
 
 
 def event_type(cls: type[Envelope]) -> str:

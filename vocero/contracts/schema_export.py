@@ -13,7 +13,10 @@ from vocero.contracts import events as ev
 def event_schemas() -> dict[str, dict[str, Any]]:
     """``{"vocero.session.connect.v1": {...}, ...}`` for both directions."""
     schemas: dict[str, dict[str, Any]] = {}
-    for direction, classes in (("client", ev.CLIENT_EVENT_TYPES), ("server", ev.SERVER_EVENT_TYPES)):
+    for direction, classes in (
+        ("client", ev.CLIENT_EVENT_TYPES),
+        ("server", ev.SERVER_EVENT_TYPES),
+    ):
         for cls in classes:
             name = ev.event_type(cls)
             schema = msgspec.json.schema(cls)

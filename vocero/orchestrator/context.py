@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -17,6 +18,9 @@ class SessionContext:
     effective: Effective
     voice: VoiceRef
     tools: tuple[ToolDefinition, ...] = ()
+    voice_usable: Callable[[], bool] = lambda: True
+    """Whether :attr:`voice` may still speak (the vault's revocation check); synchronous and
+    cheap, asked before every spoken unit."""
 
     @property
     def principal(self) -> Principal:

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 import anyio
 
-
 ROUNDING_MS = 1.0
 """Playout reports are whole milliseconds; a unit within a millisecond of its end was heard."""
 

@@ -9,8 +9,25 @@ from vocero.contracts.ports import VadEvent, VadStream
 
 BACKCHANNELS: frozenset[str] = frozenset(
     {
-        "mm", "mhm", "mm-hmm", "mmhmm", "mm hmm", "uh-huh", "uh huh", "uhhuh", "okay", "ok",
-        "yeah", "yep", "right", "sure", "i see", "got it", "alright", "all right", "hmm",
+        "mm",
+        "mhm",
+        "mm-hmm",
+        "mmhmm",
+        "mm hmm",
+        "uh-huh",
+        "uh huh",
+        "uhhuh",
+        "okay",
+        "ok",
+        "yeah",
+        "yep",
+        "right",
+        "sure",
+        "i see",
+        "got it",
+        "alright",
+        "all right",
+        "hmm",
     }
 )
 SAMPLE_RATE = 16000

@@ -93,7 +93,7 @@ for _state in STATES - TERMINAL:
     TRANSITIONS[(_state, E.FAIL)] = "FAILED"
 
 
-class InvalidTransition(Exception):  # noqa: N818 - a control signal, named as a noun
+class InvalidTransition(Exception):
     def __init__(self, state: str, event: Event) -> None:
         super().__init__(f"no transition from {state} on {event.value}")
         self.state = state

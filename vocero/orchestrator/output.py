@@ -23,12 +23,11 @@ import msgspec
 
 from vocero.contracts.events import ServerEnvelope
 
-
 PLAYOUT_TOLERANCE_MS = 1.0
 """Clients report whole milliseconds; audio lengths are fractional."""
 
 
-class ControlLaneFull(Exception):  # noqa: N818 - a signal that the client stopped reading
+class ControlLaneFull(Exception):
     pass
 
 
@@ -193,7 +192,9 @@ class OutputChannel:
         track = self.playout_of(frame.generation_id)
         if track.sent_ms == 0:
             return 0.0
-        played = track.played_ms if self.playout_acks else max(track.played_ms, self._estimate(track))
+        played = (
+            track.played_ms if self.playout_acks else max(track.played_ms, self._estimate(track))
+        )
         excess = track.sent_ms + frame.audio_ms - played - self.max_lead_ms
         return 0.0 if excess <= 0 else excess / 1000.0
 

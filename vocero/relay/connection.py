@@ -8,6 +8,7 @@ stamps the server sequence and sends. The first task to finish cancels the rest.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import secrets
 from typing import Any
@@ -29,15 +30,20 @@ from vocero.relay.sanitize import sanitize
 log = structlog.get_logger("vocero.relay")
 
 
-class _Closed(Exception):  # noqa: N818 - control signal: the connection is over
+class _Closed(Exception):
     def __init__(self, code: int) -> None:
         self.code = code
 
 
 def error_payload(code: ErrorCode, correlation_id: str = "") -> ev.Error:
     info = CODES[code]
-    return ev.Error(code=code.value, category=info.category.value, retryable=info.retryable,
-                    user_message_key=info.user_message_key, correlation_id=correlation_id or new_id("corr"))
+    return ev.Error(
+        code=code.value,
+        category=info.category.value,
+        retryable=info.retryable,
+        user_message_key=info.user_message_key,
+        correlation_id=correlation_id or new_id("corr"),
+    )
 
 
 class Connection:
@@ -99,13 +105,17 @@ class Connection:
         try:
             profile = config.select_profile(caller)
         except AuthError:
-            config.factory.audit("session.profile_denied",
-                                 {"tenant_id": caller.tenant, "subject_ref": caller.subject_ref})
+            config.factory.audit(
+                "session.profile_denied",
+                {"tenant_id": caller.tenant, "subject_ref": caller.subject_ref},
+            )
             await self._deny(ErrorCode.PROFILE_DENIED, CloseCode.PROFILE_DENIED, "no_profile")
         return caller, profile
 
     async def _deny(self, code: ErrorCode, close: int, outcome: str) -> None:
-        self.config.metrics.count("sessions", outcome="denied" if close != CloseCode.TRY_AGAIN_LATER else "rejected")
+        self.config.metrics.count(
+            "sessions", outcome="denied" if close != CloseCode.TRY_AGAIN_LATER else "rejected"
+        )
         await self._send_direct(error_payload(code))
         raise _Closed(close)
 
@@ -115,8 +125,9 @@ class Connection:
         config = self.config
         out = OutputChannel(max_lead_ms=profile.max_lead_ms, monotonic=config.monotonic)
         self.out = out
-        handle = await config.factory.open(caller, profile, out, turn_mode="server_vad",
-                                           locale=profile.locale)
+        handle = await config.factory.open(
+            caller, profile, out, turn_mode="server_vad", locale=profile.locale
+        )
         self.handle = handle
         session = handle.session
         self.session_id = session.ctx.session_id
@@ -145,8 +156,12 @@ class Connection:
     def _announce(self, session: Session, rejected: list[ev.RejectedField]) -> None:
         assert self.out is not None
         resume_token = secrets.token_urlsafe(24)
-        applied = ev.ConfigurationApplied(session_id=self.session_id, resume_token=resume_token,
-                                          effective=session.ctx.effective, rejected_fields=rejected)
+        applied = ev.ConfigurationApplied(
+            session_id=self.session_id,
+            resume_token=resume_token,
+            effective=session.ctx.effective,
+            rejected_fields=rejected,
+        )
         self.out.control(OutFrame(payload=applied))
 
     # ---------------------------------------------------------------------- inbound
@@ -254,8 +269,11 @@ class Connection:
         if result.rejected or changes:
             self.config.factory.audit(
                 "session.configuration_applied",
-                {"applied": sorted(changes), "rejected": [r.field for r in result.rejected],
-                 "reasons": [r.reason for r in result.rejected]},
+                {
+                    "applied": sorted(changes),
+                    "rejected": [r.field for r in result.rejected],
+                    "reasons": [r.reason for r in result.rejected],
+                },
                 session_id=self.session_id,
             )
         self._announce(session, result.rejected)
@@ -286,9 +304,13 @@ class Connection:
 
     async def _send_frame(self, frame: OutFrame) -> None:
         self.out_sequence += 1
-        event = codec.server_envelope(frame.payload, session_id=self.session_id,
-                                      sequence=self.out_sequence, envelope=frame.envelope,
-                                      turn_id=frame.turn_id)
+        event = codec.server_envelope(
+            frame.payload,
+            session_id=self.session_id,
+            sequence=self.out_sequence,
+            envelope=frame.envelope,
+            turn_id=frame.turn_id,
+        )
         await self.ws.send_text(codec.encode(event).decode())
 
     async def _send_direct(self, payload: msgspec.Struct) -> None:
@@ -311,10 +333,8 @@ class Connection:
 
     async def _close(self, code: int) -> None:
         if self.ws.application_state == WebSocketState.CONNECTED:
-            try:
+            with contextlib.suppress(RuntimeError, OSError):
                 await self.ws.close(code)
-            except (RuntimeError, OSError):
-                pass
 
 
 def _with_effective(ctx: Any, effective: ev.Effective) -> Any:

@@ -55,9 +55,13 @@ def sanitize(update: ev.UpdateRequested) -> Sanitized:
             if prefs.locale.lower().startswith(SUPPORTED_LOCALE_PREFIXES):
                 locale = prefs.locale
             else:
-                rejected.append(ev.RejectedField(field="preferences.locale", reason="locale_not_supported"))
+                rejected.append(
+                    ev.RejectedField(field="preferences.locale", reason="locale_not_supported")
+                )
         if isinstance(prefs.turn_mode, str):
             turn_mode = prefs.turn_mode
     caps = update.client_capabilities
     acks = caps.supports_playout_ack if isinstance(caps, ev.ClientCapabilities) else None
-    return Sanitized(locale=locale, turn_mode=turn_mode, supports_playout_ack=acks, rejected=rejected)
+    return Sanitized(
+        locale=locale, turn_mode=turn_mode, supports_playout_ack=acks, rejected=rejected
+    )

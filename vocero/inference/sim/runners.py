@@ -115,9 +115,13 @@ class SimLlm:
                 return
             values: dict[str, Any] = {k: v or "" for k, v in match.groupdict().items()}
             values.update(last_user=last_user, last_assistant=last_assistant)
-            result = next((m for m in since_user if m.role == "tool" and m.tool_name == rule.tool), None)
+            result = next(
+                (m for m in since_user if m.role == "tool" and m.tool_name == rule.tool), None
+            )
             if rule.tool and result is None:
-                yield ToolIntent(name=rule.tool, arguments=_render_arguments(rule.arguments, values))
+                yield ToolIntent(
+                    name=rule.tool, arguments=_render_arguments(rule.arguments, values)
+                )
                 return
             if result is not None:
                 values["result"] = result.tool_result or {}

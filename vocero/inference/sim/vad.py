@@ -50,10 +50,14 @@ class EnergyVadStream:
         if not self._speaking and self._run >= self._start_frames:
             self._speaking, self._run = True, 0
             self.voiced_ms = self._start_frames * FRAME_MS
-            return VadEvent(kind="speech_started", at_ms=self._elapsed_ms - self._start_frames * FRAME_MS)
+            return VadEvent(
+                kind="speech_started", at_ms=self._elapsed_ms - self._start_frames * FRAME_MS
+            )
         if self._speaking and self._run >= self._stop_frames:
             self._speaking, self._run = False, 0
-            return VadEvent(kind="speech_stopped", at_ms=self._elapsed_ms - self._stop_frames * FRAME_MS)
+            return VadEvent(
+                kind="speech_stopped", at_ms=self._elapsed_ms - self._stop_frames * FRAME_MS
+            )
         return None
 
 
