@@ -1,8 +1,8 @@
 // The Vocero demo client: wires the page, the realtime session and the audio worklets together.
 //
-// Test hook: window.vocero = {events: [{type, payload, t}] received (audio bytes left out; t: ms
-// since page load), sent: [{type, payload, t}] sent (audio input frames only counted, in sentAudioFrames),
-// playedMs: {generationId: ms actually played}}. Types are written without the "vocero." prefix.
+// Test hook, window.vocero: events [{type, payload, t}] received (audio bytes left out, t in ms
+// since page load); sent [{type, payload, t}] (audio input frames are only counted, in
+// sentAudioFrames); playedMs {generationId: ms actually played}. Types lack the "vocero." prefix.
 
 import { Microphone, Player, fromBase64, openAudioContext, toBase64 } from "./audio.js";
 import { Session } from "./session.js";
@@ -35,6 +35,7 @@ class Call {
     this.talking = false; // push-to-talk button held
     this.hintRun = 0;
     this.hinted = false;
+    this.closed = false;
   }
 
   async start() {
@@ -50,12 +51,13 @@ class Call {
     try {
       this.mic = await Microphone.open(this.context, (pcm, rms) => this.onMicFrame(pcm, rms));
     } catch (error) {
-      view.showNote(`Microphone unavailable (${error.name}); typing still works.`);
+      if (!this.closed) view.showNote(`No microphone (${error.name}); typing still works.`);
     }
+    if (this.closed) this.mic?.close(); // the server hung up while the microphone was opening
   }
 
   send(name, payload = {}) {
-    if (!this.session.send(name, payload)) return;
+    if (!this.session?.send(name, payload)) return;
     if (name === "audio.input.delta.v1") hook.sentAudioFrames += 1;
     else record(hook.sent, name, payload);
   }
@@ -66,7 +68,7 @@ class Call {
 
   onFrame(name, payload) {
     record(hook.events, name, payload);
-    const handler = this.handlers[name];
+    const handler = HANDLERS[name];
     if (handler) handler.call(this, payload);
   }
 
@@ -104,10 +106,11 @@ class Call {
 
   close() {
     this.send("session.close.v1");
-    setTimeout(() => this.session.close(), CLOSE_GRACE_MS);
+    setTimeout(() => this.session?.close(), CLOSE_GRACE_MS);
   }
 
   onClose(event) {
+    this.closed = true;
     this.mic?.close();
     this.player?.close();
     this.context?.close();
@@ -118,7 +121,8 @@ class Call {
   }
 }
 
-Call.prototype.handlers = {
+// Received frame name -> what the page does; called with the Call as `this`.
+const HANDLERS = {
   "session.configuration_applied.v1"(p) {
     this.session.sessionId = p.session_id;
     this.outputRate = p.effective.output_sample_rate;
@@ -160,8 +164,9 @@ Call.prototype.handlers = {
     view.showCompleted(p.generation_id, p.status, p.heard_text);
   },
   "tool.confirmation_required.v1"(p) {
+    const { proposal_id, revision } = p;
     view.showConfirmation(p, (decision) =>
-      this.send("tool.confirmation_submitted.v1", { proposal_id: p.proposal_id, revision: p.revision, decision }),
+      this.send("tool.confirmation_submitted.v1", { proposal_id, revision, decision }),
     );
   },
   "tool.status.v1"(p) {
@@ -175,20 +180,23 @@ Call.prototype.handlers = {
 let call = null;
 
 $("connect").onclick = async () => {
+  const starting = new Call($("token").value.trim(), $("turn-mode").value);
+  call = starting;
   view.showError("");
-  call = new Call($("token").value.trim(), $("turn-mode").value);
-  view.setConnected(true, call.turnMode);
+  view.setConnected(true, starting.turnMode);
   view.showState("CONNECTING");
   try {
-    await call.start();
+    await starting.start();
   } catch (error) {
-    view.showError(`Could not connect (${error.message || error.type || error}).`);
-    view.setConnected(false, call.turnMode);
+    const unreachable = error instanceof Event; // the WebSocket's error event
+    const reason = unreachable ? "Cannot reach the server." : `Could not start: ${error.message}`;
+    view.showError(reason);
+    view.setConnected(false, starting.turnMode);
     view.showState("DISCONNECTED");
   }
 };
 
-$("close").onclick = () => call && call.close();
+$("close").onclick = () => call?.close();
 
 $("text-form").onsubmit = (event) => {
   event.preventDefault();
@@ -198,8 +206,10 @@ $("text-form").onsubmit = (event) => {
   $("text").value = "";
 };
 
-for (const [events, down] of [[["pointerdown"], true], [["pointerup", "pointerleave", "pointercancel"], false]]) {
-  for (const type of events) $("talk").addEventListener(type, () => call && call.pressTalk(down));
+const talk = $("talk");
+talk.addEventListener("pointerdown", () => call?.pressTalk(true));
+for (const type of ["pointerup", "pointerleave", "pointercancel"]) {
+  talk.addEventListener(type, () => call?.pressTalk(false));
 }
 
 view.showState("DISCONNECTED");

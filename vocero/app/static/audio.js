@@ -13,7 +13,12 @@ export async function openAudioContext() {
 export class Microphone {
   static async open(context, onFrame) {
     const stream = await navigator.mediaDevices.getUserMedia({
-      audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
+      audio: {
+        channelCount: 1,
+        echoCancellation: true,
+        noiseSuppression: true,
+        autoGainControl: true,
+      },
     });
     return new Microphone(context, stream, onFrame);
   }

@@ -1,8 +1,10 @@
 // One realtime connection: wraps every outgoing payload in the SPEC §2 envelope (per-direction
 // sequence from 1, session_id once known) and unwraps incoming frames to (name, payload).
 
-const hex = (bytes) =>
-  Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
+function hex(bytes) {
+  const random = crypto.getRandomValues(new Uint8Array(bytes));
+  return Array.from(random, (b) => b.toString(16).padStart(2, "0")).join("");
+}
 
 export class Session {
   constructor(url, { onFrame, onClose }) {

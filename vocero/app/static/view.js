@@ -12,7 +12,7 @@ const ERROR_SENTENCES = {
   "protocol.frame_too_large": "A message was too large to send.",
   "protocol.rate_limited": "The page is sending too fast. It will slow down.",
   "protocol.connect_required": "The session was not opened properly. Please reconnect.",
-  "protocol.session_mismatch": "The page and the server disagree about the session. Please reconnect.",
+  "protocol.session_mismatch": "The page lost track of the session. Please reconnect.",
   "protocol.invalid_state": "That is not possible right now.",
   "service.busy": "The assistant is busy. Please try again in a moment.",
   "service.restarting": "The service is restarting. Please reconnect in a moment.",
@@ -54,10 +54,12 @@ export function showState(state) {
   $("state").textContent = state.toLowerCase().replace(/_/g, " ");
 }
 
+// Partials (whose turn_id may still be empty) share one pending line; the final takes it over.
 export function showTranscript(turnId, text, final) {
-  const item = entry("user", `turn:${turnId}`);
+  const item = entry("user", "partial");
   item.textContent = text;
   item.classList.toggle("partial", !final);
+  if (final) item.dataset.key = `turn:${turnId}`;
 }
 
 export function appendAssistantText(generationId, text) {
@@ -71,13 +73,22 @@ export function appendAssistantText(generationId, text) {
   words.textContent = words.textContent ? `${words.textContent} ${text}` : text;
 }
 
+// Marks an answer that did not finish; for an interruption, the words the caller never heard
+// are struck out.
 export function showCompleted(generationId, status, heardText) {
   if (status === "completed") return;
   const item = entry("assistant", `gen:${generationId}`);
   item.classList.add(status);
+  const words = item.querySelector(".words");
+  if (status === "interrupted" && words && words.textContent.startsWith(heardText)) {
+    const unheard = document.createElement("s");
+    unheard.textContent = words.textContent.slice(heardText.length);
+    words.replaceChildren(heardText, unheard);
+  }
   const note = document.createElement("small");
   note.className = "heard";
-  note.textContent = status === "interrupted" ? `Interrupted. Heard: “${heardText}”` : `Answer ${status}.`;
+  note.textContent =
+    status === "interrupted" ? `Interrupted. Heard: “${heardText}”` : `Answer ${status}.`;
   item.append(note);
 }
 
@@ -85,10 +96,11 @@ export function showNote(text, kind = "note") {
   entry(kind).textContent = text;
 }
 
-export function showToolStatus({ tool_call_id: id, proposal_id: proposal, status, reason_code: reason }) {
+export function showToolStatus(payload) {
+  const { tool_call_id: id, proposal_id: proposal, status, reason_code: reason } = payload;
   const item = entry("tool", id || proposal ? `tool:${id || proposal}:${status}` : null);
   item.textContent = `Action ${status.replace(/_/g, " ")}${reason ? ` (${reason})` : ""}`;
-  const card = proposal && $("conversation").querySelector(`[data-key="proposal:${CSS.escape(proposal)}"]`);
+  const card = proposal && document.querySelector(`[data-key="proposal:${CSS.escape(proposal)}"]`);
   if (card) card.dataset.status = status;
 }
 
@@ -115,6 +127,9 @@ export function showConfirmation({ proposal_id: id, revision, tool, summary, fie
     button.onclick = () => {
       for (const b of buttons) b.disabled = true;
       card.dataset.decision = decision;
+      const chosen = document.createElement("small");
+      chosen.textContent = decision === "confirm" ? " You confirmed." : " You rejected it.";
+      card.append(chosen);
       decide(decision);
     };
     return button;

@@ -1,0 +1,144 @@
+"""Browser-test fixtures: the real server as a subprocess on a free port, and headless Chromium
+(the system build, driven by Playwright) whose fake microphone plays a WAV file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import BrowserContext, Page, sync_playwright
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("VOCERO_CHROMIUM", "/usr/bin/chromium")
+READY_LINE = "vocero listening on "
+STARTUP_TIMEOUT_S = 60.0
+CHROMIUM_ARGS = [
+    "--use-fake-ui-for-media-stream",
+    "--use-fake-device-for-media-stream",
+    "--autoplay-policy=no-user-gesture-required",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+OpenPage = Callable[..., Page]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class ServerProcess:
+    """``python -m vocero serve --runners sim``; its output is kept for failure messages."""
+
+    def __init__(self, workdir: Path, script: dict[str, Any]) -> None:
+        workdir.mkdir(parents=True)
+        sim_script = workdir / "sim.yaml"
+        sim_script.write_text(yaml.safe_dump(script))
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.output: deque[str] = deque(maxlen=200)
+        self._ready = threading.Event()
+        command = [
+            sys.executable, "-m", "vocero", "serve", "--runners", "sim",
+            "--port", str(self.port), "--db", f"sqlite+aiosqlite:///{workdir / 'v.db'}",
+            "--sim-script", str(sim_script),
+        ]  # fmt: skip
+        self.process = subprocess.Popen(
+            command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line.rstrip())
+            if line.startswith(READY_LINE):
+                self._ready.set()
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not self._ready.wait(0.1):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                exit_code = self.process.poll()
+                pytest.fail(f"server did not start (exit {exit_code}):\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(list(self.output)[-lines:])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._reader.join(timeout=5)
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+
+
+StartServer = Callable[[dict[str, Any]], ServerProcess]
+
+
+@pytest.fixture
+def start_server(tmp_path: Path) -> Iterator[StartServer]:
+    """Starts a sim server with the given SPEC §6 script and waits until it listens."""
+    servers: list[ServerProcess] = []
+
+    def start(script: dict[str, Any]) -> ServerProcess:
+        servers.append(ServerProcess(tmp_path / f"server-{len(servers)}", script))
+        servers[-1].wait_ready()
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def open_page(tmp_path: Path) -> Iterator[OpenPage]:
+    """Launches headless Chromium (fresh profile) and returns a blank page; ``fake_audio`` is a
+    WAV file the fake microphone plays, in a loop (without one, Chromium's fake device beeps)."""
+    if not Path(CHROMIUM).exists() and shutil.which(CHROMIUM) is None:
+        pytest.skip(f"no Chromium at {CHROMIUM} (set VOCERO_CHROMIUM)")
+    contexts: list[BrowserContext] = []
+    with sync_playwright() as playwright:
+
+        def open_(fake_audio: Path | None = None) -> Page:
+            args = list(CHROMIUM_ARGS)
+            if fake_audio is not None:
+                args.append(f"--use-file-for-fake-audio-capture={fake_audio}")
+            context = playwright.chromium.launch_persistent_context(
+                tmp_path / f"chromium-profile-{len(contexts)}",  # a fresh --user-data-dir
+                executable_path=CHROMIUM,
+                headless=True,
+                args=args,
+                viewport={"width": 900, "height": 700},
+            )
+            contexts.append(context)
+            return context.pages[0] if context.pages else context.new_page()
+
+        yield open_
+        for context in contexts:
+            context.close()
