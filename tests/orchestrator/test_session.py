@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tests.support.audio import silence_frames, tone_frames, utterance
@@ -263,3 +265,22 @@ async def test_long_speech_gets_partial_transcripts_before_the_final() -> None:
         names = h.received.names()
         assert names.index("transcript.partial.v1") < names.index("transcript.final.v1")
         assert final.text == "what is the status of my order"
+
+
+async def test_a_voice_revoked_mid_answer_is_not_used_for_the_next_unit() -> None:
+    runners, *_ = fake_runners(rules=RULES, ms_per_char=5)
+    usable = {"now": True}
+    async with running(runners) as h:
+        h.session.ctx = replace(h.session.ctx, voice_usable=lambda: usable["now"])
+        h.auto_ack = False
+        h.session.on_text("tell me a story")
+        first = await h.until_frame("AudioOut", 1)
+        usable["now"] = False
+        h.auto_ack = True
+        h.session.on_playout(first.generation_id, 10**7)
+        done = await h.until_frame("ResponseCompleted")
+        units_with_audio = {a.unit_id for a in h.received.of("AudioOut")}
+        assert units_with_audio == {"u0"}
+        assert [e.code for e in h.received.of("Error")] == ["TTS_UNAVAILABLE"]
+        assert " ".join(d.text for d in h.received.of("TextDelta")) == STORY
+        assert done.status == "completed"

@@ -13,12 +13,13 @@ Bench = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
 
 
 def _registry() -> dict[str, Bench]:
-    from vocero.app import benches
+    from vocero.app import benches, benches_actions
 
     return {
         "overhead": benches.overhead,
         "barge-in": benches.barge_in,
         "sessions": benches.sessions,
+        "actions": benches_actions.actions,
     }
 
 

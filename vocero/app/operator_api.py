@@ -80,8 +80,16 @@ async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response
     })
 
 
+async def get_operations(request: Request, runtime: Runtime, _: Operator) -> Response:
+    """SPEC §3: the session's durable operations with their status, attempts and receipt."""
+    session_id = request.query_params.get("session_id") or None
+    items = await runtime.actions.operations(session_id) if runtime.actions is not None else []
+    return json({"items": items})
+
+
 def routes() -> list[Route]:
     return [
         Route("/v1/sessions/{session_id}", guarded(READERS, get_session), methods=["GET"]),
         Route("/v1/audit", guarded(READERS, get_audit), methods=["GET"]),
+        Route("/v1/operations", guarded(READERS, get_operations), methods=["GET"]),
     ]

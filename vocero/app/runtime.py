@@ -6,6 +6,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,19 +15,33 @@ import structlog
 from vocero.app.recorder import StoreRecorder
 from vocero.app.settings import Settings, db_url
 from vocero.app.telemetry import MetricsPort
-from vocero.contracts.domain import Caller
+from vocero.contracts.domain import AgentProfile, Caller
+from vocero.contracts.ports import ToolGateway
 from vocero.identity.identities import IdentityDirectory, load_identities
 from vocero.identity.profiles import ProfileCatalog, load_profiles
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.sim import SimScript, build_sim_runners, load_script
+from vocero.mcp_gateway import McpConnections, McpGateway
+from vocero.mcp_gateway.pin_store import SqlPinRepository
 from vocero.observability.metrics import Metrics
 from vocero.orchestrator.session import Session
+from vocero.policy import ActionPlane
 from vocero.store.audit import AuditLog
-from vocero.store.engine import Store
+from vocero.store.engine import Store, async_url, sqlite_file
 from vocero.store.migrate import upgrade_async
 from vocero.store.repositories import Conversations
+from vocero.voice_vault import VoiceVault, load_key
 
 log = structlog.get_logger("vocero.runtime")
+
+GatewayFor = Callable[[AgentProfile, Caller | None], ToolGateway | None]
+"""The MCP gateway of a session (``caller`` is ``None`` when the outbox worker resumes an
+operation after a restart and no caller is connected). ``None``: MCP tools are denied with
+``authorization_unavailable``."""
+
+
+def no_gateway(profile: AgentProfile, caller: Caller | None) -> ToolGateway | None:
+    return None
 
 
 @dataclass
@@ -43,6 +58,10 @@ class Runtime:
     runners_for_session: Callable[[], RunnerSet]
     shared_runners: RunnerSet
     monotonic: Callable[[], float] = time.monotonic
+    gateway_for: GatewayFor = no_gateway
+    actions: ActionPlane | None = None
+    connections: McpConnections | None = None
+    vault: VoiceVault | None = None
     live: dict[str, Session] = field(default_factory=dict)
     ready: anyio.Event = field(default_factory=anyio.Event)
     tg: anyio.abc.TaskGroup | None = None
@@ -51,6 +70,11 @@ class Runtime:
 
     def __post_init__(self) -> None:
         self._audits_idle.set()
+
+    async def wait_ready(self, timeout_s: float = 30.0) -> bool:
+        with anyio.move_on_after(timeout_s):
+            await self.ready.wait()
+        return self.ready.is_set()
 
     async def authenticate(self, token: str) -> Caller | None:
         return self.identities.authenticate(token)
@@ -101,6 +125,13 @@ def load_config(settings: Settings) -> tuple[IdentityDirectory, ProfileCatalog]:
     return load_identities(settings.identities_file), load_profiles(settings.profiles_dir)
 
 
+def vault_key_file(url: str) -> Path:
+    """Where the vault key file lives unless ``VOCERO_VAULT_KEY``/``VOCERO_VAULT_KEY_FILE`` say
+    otherwise: next to the SQLite database, else ``./var/vault.key``."""
+    database = sqlite_file(async_url(url))
+    return (database.parent if database is not None else Path("var")) / "vault.key"
+
+
 @asynccontextmanager
 async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     identities, profiles = load_config(settings)
@@ -117,16 +148,30 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         audit=AuditLog(store), conversations=conversations, recorder=recorder, metrics=metrics,
         port=port, runners_for_session=per_session, shared_runners=shared,
     )
+    connections = McpConnections.from_profiles(
+        list(profiles), audit=runtime.audit, pins=SqlPinRepository(store)
+    )
+    runtime.connections = connections
+    runtime.gateway_for = lambda profile, caller: McpGateway(connections, profile, observer=port)
+    runtime.actions = ActionPlane(
+        store, profiles=profiles.get, metrics=port,
+        gateway_for=lambda profile: runtime.gateway_for(profile, None),
+    )
     try:
+        runtime.vault = VoiceVault(store, key=load_key(vault_key_file(url)),
+                                   on_revoked=getattr(shared.tts, "forget_voice", None))
+        await runtime.vault.load()
         async with anyio.create_task_group() as tg:
             runtime.tg = tg
             await tg.start(recorder.run)
+            await tg.start(runtime.actions.run)
             tg.start_soon(_warm_up, runtime)
             try:
                 yield runtime
             finally:
                 for session in list(runtime.live.values()):
                     session.close("shutdown")
+                await runtime.actions.drain(5)
                 with anyio.move_on_after(5, shield=True):
                     await recorder.flush()
                     await runtime.audits_settled()
@@ -137,8 +182,13 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
 
 
 async def _warm_up(runtime: Runtime) -> None:
+    """Ready once every runner is warm and every MCP server had its first connection attempt."""
     started = time.monotonic()
-    await runtime.shared_runners.warm_up()
+    assert runtime.tg is not None
+    async with anyio.create_task_group() as warming:
+        warming.start_soon(runtime.shared_runners.warm_up)
+        if runtime.connections is not None:
+            await runtime.tg.start(runtime.connections.run)
     runtime.ready.set()
     log.info("runners.ready", kind=runtime.shared_runners.kind,
              seconds=round(time.monotonic() - started, 2))

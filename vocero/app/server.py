@@ -14,7 +14,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
-from vocero.app import operator_api
+from vocero.app import operator_api, voice_api
 from vocero.app.operators import load_operators
 from vocero.app.runtime import Runtime, open_runtime
 from vocero.app.sessions import SessionFactory
@@ -65,6 +65,7 @@ def create_app(settings: Settings) -> Starlette:
                 metrics=runtime.port,
                 max_sessions=settings.max_sessions,
                 monotonic=runtime.monotonic,
+                wait_ready=runtime.wait_ready,
             )
             yield
             app.state.relay.draining = True
@@ -76,6 +77,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/metrics", metrics),
         WebSocketRoute("/v1/realtime", realtime),
         *operator_api.routes(),
+        *voice_api.routes(),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -94,6 +94,11 @@ class Speaker:
         if self._tts_broken:
             record.voiced = False
             return
+        if not session.ctx.voice_usable():
+            # Revoked (or expired) since the session began: refuse new synthesis at once and keep
+            # the words as text; never fall back to another voice.
+            self._tts_failed(record, ErrorCode.TTS_UNAVAILABLE)
+            return
         try:
             await self._synthesize(unit, record)
         except CapacityError:

@@ -125,9 +125,13 @@ class Connection:
         config = self.config
         out = OutputChannel(max_lead_ms=profile.max_lead_ms, monotonic=config.monotonic)
         self.out = out
-        handle = await config.factory.open(
-            caller, profile, out, turn_mode="server_vad", locale=profile.locale
-        )
+        try:
+            handle = await config.factory.open(
+                caller, profile, out, turn_mode="server_vad", locale=profile.locale
+            )
+        except AuthError as exc:
+            await self._deny(exc.code, CloseCode.PROFILE_DENIED, "voice_unavailable")
+            return
         self.handle = handle
         session = handle.session
         self.session_id = session.ctx.session_id

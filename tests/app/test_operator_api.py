@@ -1,0 +1,122 @@
+"""Operator API (SPEC §3): bearer auth, roles, sessions with heard history, audit chain."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+import yaml
+from starlette.testclient import TestClient
+
+from tests.support.wsclient import ProtocolClient
+from vocero.app.server import create_app
+from vocero.app.settings import Settings
+
+ADMIN = {"authorization": "Bearer op-admin-token"}
+
+
+def test_health_ready_and_metrics(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.portal is not None
+    client.portal.call(client.app.state.runtime.ready.wait)  # type: ignore[attr-defined]
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["runners"] == {"stt": "ready", "llm": "ready", "tts": "ready"}
+    body = client.get("/metrics").text
+    for name in (
+        "ttfs_ms",
+        "barge_in_stop_ms",
+        "llm_ttft_ms",
+        "tts_ttfa_ms",
+        "stt_final_ms",
+        "tool_latency_ms",
+        "vocero_sessions_total",
+        "vocero_denials_total",
+    ):
+        assert name in body
+
+
+@pytest.mark.parametrize("path", ["/v1/sessions/ses_x", "/v1/audit", "/v1/operations"])
+def test_operator_routes_need_a_bearer_token(client: TestClient, path: str) -> None:
+    assert client.get(path).status_code == 401
+    assert client.get(path, headers={"authorization": "Bearer wrong"}).status_code == 401
+    assert client.get(path, headers={"authorization": "Basic op-admin-token"}).status_code == 401
+
+
+def test_roles_gate_routes(sim_settings: Settings, tmp_path: Path) -> None:
+    operators = tmp_path / "operators.yaml"
+    operators.write_text(
+        yaml.safe_dump(
+            [
+                {"token": "sec-token", "name": "sam", "roles": ["security"]},
+                {"token": "viewer-token", "name": "vic", "roles": ["viewer"]},
+            ]
+        )
+    )
+    from dataclasses import replace
+
+    with TestClient(create_app(replace(sim_settings, operators=str(operators)))) as c:
+        assert (
+            c.get("/v1/audit", headers={"authorization": "Bearer viewer-token"}).status_code == 403
+        )
+        assert c.get("/v1/audit", headers={"authorization": "Bearer sec-token"}).status_code == 200
+
+
+def test_session_history_holds_what_was_heard(client: TestClient) -> None:
+    with client.websocket_connect("/v1/realtime") as ws:
+        pc = ProtocolClient(ws)
+        pc.connect()
+        pc.auto_playout = False
+        pc.send("input.text.v1", {"text": "tell me a story"})
+        audio = pc.expect("response.audio_delta.v1")["data"]["payload"]
+        pc.send(
+            "output.playout_progress.v1",
+            {"generation_id": audio["generation_id"], "played_ms": 600, "buffered_ms": 0},
+        )
+        pc.expect("response.audio_delta.v1")
+        pc.send("input.speech_started.v1")
+        stop_seen = pc.expect("output.stop_and_flush.v1")
+        done = pc.expect("response.completed.v1")["data"]["payload"]
+        after = pc.frames[pc.frames.index(stop_seen) + 1 :]
+        assert not [
+            f
+            for f in after
+            if f["type"] in ("vocero.response.audio_delta.v1", "vocero.response.text_delta.v1")
+        ]
+        assert done["status"] == "interrupted"
+        assert done["heard_text"] and "story" not in done["heard_text"][-6:]
+    session = client.get(f"/v1/sessions/{pc.session_id}", headers=ADMIN).json()
+    assert session["identity"]["subject_ref"].startswith("sub_")
+    assert "alice" not in str(session)
+    assert session["history"] == [
+        {"role": "user", "text": "tell me a story", "generation_id": "", "status": ""},
+        {
+            "role": "assistant",
+            "text": done["heard_text"],
+            "generation_id": done["generation_id"],
+            "status": "interrupted",
+        },
+    ]
+
+
+def test_unknown_session_is_404(client: TestClient) -> None:
+    assert client.get("/v1/sessions/ses_nope", headers=ADMIN).status_code == 404
+
+
+def test_audit_chain_verifies_and_links(client: TestClient) -> None:
+    with client.websocket_connect("/v1/realtime") as ws:
+        ProtocolClient(ws).connect()
+    with client.websocket_connect("/v1/realtime") as ws:
+        pc = ProtocolClient(ws)
+        pc.send("session.connect.v1", {"token": "bad"})
+        pc.expect_close()
+    body = client.get("/v1/audit", headers=ADMIN).json()
+    items = body["items"]
+    assert body["chain"]["ok"] is True
+    assert [i["seq"] for i in items] == sorted(i["seq"] for i in items)
+    for earlier, later in itertools.pairwise(items):
+        assert later["prev_hash"] == earlier["hash"]
+    kinds = [i["kind"] for i in items]
+    assert "session.opened" in kinds and "session.auth_denied" in kinds
+    assert "bad" not in str([i["data"] for i in items])

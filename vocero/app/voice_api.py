@@ -1,0 +1,167 @@
+"""Operator API of the voice vault (SPEC §3 ``/v1/voices``): create, add versions, approve
+(four eyes), revoke, read. Reference audio goes in, never comes out."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import datetime
+from typing import Annotated, TypeVar
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from vocero.app.operator_api import Handler, guarded, json, problem
+from vocero.app.operators import Operator
+from vocero.app.runtime import Runtime
+from vocero.voice_vault import VaultError, VoiceVault
+
+CREATORS = frozenset({"admin", "business_owner"})
+APPROVERS = frozenset({"admin", "business_owner", "security", "legal"})
+REVOKERS = frozenset({"admin", "security", "business_owner"})
+READERS = frozenset({"admin", "business_owner", "security", "legal"})
+
+MAX_BODY = 6 * 1024 * 1024
+"""A base64 WAV of 30 s at 48 kHz is about 3.9 MB."""
+
+STATUS_OF: dict[str, int] = {
+    "voice_not_found": 404,
+    "version_not_found": 404,
+    "role_not_allowed": 403,
+    "already_exists": 409,
+    "already_approved": 409,
+    "same_operator": 409,
+    "same_role": 409,
+    "voice_revoked": 409,
+    "voice_expired": 409,
+}
+"""HTTP status of each vault refusal; every other code is a 400."""
+
+T = TypeVar("T")
+Text = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+Language = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")]
+
+
+class CreateVoice(msgspec.Struct, forbid_unknown_fields=True):
+    voice_id: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+    tenant: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+    owner: Text
+    purpose: Annotated[str, msgspec.Meta(min_length=1, max_length=2_000)]
+    languages: Annotated[list[Language], msgspec.Meta(min_length=1, max_length=16)]
+    usage_until: Annotated[datetime, msgspec.Meta(tz=True)]
+    consent_ref: Text
+
+
+class AddVersion(msgspec.Struct, forbid_unknown_fields=True):
+    ref_audio: Annotated[str, msgspec.Meta(min_length=1)]
+    ref_text: Annotated[str, msgspec.Meta(min_length=1, max_length=2_000)]
+
+
+class Revoke(msgspec.Struct, forbid_unknown_fields=True):
+    reason: Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
+
+
+class BadRequest(Exception):
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(code)
+        self.code = code
+        self.detail = detail
+
+
+async def create_voice(request: Request, runtime: Runtime, operator: Operator) -> Response:
+    body = await _body(request, CreateVoice)
+    voice = await _vault(runtime).create_voice(
+        voice_id=body.voice_id, tenant=body.tenant, owner=body.owner, purpose=body.purpose,
+        languages=body.languages, usage_until=body.usage_until, consent_ref=body.consent_ref,
+        created_by=operator.name,
+    )
+    return json(voice, status=201)
+
+
+async def add_version(request: Request, runtime: Runtime, operator: Operator) -> Response:
+    body = await _body(request, AddVersion)
+    try:
+        audio = base64.b64decode(body.ref_audio, validate=True)
+    except (binascii.Error, ValueError):
+        raise VaultError("invalid_wav", "ref_audio is not base64") from None
+    version = await _vault(runtime).add_version(
+        request.path_params["voice_id"], audio, body.ref_text, operator.name
+    )
+    return json(version, status=201)
+
+
+async def approve(request: Request, runtime: Runtime, operator: Operator) -> Response:
+    version = await _vault(runtime).approve(
+        request.path_params["voice_id"], request.path_params["version"], operator.name,
+        operator.roles,
+    )
+    return json(version)
+
+
+async def revoke(request: Request, runtime: Runtime, operator: Operator) -> Response:
+    body = await _body(request, Revoke)
+    voice = await _vault(runtime).revoke(request.path_params["voice_id"], body.reason,
+                                         operator.name)
+    return json(voice)
+
+
+async def get_voice(request: Request, runtime: Runtime, _: Operator) -> Response:
+    voice = await _vault(runtime).get(request.path_params["voice_id"])
+    return json(voice) if voice is not None else problem(404, "voice_not_found")
+
+
+def _refusals(handler: Handler) -> Handler:
+    """Vault refusals and malformed bodies become ``{"error": code, "detail": ...}`` with their
+    status. Details name a field or a format problem, never a submitted value."""
+
+    async def endpoint(request: Request, runtime: Runtime, operator: Operator) -> Response:
+        try:
+            return await handler(request, runtime, operator)
+        except BadRequest as bad:
+            status = 413 if bad.code == "body_too_large" else 400
+            return _problem(status, bad.code, bad.detail)
+        except VaultError as refused:
+            return _problem(STATUS_OF.get(refused.code, 400), refused.code, refused.detail)
+
+    return endpoint
+
+
+def _problem(status: int, code: str, detail: str) -> Response:
+    return json({"error": code, "detail": detail}, status) if detail else problem(status, code)
+
+
+async def _body(request: Request, kind: type[T]) -> T:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise BadRequest("body_too_large")
+    raw = await request.body()
+    if len(raw) > MAX_BODY:
+        raise BadRequest("body_too_large")
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except msgspec.ValidationError as exc:
+        raise BadRequest("invalid_body", str(exc)) from None
+    except msgspec.DecodeError:
+        raise BadRequest("invalid_json") from None
+
+
+def _vault(runtime: Runtime) -> VoiceVault:
+    if runtime.vault is None:
+        raise RuntimeError("the voice vault is not configured")
+    return runtime.vault
+
+
+def routes() -> list[Route]:
+    def route(path: str, roles: frozenset[str], handler: Handler, method: str) -> Route:
+        return Route(path, guarded(roles, _refusals(handler)), methods=[method])
+
+    return [
+        route("/v1/voices", CREATORS, create_voice, "POST"),
+        route("/v1/voices/{voice_id}", READERS, get_voice, "GET"),
+        route("/v1/voices/{voice_id}/versions", CREATORS, add_version, "POST"),
+        route("/v1/voices/{voice_id}/versions/{version:int}/approvals", APPROVERS, approve,
+              "POST"),
+        route("/v1/voices/{voice_id}/revoke", REVOKERS, revoke, "POST"),
+    ]

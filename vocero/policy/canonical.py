@@ -1,0 +1,472 @@
+"""Canonical arguments: what a proposal binds to, resolved before the caller is asked.
+
+The model's arguments are a draft. Before a proposal exists, every consequential value is made
+explicit in application terms (seed 001, "an ambiguous spoken date or amount must be resolved
+before it can become a meaningful proposal"): dates become ISO dates in the caller's IANA
+timezone, times ``HH:MM`` (24 h), amounts a decimal string with an ISO 4217 currency, ids are
+trimmed, upper-cased and matched against the tool's pinned schema, strings have their whitespace
+collapsed. A value that cannot be resolved without guessing raises :class:`CanonicalError` with a
+question the conversation can ask; nothing is proposed.
+
+The principal never comes from here: keys naming a subject, scopes or ``_meta`` are dropped (the
+model can never set them), and a tenant key naming another tenant is reported as a claim the
+gate turns into ``cross_tenant_target``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)
+TENANT_KEYS = frozenset({"tenant", "tenant_id"})
+PRINCIPAL_KEYS = frozenset({"subject", "subject_ref", "principal", "scopes", "_meta", "caller"})
+VERSION_KEYS = ("expected_version", "version")
+CURRENCY_SIGNS = {"€": "EUR", "$": "USD", "£": "GBP", "¥": "JPY"}
+ZERO_DECIMAL_CURRENCIES = frozenset({"JPY", "KRW", "CLP", "ISK"})
+
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_HHMM = re.compile(r"^([01]?\d|2[0-3])[:h.]([0-5]\d)$")
+_AMPM = re.compile(r"^(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s*m\.?$")
+_MONTH_DAY = re.compile(
+    r"^(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+([a-z]+)(?:,?\s+(\d{4}))?$"
+)
+_DAY_MONTH = re.compile(r"^([a-z]+)\s+(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(\d{4}))?$")
+_AMOUNT = re.compile(r"^([€$£¥])?\s*(-?\d+(?:[.,]\d{1,2})?)\s*([A-Za-z]{3})?$")
+
+
+class CanonicalError(ValueError):
+    """A value cannot be made explicit without guessing; ``question`` asks the caller."""
+
+    def __init__(self, field: str, problem: str, question: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+        self.question = question
+
+
+@dataclass(frozen=True, slots=True)
+class Canonical:
+    arguments: dict[str, Any]
+    target_resource: str = ""
+    object_version: str = ""
+    claimed_tenant: str = ""
+    """A tenant the model's arguments named other than the caller's ("" when none)."""
+    dropped: tuple[str, ...] = ()
+    """Principal keys the model tried to set; never forwarded."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The trusted facts canonicalisation resolves against."""
+
+    tenant: str
+    timezone: str
+    now: datetime
+    server: str = ""
+    observed_versions: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return zone_of(self.timezone)
+
+    @property
+    def today(self) -> date:
+        return self.now.astimezone(self.zone).date()
+
+
+def zone_of(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def canonicalize(
+    arguments: Mapping[str, Any], schema: Mapping[str, Any] | None, ctx: Context
+) -> Canonical:
+    """The canonical form of ``arguments`` for a tool whose pinned input schema is ``schema``."""
+    properties: Mapping[str, Any] = (schema or {}).get("properties") or {}
+    out: dict[str, Any] = {}
+    dropped: list[str] = []
+    claimed = ""
+    for key, value in sorted(arguments.items()):
+        if key in PRINCIPAL_KEYS or key.startswith("io.vocero"):
+            dropped.append(key)
+            continue
+        if key in TENANT_KEYS:
+            if str(value).strip() != ctx.tenant:
+                claimed = str(value).strip()
+            out[key] = ctx.tenant
+            continue
+        out[key] = _value(key, value, properties.get(key) or {}, ctx)
+    _fill_timezone(out, properties, ctx)
+    _fill_version(out, properties, ctx)
+    _pair_amounts(out)
+    _require(out, schema or {})
+    target = _target(out, ctx.server)
+    version = next((str(out[k]) for k in VERSION_KEYS if k in out), "")
+    return Canonical(arguments=out, target_resource=target, object_version=version,
+                     claimed_tenant=claimed, dropped=tuple(dropped))
+
+
+# ------------------------------------------------------------------------------ field kinds
+
+
+def kind_of(key: str, prop: Mapping[str, Any]) -> str:
+    name = key.lower()
+    if prop.get("format") == "date" or name == "date" or name.endswith("_date"):
+        return "date"
+    if name in ("timezone", "time_zone", "tz"):
+        return "timezone"
+    if name == "time" or name.endswith("_time"):
+        return "time"
+    if name in VERSION_KEYS:
+        return "integer"
+    if name == "id" or name.endswith("_id"):
+        return "id"
+    if name in ("amount", "price", "total") or name.endswith("_amount"):
+        return "amount"
+    if name == "currency":
+        return "currency"
+    if prop.get("type") in ("integer", "number", "boolean"):
+        return str(prop["type"])
+    return "text"
+
+
+def _value(key: str, value: Any, prop: Mapping[str, Any], ctx: Context) -> Any:
+    kind = kind_of(key, prop)
+    if kind == "date":
+        return resolve_date(key, value, ctx).isoformat()
+    if kind == "time":
+        return resolve_time(key, value)
+    if kind == "timezone":
+        return resolve_timezone(key, value)
+    if kind == "id":
+        return normalise_id(key, value, prop.get("pattern"))
+    if kind == "amount":
+        return value if isinstance(value, dict) else resolve_amount(key, value)
+    if kind == "currency":
+        return resolve_currency(key, value)
+    if kind == "integer":
+        return _integer(key, value)
+    if kind == "number":
+        return _number(key, value)
+    if kind == "boolean":
+        return _boolean(key, value)
+    if isinstance(value, str):
+        return " ".join(value.split())
+    return value
+
+
+def _fill_timezone(out: dict[str, Any], properties: Mapping[str, Any], ctx: Context) -> None:
+    """A tool that takes a timezone gets the caller's when the model named none."""
+    for key in ("timezone", "time_zone", "tz"):
+        if key in properties and key not in out:
+            out[key] = resolve_timezone(key, ctx.timezone)
+
+
+def _fill_version(out: dict[str, Any], properties: Mapping[str, Any], ctx: Context) -> None:
+    """The object version the application observed wins over one the model typed."""
+    key = next((k for k in VERSION_KEYS if k in properties or k in out), None)
+    if key is None:
+        return
+    for name, value in out.items():
+        if kind_of(name, {}) == "id" and str(value) in ctx.observed_versions:
+            out[key] = int(ctx.observed_versions[str(value)])
+            return
+
+
+QUESTIONS = {
+    "date": "Which date would you like?",
+    "time": "What time would suit you?",
+    "amount": "What amount exactly?",
+    "currency": "In which currency?",
+}
+
+
+def _require(out: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
+    """A required argument nobody resolved is asked for, never guessed."""
+    for key in schema.get("required") or ():
+        if key in out:
+            continue
+        kind = kind_of(key, (schema.get("properties") or {}).get(key) or {})
+        if kind == "id":
+            noun = key.removesuffix("_id").replace("_", " ") or "reference"
+            question = f"Which {noun} is it? Please tell me the {noun} number."
+        elif key in VERSION_KEYS:
+            question = "Let me look that up first."
+        else:
+            question = QUESTIONS.get(kind, f"What {key.replace('_', ' ')} should I use?")
+        raise CanonicalError(key, "missing", question)
+
+
+def _pair_amounts(out: dict[str, Any]) -> None:
+    for key, value in list(out.items()):
+        if kind_of(key, {}) != "amount" or not isinstance(value, dict):
+            continue
+        currency = value.get("currency") or out.get("currency")
+        if not currency:
+            raise CanonicalError(key, "amount without a currency", "In which currency?")
+        out[key] = value["amount"] if "currency" in out else value
+        if "currency" in out and out["currency"] != currency:
+            raise CanonicalError(key, "two currencies", "In which currency exactly?")
+
+
+def _target(out: Mapping[str, Any], server: str) -> str:
+    for key, value in out.items():
+        if kind_of(key, {}) == "id":
+            return f"{server}/{key}={value}"
+    return ""
+
+
+# ------------------------------------------------------------------------------------ dates
+
+
+def resolve_date(key: str, value: Any, ctx: Context) -> date:
+    text = " ".join(str(value).strip().lower().replace(",", " ").split())
+    text = re.sub(r"^(on|for|the)\s+", "", text)
+    today = ctx.today
+    if _ISO_DATE.match(text):
+        try:
+            return date.fromisoformat(text[:10])
+        except ValueError:
+            pass
+    relative = {"today": 0, "tomorrow": 1, "day after tomorrow": 2,
+                "the day after tomorrow": 2}
+    if text in relative:
+        return today + timedelta(days=relative[text])
+    words = text.split()
+    if words and words[-1] in WEEKDAYS and len(words) <= 2 and words[0] in (
+        words[-1], "this", "next", "coming"
+    ):
+        ahead = (WEEKDAYS.index(words[-1]) - today.weekday()) % 7
+        return today + timedelta(days=ahead or 7)
+    found = _month_date(text, today)
+    if found is not None:
+        return found
+    raise CanonicalError(key, "unrecognised date", "Which date would you like, exactly?")
+
+
+def _month_date(text: str, today: date) -> date | None:
+    match = _MONTH_DAY.match(text)
+    if match:
+        day, month_word, year = match.group(1), match.group(2), match.group(3)
+    else:
+        match = _DAY_MONTH.match(text)
+        if not match:
+            return None
+        month_word, day, year = match.group(1), match.group(2), match.group(3)
+    month = _month(month_word)
+    if month is None:
+        return None
+    try:
+        found = date(int(year) if year else today.year, month, int(day))
+    except ValueError:
+        return None
+    if not year and found < today:
+        found = found.replace(year=today.year + 1)
+    return found
+
+
+def _month(word: str) -> int | None:
+    for index, name in enumerate(MONTHS, start=1):
+        if len(word) >= 3 and name.startswith(word):
+            return index
+    return None
+
+
+def resolve_time(key: str, value: Any) -> str:
+    text = str(value).strip().lower().removeprefix("at ").strip()
+    named = {"noon": "12:00", "midday": "12:00", "midnight": "00:00"}
+    if text in named:
+        return named[text]
+    match = _HHMM.match(text)
+    if match:
+        return f"{int(match.group(1)):02d}:{match.group(2)}"
+    match = _AMPM.match(text)
+    if match and 1 <= int(match.group(1)) <= 12:
+        hour = int(match.group(1)) % 12 + (12 if match.group(3) == "p" else 0)
+        return f"{hour:02d}:{match.group(2) or '00'}"
+    raise CanonicalError(key, "unrecognised time", "What time would suit you, exactly?")
+
+
+def resolve_timezone(key: str, value: Any) -> str:
+    name = str(value).strip()
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise CanonicalError(key, "unknown timezone", "Which time zone is that in?") from None
+    return name
+
+
+# ----------------------------------------------------------------------------- ids, numbers
+
+
+def normalise_id(key: str, value: Any, pattern: str | None) -> str:
+    raw = " ".join(str(value).strip().upper().split())
+    candidates = [raw, raw.replace(" ", "-"), raw.replace(" ", ""),
+                  re.sub(r"^([A-Z]+)-?\s*(\d+)$", r"\1-\2", raw)]
+    if not pattern:
+        return candidates[1]
+    for candidate in candidates:
+        if re.search(pattern, candidate):
+            return candidate
+    noun = key.removesuffix("_id").replace("_", " ") or "reference"
+    raise CanonicalError(key, "id does not match the tool's format",
+                         f"Which {noun} is it? Please tell me the {noun} number.")
+
+
+def resolve_amount(key: str, value: Any) -> dict[str, str]:
+    text = str(value).strip().replace(" ", "")
+    match = _AMOUNT.match(text)
+    if not match:
+        raise CanonicalError(key, "unrecognised amount", "What amount exactly?")
+    sign, number, code = match.groups()
+    currency = CURRENCY_SIGNS.get(sign or "", "") or (code or "").upper()
+    try:
+        amount = Decimal(number.replace(",", "."))
+    except InvalidOperation:
+        raise CanonicalError(key, "unrecognised amount", "What amount exactly?") from None
+    places = Decimal(1) if currency in ZERO_DECIMAL_CURRENCIES else Decimal("0.01")
+    result = {"amount": str(amount.quantize(places, rounding=ROUND_HALF_UP))}
+    if currency:
+        result["currency"] = resolve_currency("currency", currency)
+    return result
+
+
+def resolve_currency(key: str, value: Any) -> str:
+    text = str(value).strip()
+    code = CURRENCY_SIGNS.get(text, text.upper())
+    if not re.fullmatch(r"[A-Z]{3}", code):
+        raise CanonicalError(key, "unknown currency", "In which currency?")
+    return code
+
+
+def _integer(key: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise CanonicalError(key, "not a whole number", f"What {key.replace('_', ' ')}?")
+    try:
+        number = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise CanonicalError(key, "not a whole number", f"What {key.replace('_', ' ')}?") from None
+    if number != number.to_integral_value():
+        raise CanonicalError(key, "not a whole number", f"What {key.replace('_', ' ')}?")
+    return int(number)
+
+
+def _number(key: str, value: Any) -> int | float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise CanonicalError(key, "not a number", f"What {key.replace('_', ' ')}?") from None
+
+
+def _boolean(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "1"):
+        return True
+    if text in ("false", "no", "0"):
+        return False
+    raise CanonicalError(key, "not yes or no", f"Yes or no for {key.replace('_', ' ')}?")
+
+
+def observed_versions(content: Any) -> dict[str, int]:
+    """``{id: version}`` of every record in a result that carries an id and an integer
+    ``version`` (what the owning service says the current version is)."""
+    found: dict[str, int] = {}
+    stack: list[Any] = [content]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            version = item.get("version")
+            ids = [v for k, v in item.items() if k.endswith("_id") and isinstance(v, str)]
+            if isinstance(version, int) and not isinstance(version, bool) and ids:
+                found[ids[0]] = version
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+# --------------------------------------------------------------------------- follow-up times
+
+_IN = re.compile(r"^in\s+(an?|\d+)\s+(minute|hour|day)s?$")
+DAYPARTS = {"morning": "09:00", "afternoon": "15:00", "evening": "18:00", "tonight": "19:00"}
+FALLBACK_TIME = "11:00"
+
+
+def resolve_when(text: str, ctx: Context) -> tuple[datetime, bool]:
+    """A call-back time from the caller's words, in their timezone. Returns ``(due, exact)``;
+    what resolves to nothing usable becomes 11:00 tomorrow (seed 003) with ``exact`` false."""
+    zone = ctx.zone
+    local_now = ctx.now.astimezone(zone)
+    words = " ".join(text.strip().lower().replace(",", " ").split())
+    match = _IN.match(words)
+    if match:
+        count = 1 if match.group(1) in ("a", "an") else int(match.group(1))
+        return local_now + timedelta(**{f"{match.group(2)}s": count}), True
+    day_part, time_part = _split_when(words)
+    try:
+        day = resolve_date("when", day_part, ctx) if day_part else None
+        clock = _clock(time_part) if time_part else None
+    except CanonicalError:
+        day, clock = None, None
+    if day is None and clock is None:
+        fallback = ctx.today + timedelta(days=1)
+        return _at(fallback, FALLBACK_TIME, zone), False
+    if clock is None:
+        return _at(day or ctx.today, FALLBACK_TIME, zone), False
+    if day is None:
+        due = _at(ctx.today, clock, zone)
+        return (due if due > local_now else due + timedelta(days=1)), True
+    return _at(day, clock, zone), True
+
+
+def _split_when(words: str) -> tuple[str, str]:
+    if words in DAYPARTS:
+        return "today", words
+    for part in DAYPARTS:
+        if words.endswith(" " + part):
+            day = words.removesuffix(" " + part).strip()
+            day = day.removesuffix(" this").strip()
+            return ("today" if day in ("", "this") else day), part
+    if " at " in f" {words} ":
+        day, _, clock = f" {words} ".partition(" at ")
+        return day.strip(), clock.strip()
+    pieces = words.rsplit(" ", 1)
+    if len(pieces) == 2 and _is_clock(pieces[1]):
+        return pieces[0], pieces[1]
+    if _is_clock(words):
+        return "", words
+    return words, ""
+
+
+def _is_clock(text: str) -> bool:
+    try:
+        _clock(text)
+    except CanonicalError:
+        return False
+    return True
+
+
+def _clock(text: str) -> str:
+    return DAYPARTS.get(text) or resolve_time("when", text)
+
+
+def _at(day: date, clock: str, zone: ZoneInfo) -> datetime:
+    hour, minute = (int(p) for p in clock.split(":"))
+    return datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)

@@ -1,0 +1,194 @@
+"""The permit gate (seed 004 §11.3): a pure function of trusted facts, with reason codes.
+
+``permit`` decides on the *resolved* server tool, never the model-facing name: a tool's class,
+scopes and confirmation rule are the strictest the profile declares for that ``(server, tool)``
+under any alias, and irreversible actions always need a confirmation. The model contributes a
+tool name and arguments only; tenant, principal, scopes, class and outcome come from here.
+Missing policy data denies (``authorization_unavailable``), it never allows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from vocero.contracts.domain import ActionClass, AgentProfile, Principal
+from vocero.store.hashchain import canonical_json
+
+Outcome = Literal["allow", "confirm", "deny"]
+Stage = Literal["propose", "execute"]
+BUILTIN_SERVER = "vocero"
+STRICTNESS: dict[str, int] = {"read": 0, "reversible_write": 1, "irreversible": 2, "prohibited": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedTool:
+    """A model-facing tool after alias resolution, with the effective policy of its target."""
+
+    name: str
+    server: str
+    tool: str
+    action_class: ActionClass
+    required_scopes: frozenset[str]
+    requires_confirmation: bool
+    idempotent: bool
+    lookup_tool: str
+    timeout_ms: int
+
+    @property
+    def builtin(self) -> bool:
+        return self.server == BUILTIN_SERVER
+
+    @property
+    def write(self) -> bool:
+        return self.action_class != "read"
+
+
+def resolve(profile: AgentProfile, name: str) -> ResolvedTool | None:
+    """The profile's tool ``name`` resolved to its server tool, or ``None`` when not listed."""
+    spec = profile.tool(name)
+    if spec is None:
+        return None
+    target = (spec.server, spec.resolves_to)
+    same = [t for t in profile.tools if (t.server, t.resolves_to) == target]
+    strictest: ActionClass = max((t.action_class for t in same), key=STRICTNESS.__getitem__)
+    scopes = frozenset(s for t in same for s in t.required_scopes)
+    confirm = strictest == "irreversible" or any(t.requires_confirmation for t in same)
+    return ResolvedTool(
+        name=spec.name, server=spec.server, tool=spec.resolves_to, action_class=strictest,
+        required_scopes=scopes, requires_confirmation=confirm and strictest != "read",
+        idempotent=spec.idempotent and all(t.idempotent for t in same),
+        lookup_tool=spec.lookup_tool, timeout_ms=spec.timeout_ms,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationFacts:
+    """What trusted storage holds about the confirmation of the revision being executed."""
+
+    status: str
+    """``pending``, ``used``, ``expired``, ``invalidated``, ``rejected``; ``""`` when none."""
+    binding_hash: str
+    revision: int
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class PermitRequest:
+    stage: Stage
+    tenant: str
+    principal: Principal
+    profile_version: str
+    tool: ResolvedTool | None
+    policy_available: bool = True
+    """False when a fact the decision needs could not be read (store, gateway, definitions)."""
+    schema_version: str | None = ""
+    """The pinned definition hash of the resolved tool now; ``None`` when it is not callable."""
+    claimed_tenant: str = ""
+    arguments_match: bool = True
+    """False when the stored canonical action no longer hashes as it did (schema changed)."""
+    revision: int = 0
+    current_revision: int = 0
+    expected_binding: str = ""
+    """The binding hash recomputed now from the stored canonical proposal."""
+    confirmation: ConfirmationFacts | None = None
+    evidence_satisfied: bool = False
+    now: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    outcome: Outcome
+    reason: str = ""
+
+    @property
+    def allowed(self) -> bool:
+        return self.outcome == "allow"
+
+
+def permit(request: PermitRequest) -> Decision:
+    """Every check, in order; the first that fails names the reason."""
+    tool = request.tool
+    if not request.policy_available:
+        return Decision("deny", "authorization_unavailable")
+    if tool is None:
+        return Decision("deny", "tool_not_allowed")
+    if tool.action_class == "prohibited":
+        return Decision("deny", "prohibited")
+    if request.principal.tenant_id != request.tenant or (
+        request.claimed_tenant and request.claimed_tenant != request.tenant
+    ):
+        return Decision("deny", "cross_tenant_target")
+    if not tool.required_scopes <= set(request.principal.scopes):
+        return Decision("deny", "scope_missing")
+    if request.schema_version is None:
+        return Decision("deny", "tool_unavailable")
+    if not tool.write:
+        return Decision("allow")
+    if request.stage == "execute" and (
+        request.revision != request.current_revision or not request.arguments_match
+    ):
+        return Decision("deny", "proposal_changed")
+    if not tool.requires_confirmation:
+        return Decision("allow")
+    if request.stage == "propose":
+        return Decision("confirm", "confirmation_missing")
+    return _confirmed(request)
+
+
+def _confirmed(request: PermitRequest) -> Decision:
+    confirmation = request.confirmation
+    if confirmation is None or confirmation.status in ("", "rejected"):
+        return Decision("deny", "confirmation_missing")
+    if confirmation.status == "used":
+        return Decision("deny", "confirmation_used")
+    if confirmation.status == "invalidated" or confirmation.revision != request.current_revision:
+        return Decision("deny", "proposal_changed")
+    if confirmation.binding_hash != request.expected_binding:
+        return Decision("deny", "proposal_changed")
+    if confirmation.status == "expired" or request.now >= confirmation.expires_at:
+        return Decision("deny", "authorization_expired")
+    if not request.evidence_satisfied:
+        return Decision("deny", "required_delivery_missing")
+    return Decision("allow")
+
+
+# --------------------------------------------------------------------------------- hashes
+
+
+def digest(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def schema_version(input_schema: dict[str, Any] | None) -> str:
+    """A version of a tool's pinned input schema (what arguments mean)."""
+    return "sch_" + digest(input_schema or {})[:24]
+
+
+def arguments_hash(tool: ResolvedTool, schema: str, arguments: dict[str, Any]) -> str:
+    """Identity of one canonical action: the resolved tool, its schema and the arguments."""
+    return digest({"server": tool.server, "tool": tool.tool, "class": tool.action_class,
+                   "schema": schema, "arguments": arguments})
+
+
+def binding_hash(
+    *,
+    proposal_id: str,
+    revision: int,
+    arguments_digest: str,
+    principal: Principal,
+    expires_at: float,
+    workflow_revision: str,
+) -> str:
+    """What a confirmation binds to: this revision of this exact action, for this principal,
+    until this instant. ``arguments_digest`` already covers the resolved tool and schema."""
+    return digest({
+        "proposal_id": proposal_id,
+        "revision": revision,
+        "action": arguments_digest,
+        "principal": {"subject_ref": principal.subject_ref, "tenant_id": principal.tenant_id,
+                      "scopes": sorted(principal.scopes)},
+        "expires_at": round(expires_at, 3),
+        "workflow_revision": workflow_revision,
+    })

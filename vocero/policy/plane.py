@@ -1,0 +1,74 @@
+"""The action path of one process, assembled: repository, built-in tools, targets, worker.
+
+The composition root creates one :class:`ActionPlane`, runs :meth:`run` in its task group
+(crash recovery happens there, before the worker claims anything) and asks it for one
+:class:`SessionCoordinator` per session.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from vocero.contracts.clock import SystemClock
+from vocero.contracts.domain import AgentProfile, Caller
+from vocero.contracts.ports import Clock, ToolGateway
+from vocero.policy.builtins import FollowupTools
+from vocero.policy.coordinator import CoordinatorSettings, SessionCoordinator
+from vocero.policy.executor import (
+    ExecutorSettings,
+    GatewayFactory,
+    OperationExecutor,
+    ProfileLookup,
+    Targets,
+)
+from vocero.policy.ports import Counter, StepHook
+from vocero.policy.repository import ActionRepository
+from vocero.store.engine import Store
+
+
+class ActionPlane:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Clock | None = None,
+        profiles: ProfileLookup | None = None,
+        gateway_for: GatewayFactory | None = None,
+        executor_settings: ExecutorSettings | None = None,
+        settings: CoordinatorSettings | None = None,
+        metrics: Counter | None = None,
+        hook: StepHook | None = None,
+    ) -> None:
+        self.clock = clock or SystemClock()
+        self.repo = ActionRepository(store, self.clock)
+        self.builtins = FollowupTools(store, self.clock)
+        self.targets = Targets(self.repo, builtins=self.builtins, profiles=profiles,
+                               gateway_for=gateway_for)
+        self.executor = OperationExecutor(self.repo, self.targets, settings=executor_settings,
+                                          hook=hook)
+        self.settings = settings or CoordinatorSettings()
+        self.metrics = metrics
+
+    def coordinator(
+        self, *, session_id: str, caller: Caller, profile: AgentProfile,
+        gateway: ToolGateway | None,
+    ) -> SessionCoordinator:
+        return SessionCoordinator(
+            session_id=session_id, caller=caller, profile=profile, gateway=gateway,
+            builtins=self.builtins, repo=self.repo, executor=self.executor, clock=self.clock,
+            settings=self.settings, metrics=self.metrics,
+        )
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Recover interrupted work, then run the outbox worker until cancelled."""
+        await self.executor.run(task_status=task_status)
+
+    async def drain(self, timeout_s: float = 5.0) -> None:
+        await self.executor.drain(timeout_s)
+
+    async def operations(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        return [op.public() for op in await self.repo.operations(session_id)]

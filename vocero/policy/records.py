@@ -1,0 +1,73 @@
+"""Plain records of the action path, read from trusted storage (never live ORM objects)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from vocero.contracts.domain import Principal
+from vocero.contracts.events import ToolStatus
+
+
+class OperationRecord(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    session_id: str
+    proposal_id: str | None
+    revision: int | None
+    tenant_id: str
+    tool: str
+    server: str
+    resolved_tool: str
+    arguments: dict[str, Any]
+    principal: Principal
+    idempotent: bool
+    status: ToolStatus
+    attempts: int
+    receipt: dict[str, Any] | None
+    reason_code: str
+    created_at: datetime
+    updated_at: datetime
+
+    def public(self) -> dict[str, Any]:
+        """The operator view (SPEC §3 ``/v1/operations``): no arguments, no principal."""
+        return {
+            "operation_id": self.id, "proposal_id": self.proposal_id, "revision": self.revision,
+            "tool": self.tool, "resolved_tool": self.resolved_tool, "status": self.status,
+            "attempts": self.attempts, "receipt": self.receipt, "reason_code": self.reason_code,
+            "created_at": self.created_at, "updated_at": self.updated_at,
+        }
+
+
+class OpenedRevision(msgspec.Struct, frozen=True, kw_only=True):
+    proposal_id: str
+    revision: int
+    created: bool
+    """False when the same canonical action was already the current, valid revision."""
+    superseded: int | None = None
+    """The revision this one replaced (its confirmation and evidence are now invalid)."""
+    expires_at: float = 0.0
+
+
+class StoredRevision(msgspec.Struct, frozen=True, kw_only=True):
+    """What the final gate reloads: the proposal as stored, not as the plan claims."""
+
+    session_id: str
+    proposal_status: str
+    current_revision: int
+    revision: int
+    canonical_arguments: dict[str, Any]
+    arguments_hash: str
+    workflow_revision: str
+    expires_at: float
+    confirmation_status: str
+    confirmation_hash: str
+    confirmation_expires_at: float
+    evidence_status: str
+
+
+class Authorization(msgspec.Struct, frozen=True, kw_only=True):
+    operation: OperationRecord | None
+    created: bool = False
+    reason: str = ""

@@ -1,0 +1,415 @@
+"""The action path's durable state: proposals, evidence, confirmations, operations, outbox.
+
+Every method is one short write transaction that awaits only the database, and appends its audit
+event inside that same transaction, so a decision and its record commit together or not at all.
+Writes are shielded from cancellation: a cancel landing mid-write would leave an aiosqlite
+connection half-closed. Nothing here waits on a model, a caller or a remote service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anyio
+import msgspec
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from vocero.contracts.domain import Principal
+from vocero.contracts.events import ToolStatus
+from vocero.contracts.ports import Clock
+from vocero.policy import operations
+from vocero.policy.evidence import READBACK_STEP, Step
+from vocero.policy.gate import Decision, ResolvedTool
+from vocero.policy.records import (
+    Authorization,
+    OpenedRevision,
+    OperationRecord,
+    StoredRevision,
+)
+from vocero.policy.rows import (
+    ACTOR,
+    evidence_id,
+    invalidate,
+    move,
+    new_id,
+    open_proposal,
+    operation_record,
+    stored_revision,
+    use_confirmation,
+)
+from vocero.store.audit_tx import append_in
+from vocero.store.engine import Store
+from vocero.store.models import (
+    ConfirmationRow,
+    EvidenceStepRow,
+    OperationRow,
+    OutboxRow,
+    ProposalRevisionRow,
+    ProposalRow,
+    SessionRow,
+)
+
+
+class RevisionDraft(msgspec.Struct, frozen=True, kw_only=True):
+    session_id: str
+    turn_id: str
+    tool: ResolvedTool
+    arguments: dict[str, Any]
+    target_resource: str
+    object_version: str
+    arguments_hash: str
+    workflow_revision: str
+    summary: str
+    expires_at: datetime
+
+
+class ActionRepository:
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock.now(), UTC)
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncSession]:
+        """One short write transaction, shielded: a cancel never lands mid-write."""
+        with anyio.CancelScope(shield=True):
+            async with self.store.write() as session:
+                yield session
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        """One read transaction, shielded for the same reason."""
+        with anyio.CancelScope(shield=True):
+            async with self.store.read() as session:
+                yield session
+
+    async def audit(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:
+        async with self.write() as session:
+            await append_in(session, kind, data, at=self.now(), session_id=session_id,
+                            actor=ACTOR)
+
+    # ---------------------------------------------------------------------------- proposals
+
+    async def open_revision(self, draft: RevisionDraft) -> OpenedRevision:
+        """The proposal revision for this canonical action: the current one when nothing
+        consequential changed, else a new revision of the same proposal (same tool and target)
+        that invalidates the previous one, else a new proposal."""
+        async with self.write() as session:
+            return await self._open_revision(session, draft)
+
+    async def _open_revision(self, session: AsyncSession, draft: RevisionDraft) -> OpenedRevision:
+        now = self.now()
+        found = await open_proposal(session, draft.session_id, draft.tool,
+                                     draft.target_resource)
+        if found is None:
+            proposal = ProposalRow(
+                id=new_id("prp"), session_id=draft.session_id, turn_id=draft.turn_id,
+                tool=draft.tool.name, server=draft.tool.server, resolved_tool=draft.tool.tool,
+                action_class=draft.tool.action_class, status="open", current_revision=1,
+                created_at=now,
+            )
+            session.add(proposal)
+            await session.flush()
+            opened = OpenedRevision(proposal_id=proposal.id, revision=1, created=True,
+                                    expires_at=draft.expires_at.timestamp())
+        else:
+            proposal, current = found
+            reusable = (current.arguments_hash == draft.arguments_hash
+                        and current.invalidated_at is None
+                        and (current.expires_at is None or current.expires_at > now))
+            if reusable:
+                expires = current.expires_at.timestamp() if current.expires_at else 0.0
+                return OpenedRevision(proposal_id=proposal.id, revision=current.revision,
+                                      created=False, expires_at=expires)
+            await invalidate(session, current, now)
+            proposal.current_revision = current.revision + 1
+            opened = OpenedRevision(proposal_id=proposal.id, revision=proposal.current_revision,
+                                    created=True, superseded=current.revision,
+                                    expires_at=draft.expires_at.timestamp())
+        session.add(ProposalRevisionRow(
+            proposal_id=opened.proposal_id, revision=opened.revision,
+            canonical_arguments=draft.arguments, target_resource=draft.target_resource,
+            object_version=draft.object_version, workflow_revision=draft.workflow_revision,
+            arguments_hash=draft.arguments_hash, summary=draft.summary,
+            expires_at=draft.expires_at, invalidated_at=None, created_at=now,
+        ))
+        await session.flush()
+        await append_in(session, "proposal.revised" if opened.superseded else "proposal.created", {
+            "proposal_id": opened.proposal_id, "revision": opened.revision,
+            "superseded_revision": opened.superseded, "turn_id": draft.turn_id,
+            "tool": draft.tool.name, "resolved_tool": f"{draft.tool.server}/{draft.tool.tool}",
+            "action_class": draft.tool.action_class, "arguments_hash": draft.arguments_hash,
+            "expires_at": draft.expires_at.isoformat(),
+        }, at=now, session_id=draft.session_id, actor=ACTOR)
+        return opened
+
+    async def close_proposal(self, proposal_id: str, status: str) -> None:
+        async with self.write() as session:
+            row = await session.get(ProposalRow, proposal_id, with_for_update=True)
+            if row is not None and row.status == "open":
+                row.status = status
+
+    # ----------------------------------------------------------------------------- evidence
+
+    async def record_evidence(self, session_id: str, step: Step, *, cause: str) -> None:
+        async with self.write() as session:
+            key = evidence_id(step.proposal_id, step.revision)
+            row = await session.get(EvidenceStepRow, key, with_for_update=True)
+            if row is None:
+                row = EvidenceStepRow(id=key, session_id=session_id,
+                                      proposal_id=step.proposal_id,
+                                      step=f"{READBACK_STEP}@r{step.revision}",
+                                      status=step.status, policy_version=step.policy_version)
+                session.add(row)
+            row.status = step.status
+            row.generation_id = step.generation_id or None
+            row.updated_at = self.now()
+            await session.flush()
+            await append_in(session, "evidence.updated", {
+                "proposal_id": step.proposal_id, "revision": step.revision,
+                "step": READBACK_STEP, "status": step.status, "cause": cause,
+                "generation_id": step.generation_id, "policy_version": step.policy_version,
+            }, at=self.now(), session_id=session_id, actor=ACTOR)
+
+    # ------------------------------------------------------------------------ confirmations
+
+    async def record_answer(
+        self,
+        *,
+        session_id: str,
+        proposal_id: str,
+        revision: int,
+        decision: str,
+        binding: Callable[[StoredRevision], str],
+        asked_turn_id: str,
+        answer_turn_id: str,
+        source: str,
+    ) -> StoredRevision:
+        """A binding answer: a pending confirmation (single use) bound to ``binding`` of the
+        stored revision, or a rejection that closes the proposal. Returns what was bound."""
+        confirmation_id = new_id("cnf")
+        now = self.now()
+        async with self.write() as session:
+            stored = await stored_revision(session, proposal_id, revision)
+            if stored is None or stored.session_id != session_id:
+                raise LookupError(f"no revision {revision} of {proposal_id!r} in this session")
+            binding_hash = binding(stored)
+            expires_at = datetime.fromtimestamp(stored.expires_at, UTC)
+            session.add(ConfirmationRow(
+                id=confirmation_id, proposal_id=proposal_id, revision=revision,
+                binding_hash=binding_hash, turn_id=asked_turn_id or None, decision=decision,
+                status="pending" if decision == "confirm" else "rejected", created_at=now,
+                expires_at=expires_at, used_at=None,
+            ))
+            if decision == "reject":
+                proposal = await session.get(ProposalRow, proposal_id, with_for_update=True)
+                if proposal is not None:
+                    proposal.status = "declined"
+            await session.flush()
+            await append_in(session, f"confirmation.{decision}ed", {
+                "confirmation_id": confirmation_id, "proposal_id": proposal_id,
+                "revision": revision, "binding_hash": binding_hash, "source": source,
+                "asked_turn_id": asked_turn_id, "answer_turn_id": answer_turn_id,
+            }, at=now, session_id=session_id, actor=ACTOR)
+        return stored
+
+    # ---------------------------------------------------------------------- authorization
+
+    async def authorize(
+        self,
+        *,
+        session_id: str,
+        proposal_id: str,
+        revision: int,
+        operation_id: str,
+        tool: ResolvedTool,
+        principal: Principal,
+        decide: Callable[[StoredRevision], Decision],
+    ) -> Authorization:
+        """The final gate over stored state and, when it allows, the operation and its outbox
+        row, the used confirmation and the audit event, all in one transaction. A second call
+        for the same revision returns the existing operation (one effect)."""
+        async with self.write() as session:
+            return await self._authorize(session, session_id, proposal_id, revision,
+                                         operation_id, tool, principal, decide)
+
+    async def _authorize(
+        self, session: AsyncSession, session_id: str, proposal_id: str, revision: int,
+        operation_id: str, tool: ResolvedTool, principal: Principal,
+        decide: Callable[[StoredRevision], Decision],
+    ) -> Authorization:
+        now = self.now()
+        existing = (await session.scalars(select(OperationRow).where(
+            OperationRow.proposal_id == proposal_id, OperationRow.revision == revision,
+        ))).first()
+        if existing is not None:
+            return Authorization(operation=operation_record(existing), created=False)
+        stored = await stored_revision(session, proposal_id, revision)
+        decision = (Decision("deny", "not_authorized")
+                    if stored is None or stored.session_id != session_id else decide(stored))
+        if not decision.allowed or stored is None:
+            await append_in(session, "action.denied", {
+                "stage": "execute", "proposal_id": proposal_id, "revision": revision,
+                "tool": tool.name, "resolved_tool": f"{tool.server}/{tool.tool}",
+                "reason_code": decision.reason,
+            }, at=now, session_id=session_id, actor=ACTOR)
+            return Authorization(operation=None, reason=decision.reason)
+        await use_confirmation(session, proposal_id, revision, now)
+        proposal = await session.get(ProposalRow, proposal_id, with_for_update=True)
+        assert proposal is not None
+        proposal.status = "authorized"
+        row = OperationRow(
+            id=operation_id, proposal_id=proposal_id, revision=revision, session_id=session_id,
+            tenant_id=principal.tenant_id, tool=tool.name, server=tool.server,
+            resolved_tool=tool.tool, arguments=stored.canonical_arguments,
+            principal=msgspec.to_builtins(principal), idempotent=tool.idempotent,
+            status="authorized", attempts=0, receipt=None, reason_code="", created_at=now,
+            updated_at=now,
+        )
+        session.add(row)
+        await session.flush()
+        session.add(OutboxRow(operation_id=operation_id, available_at=now, done=False))
+        await session.flush()
+        await append_in(session, "operation.authorized", {
+            "operation_id": operation_id, "proposal_id": proposal_id, "revision": revision,
+            "tool": tool.name, "resolved_tool": f"{tool.server}/{tool.tool}",
+            "action_class": tool.action_class, "arguments_hash": stored.arguments_hash,
+            "confirmation_hash": stored.confirmation_hash,
+            "evidence": stored.evidence_status,
+        }, at=now, session_id=session_id, actor=ACTOR)
+        return Authorization(operation=operation_record(row), created=True)
+
+    async def record_read(
+        self,
+        *,
+        session_id: str,
+        operation_id: str,
+        tool: ResolvedTool,
+        principal: Principal,
+        arguments_hash: str,
+        status: ToolStatus,
+        reason: str,
+    ) -> None:
+        """A read leaves no outbox row: it has no effect to protect. Its record is written once
+        it finished (a crashed read is simply not recorded as done)."""
+        now = self.now()
+        async with self.write() as session:
+            session.add(OperationRow(
+                id=operation_id, proposal_id=None, revision=None, session_id=session_id,
+                tenant_id=principal.tenant_id, tool=tool.name, server=tool.server,
+                resolved_tool=tool.tool, arguments={"arguments_hash": arguments_hash},
+                principal=msgspec.to_builtins(principal), idempotent=tool.idempotent,
+                status=status, attempts=1, receipt=None, reason_code=reason,
+                created_at=now, updated_at=now,
+            ))
+            await session.flush()
+            await append_in(session, "operation.read", {
+                "operation_id": operation_id, "tool": tool.name,
+                "resolved_tool": f"{tool.server}/{tool.tool}", "status": status,
+                "reason_code": reason, "arguments_hash": arguments_hash,
+            }, at=now, session_id=session_id, actor=ACTOR)
+
+    # ---------------------------------------------------------------------------- executor
+
+    async def claim_due(self, worker_id: str, limit: int) -> list[OperationRecord]:
+        """Claim up to ``limit`` due outbox rows; an authorized operation becomes
+        ``dispatch_pending``."""
+        if limit <= 0:
+            return []
+        now = self.now()
+        due = (OutboxRow.done.is_(False), OutboxRow.claimed_by.is_(None),
+               OutboxRow.available_at <= now)
+        query = (select(OutboxRow).where(*due).order_by(OutboxRow.id).limit(limit)
+                 .with_for_update(skip_locked=True))
+        claimed: list[OperationRecord] = []
+        async with self.read() as session:
+            if (await session.scalars(select(OutboxRow.id).where(*due).limit(1))).first() is None:
+                return claimed  # nothing due: no write lock taken
+        async with self.write() as session:
+            for outbox in (await session.scalars(query)).all():
+                outbox.claimed_by, outbox.claimed_at = worker_id, now
+                op = await session.get(OperationRow, outbox.operation_id)
+                if op is None:
+                    outbox.done = True
+                    continue
+                if op.status == "authorized":
+                    await move(session, op, "dispatch_pending", now=now, reason="")
+                claimed.append(operation_record(op))
+        return claimed
+
+    async def transition(
+        self,
+        operation_id: str,
+        status: ToolStatus,
+        *,
+        reason: str = "",
+        receipt: dict[str, Any] | None = None,
+        sent: bool = False,
+        release_after_s: float | None = None,
+        done: bool = False,
+    ) -> OperationRecord:
+        """Move an operation (checked against the lifecycle table); optionally count an attempt,
+        store a receipt, hand its outbox row back for later, or finish the outbox row."""
+        now = self.now()
+        async with self.write() as session:
+            op = await session.get(OperationRow, operation_id, with_for_update=True)
+            if op is None:
+                raise LookupError(f"no operation {operation_id!r}")
+            if sent:
+                op.attempts += 1
+            if receipt is not None:
+                op.receipt = receipt
+            await move(session, op, status, now=now, reason=reason)
+            outbox = (await session.scalars(select(OutboxRow).where(
+                OutboxRow.operation_id == operation_id))).first()
+            if outbox is not None and (done or status in operations.TERMINAL):
+                outbox.done = True
+            elif outbox is not None and release_after_s is not None:
+                outbox.claimed_by = None
+                outbox.available_at = now + timedelta(seconds=release_after_s)
+            return operation_record(op)
+
+    async def recover(self) -> list[OperationRecord]:
+        """Start-up: in-flight work of a dead process becomes ``unknown`` (reconcile before any
+        retry); every unfinished outbox row is handed back to the worker."""
+        now = self.now()
+        recovered: list[OperationRecord] = []
+        async with self.write() as session:
+            stuck = select(OperationRow).where(
+                OperationRow.status.in_(("authorized", "dispatch_pending", "in_flight",
+                                         "unknown")))
+            for op in (await session.scalars(stuck)).all():
+                if op.status == "in_flight":
+                    await move(session, op, "unknown", now=now, reason="interrupted")
+                recovered.append(operation_record(op))
+            pending = select(OutboxRow).where(OutboxRow.done.is_(False))
+            for outbox in (await session.scalars(pending)).all():
+                outbox.claimed_by, outbox.claimed_at, outbox.available_at = None, None, now
+        return recovered
+
+    async def get(self, operation_id: str) -> OperationRecord | None:
+        async with self.read() as session:
+            row = await session.get(OperationRow, operation_id)
+            return None if row is None else operation_record(row)
+
+    async def operations(self, session_id: str | None = None) -> list[OperationRecord]:
+        query = select(OperationRow).order_by(OperationRow.created_at, OperationRow.id)
+        if session_id is not None:
+            query = query.where(OperationRow.session_id == session_id)
+        async with self.read() as session:
+            return [operation_record(r) for r in (await session.scalars(query)).all()]
+
+    async def session_profile(self, session_id: str) -> tuple[str, str] | None:
+        async with self.read() as session:
+            row = await session.get(SessionRow, session_id)
+            return None if row is None else (row.profile_id, row.profile_version)
+
+    async def stored_revision(self, proposal_id: str, revision: int) -> StoredRevision | None:
+        async with self.read() as session:
+            return await stored_revision(session, proposal_id, revision)
