@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from vocero.contracts.errors import CapacityError
+from vocero.contracts.ports import Health, RunnerStatus
 
 
 @dataclass(slots=True, eq=False)
@@ -55,12 +56,29 @@ class Admission:
     def queued(self) -> int:
         return len(self._waiters)
 
+    def status(self, health: Health, detail: str = "") -> RunnerStatus:
+        """The runner's status with this queue's load; ``detail`` defaults to the queue counters."""
+        counters = f"queued {self.queued}, rejected {self.rejected}, expired {self.expired}"
+        return RunnerStatus(
+            health=health,
+            in_flight=self._in_flight,
+            capacity=self.capacity,
+            detail=detail or counters,
+        )
+
     def full(self) -> bool:
         """True when a new request would be rejected without waiting."""
         return self._in_flight >= self.capacity and len(self._waiters) >= self.max_queue
 
     @asynccontextmanager
-    async def slot(self, deadline_s: float | None = None) -> AsyncIterator[None]:
+    async def slot(
+        self, deadline_s: float | None = None, *, wait: bool = True
+    ) -> AsyncIterator[None]:
+        """Hold a slot for the body. ``wait=False`` never queues: best-effort work (a partial
+        transcript) is dropped rather than delaying work that counts."""
+        if not wait and self._in_flight >= self.capacity:
+            self.rejected += 1
+            raise CapacityError(f"{self.name}: busy")
         await self._acquire(math.inf if deadline_s is None else deadline_s)
         try:
             yield

@@ -8,7 +8,6 @@ tool executions run outside it so a barge-in never undoes a dispatched operation
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Literal
 
@@ -16,10 +15,11 @@ import anyio
 import structlog
 
 from vocero.contracts import events as ev
-from vocero.contracts.actions import ActionCoordinator, ToolOutcome, ToolPlan, TurnRef
+from vocero.contracts.actions import ActionCoordinator, ToolPlan, TurnRef
 from vocero.contracts.errors import CODES, CapacityError, ErrorCode
 from vocero.contracts.ports import IntentClassified, LlmRequest, Message, ToolIntent
 from vocero.inference.runner_set import RunnerSet
+from vocero.orchestrator.acting import Actor
 from vocero.orchestrator.context import (
     NullMetrics,
     NullRecorder,
@@ -29,6 +29,7 @@ from vocero.orchestrator.context import (
     Timeouts,
 )
 from vocero.orchestrator.generation import Generation
+from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.listening import Listener, Utterance, is_backchannel
 from vocero.orchestrator.machine import Event, SessionMachine
 from vocero.orchestrator.output import OutFrame, OutputChannel
@@ -37,11 +38,9 @@ from vocero.orchestrator.speaking import Speaker
 log = structlog.get_logger("vocero.session")
 
 PARTIAL_EVERY_MS = 600
-ANSWERING = frozenset({"THINKING", "TOOL_PENDING", "TOOL_RUNNING", "AWAITING_CONFIRMATION", "SPEAKING"})
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+ANSWERING = frozenset(
+    {"THINKING", "TOOL_PENDING", "TOOL_RUNNING", "AWAITING_CONFIRMATION", "SPEAKING"}
+)
 
 
 class Session:
@@ -75,16 +74,19 @@ class Session:
         self._turn_lock = anyio.Lock()
         self._speech_detected_at: float | None = None
         self._tts_failed = False
+        self.actor = Actor(self)
         self.barge_ins = 0
         self.false_barge_ins = 0
 
     # ----------------------------------------------------------------------- lifecycle
 
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """Own the session's tasks until :meth:`close` cancels them."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            self._fire(Event.CONFIGURED)
+            self.fire(Event.CONFIGURED)
             task_status.started()
             await anyio.sleep_forever()
 
@@ -92,7 +94,7 @@ class Session:
         if self.generation is not None and not self.generation.done:
             self._stop(self.generation, reason="session_closed", status="canceled")
         if self.machine.can(Event.CLOSE):
-            self._fire(Event.CLOSE)
+            self.fire(Event.CLOSE)
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
 
@@ -116,9 +118,12 @@ class Session:
             self._speech_started(segment.started)
         current = self.listener.current
         if current is not None and current.candidate and not current.judged:
-            if current.voiced_ms >= self.ctx.profile.min_interruption_ms or self.turn_mode != "server_vad":
+            if (
+                current.voiced_ms >= self.ctx.profile.min_interruption_ms
+                or self.turn_mode != "server_vad"
+            ):
                 current.judged = True
-                self._spawn(self._judge_interruption, current)
+                self.spawn(self._judge_interruption, current)
         elif current is not None and not current.candidate:
             self._maybe_partial(current)
         if segment.ended is not None:
@@ -127,20 +132,20 @@ class Session:
     def on_speech_hint(self) -> None:
         """Client-side VAD: speech began. While answering this is a barge-in."""
         self._speech_detected_at = self.monotonic()
-        if self._answering():
-            self._barge_in()
+        if self.answering():
+            self.barge_in()
         elif self.machine.can(Event.SPEECH_STARTED) and self.machine.state == "LISTENING":
-            self._fire(Event.SPEECH_STARTED)
+            self.fire(Event.SPEECH_STARTED)
 
     def on_commit(self) -> None:
         utterance = self.listener.commit()
         if utterance is not None and utterance.audio:
-            self._spawn(self._audio_turn, utterance)
+            self.spawn(self._audio_turn, utterance)
 
     def on_text(self, text: str) -> None:
-        if self._answering():
-            self._barge_in(reason="new_input")
-        self._spawn(self._text_turn, text)
+        if self.answering():
+            self.barge_in(reason="new_input")
+        self.spawn(self._text_turn, text)
 
     def on_playout(self, generation_id: str, played_ms: int) -> None:
         self.out.report_playout(generation_id, played_ms)
@@ -150,21 +155,23 @@ class Session:
         if generation is not None and not generation.done:
             self._stop(generation, reason="canceled", status="canceled")
 
-    def on_confirmation(self, proposal_id: str, revision: int, decision: Literal["confirm", "reject"]) -> None:
-        self._spawn(self._button_confirmation, proposal_id, revision, decision)
+    def on_confirmation(
+        self, proposal_id: str, revision: int, decision: Literal["confirm", "reject"]
+    ) -> None:
+        self.spawn(self.actor.button_confirmation, proposal_id, revision, decision)
 
     # ------------------------------------------------------------------------- speech in
 
-    def _answering(self) -> bool:
+    def answering(self) -> bool:
         generation = self.generation
         return generation is not None and not generation.done and self.machine.state in ANSWERING
 
     def _speech_started(self, utterance: Utterance) -> None:
         self._speech_detected_at = self.monotonic()
-        if self._answering():
+        if self.answering():
             utterance.candidate = True
         elif self.machine.state == "LISTENING":
-            self._fire(Event.SPEECH_STARTED)
+            self.fire(Event.SPEECH_STARTED)
 
     async def _judge_interruption(self, utterance: Utterance) -> None:
         """Long enough to be a barge-in: stop, unless it is only a backchannel."""
@@ -173,15 +180,15 @@ class Session:
                 partial = await self.runners.stt.partial(
                     bytes(utterance.audio), sample_rate=16000, locale=self.ctx.effective.locale
                 )
-            except Exception:  # noqa: BLE001 - a failed partial must not block the barge-in
+            except Exception:
                 partial = None
             if partial is not None and is_backchannel(partial.text):
                 utterance.backchannel_suspected = True
                 self.metrics.count("backchannels_ignored")
                 return
-        if self._answering() and self.listener.current is utterance:
+        if self.answering() and self.listener.current is utterance:
             utterance.interrupted = True
-            self._barge_in()
+            self.barge_in()
 
     def _maybe_partial(self, utterance: Utterance) -> None:
         """Every ``PARTIAL_EVERY_MS`` of speech, transcribe what was said so far (one at a time)."""
@@ -189,20 +196,21 @@ class Session:
             return
         utterance.partial_running = True
         utterance.next_partial_ms = utterance.voiced_ms + PARTIAL_EVERY_MS
-        self._spawn(self._partial, utterance)
+        self.spawn(self._partial, utterance)
 
     async def _partial(self, utterance: Utterance) -> None:
         try:
             result = await self.runners.stt.partial(
                 bytes(utterance.audio), sample_rate=16000, locale=self.ctx.effective.locale
             )
-        except Exception:  # noqa: BLE001 - partials are best effort; the final decides
+        except Exception:
             return
         finally:
             utterance.partial_running = False
         if result.text and self.listener.current is utterance:
-            frame = OutFrame(payload=ev.Transcript(turn_id="", text=result.text),
-                             envelope=ev.TranscriptPartialV1)
+            frame = OutFrame(
+                payload=ev.Transcript(turn_id="", text=result.text), envelope=ev.TranscriptPartialV1
+            )
             self.out.partial(frame)
 
     def _utterance_ended(self, utterance: Utterance) -> None:
@@ -210,9 +218,9 @@ class Session:
             self.false_barge_ins += 1
             self.metrics.count("false_barge_ins", kind="too_short")
             return
-        self._spawn(self._audio_turn, utterance, utterance.candidate)
+        self.spawn(self._audio_turn, utterance, utterance.candidate)
 
-    def _barge_in(self, reason: str = "barge_in") -> None:
+    def barge_in(self, reason: str = "barge_in") -> None:
         generation = self.generation
         if generation is None or generation.done:
             return
@@ -222,7 +230,7 @@ class Session:
         self.metrics.count("barge_ins")
         self.metrics.observe_ms("barge_in_stop_ms", (self.monotonic() - started) * 1000.0)
         if reason == "barge_in" and self.machine.state == "LISTENING":
-            self._fire(Event.SPEECH_STARTED)
+            self.fire(Event.SPEECH_STARTED)
 
     # ---------------------------------------------------------------------------- turns
 
@@ -235,10 +243,10 @@ class Session:
                         bytes(utterance.audio), sample_rate=16000, locale=self.ctx.effective.locale
                     )
             except CapacityError:
-                self._error(ErrorCode.CAPACITY_EXHAUSTED)
+                self.error(ErrorCode.CAPACITY_EXHAUSTED)
                 self._discard_speech()
                 return
-            except Exception:  # noqa: BLE001 - any STT failure degrades to text mode
+            except Exception:
                 log.warning("stt_failed", exc_info=True)
                 self._degrade(ErrorCode.STT_UNAVAILABLE)
                 return
@@ -252,8 +260,8 @@ class Session:
                     self.metrics.count("backchannels_ignored")
                 self._discard_speech()
                 return
-            if self._answering():
-                self._barge_in(reason="new_input")
+            if self.answering():
+                self.barge_in(reason="new_input")
             await self._commit_turn(text, "audio")
 
     async def _text_turn(self, text: str) -> None:
@@ -262,42 +270,48 @@ class Session:
 
     def _discard_speech(self) -> None:
         if self.machine.state == "TRANSCRIBING":
-            self._fire(Event.SPEECH_DISCARDED)
+            self.fire(Event.SPEECH_DISCARDED)
 
     async def _commit_turn(self, text: str, source: str) -> None:
         turn_id = new_id("turn")
         committed_at = self.monotonic()
-        self._control(ev.Transcript(turn_id=turn_id, text=text), ev.TranscriptFinalV1, turn_id=turn_id)
+        self.control(
+            ev.Transcript(turn_id=turn_id, text=text), ev.TranscriptFinalV1, turn_id=turn_id
+        )
         self.recorder.turn(self.ctx.session_id, turn_id, source, text)
         self.history.append(Message(role="user", content=text))
         if self.generation is not None and not self.generation.done:
             self._stop(self.generation, reason="new_input", status="interrupted")
-        self._fire(Event.TURN_COMMITTED)
+        self.fire(Event.TURN_COMMITTED)
         turn = TurnRef(session_id=self.ctx.session_id, turn_id=turn_id)
         question = self.coordinator.active_question() if self.coordinator else None
         if question is not None:
-            await self._spoken_confirmation(turn, question, committed_at)
+            await self.actor.spoken_confirmation(turn, question, committed_at)
         else:
-            await self._respond(turn, committed_at)
+            await self.respond(turn, committed_at)
 
     # ------------------------------------------------------------------------ responding
 
-    def _begin_generation(self, turn: TurnRef) -> Generation:
+    def begin_generation(self, turn: TurnRef) -> Generation:
         generation = Generation(generation_id=new_id("gen"), turn_id=turn.turn_id)
         self.generation = generation
         self.generations[generation.generation_id] = generation
-        self._control(ev.ResponseCreated(generation_id=generation.generation_id, turn_id=turn.turn_id))
+        self.control(
+            ev.ResponseCreated(generation_id=generation.generation_id, turn_id=turn.turn_id)
+        )
         return generation
 
-    async def _respond(self, turn: TurnRef, committed_at: float, first_plan: ToolPlan | None = None) -> None:
-        generation = self._begin_generation(turn)
+    async def respond(
+        self, turn: TurnRef, committed_at: float, first_plan: ToolPlan | None = None
+    ) -> None:
+        generation = self.begin_generation(turn)
         failure: ErrorCode | None = None
         with generation.scope:
             try:
                 async with Speaker(self, generation, committed_at) as speaker:
                     proceed = True
                     if first_plan is not None:
-                        proceed = await self._run_plan(generation, speaker, turn, first_plan)
+                        proceed = await self.actor.run_plan(generation, speaker, turn, first_plan)
                     if proceed:
                         await self._model_loop(generation, speaker, turn)
                     await speaker.finish()
@@ -306,10 +320,10 @@ class Session:
             except* CapacityError:
                 failure = ErrorCode.CAPACITY_EXHAUSTED
         if failure is not None and not generation.done:
-            self._error(failure)
-            self._finish(generation, "failed")
+            self.error(failure)
+            self.finish(generation, "failed")
             return
-        self._finish(generation, "completed")
+        self.finish(generation, "completed")
 
     async def _model_loop(self, generation: Generation, speaker: Speaker, turn: TurnRef) -> None:
         """Ask the model until it answers in words; run each tool it asks for in between."""
@@ -317,11 +331,13 @@ class Session:
             intent = await self._model_with_retry(generation, speaker)
             if intent is None:
                 return
-            plan = await self._propose(generation, turn, intent)
-            if not await self._run_plan(generation, speaker, turn, plan):
+            plan = await self.actor.propose(generation, turn, intent)
+            if not await self.actor.run_plan(generation, speaker, turn, plan):
                 return
 
-    async def _model_with_retry(self, generation: Generation, speaker: Speaker) -> ToolIntent | None:
+    async def _model_with_retry(
+        self, generation: Generation, speaker: Speaker
+    ) -> ToolIntent | None:
         try:
             return await self._stream_model(generation, speaker)
         except TimeoutError:
@@ -332,7 +348,7 @@ class Session:
 
     async def _stream_model(self, generation: Generation, speaker: Speaker) -> ToolIntent | None:
         request = LlmRequest(
-            messages=self._model_messages(),
+            messages=self.model_messages(),
             tools=list(self.ctx.tools),
             max_words=self.ctx.profile.word_budget,
         )
@@ -357,146 +373,28 @@ class Session:
         await speaker.flush()
         return None
 
-    def _model_messages(self) -> list[Message]:
+    def model_messages(self) -> list[Message]:
         profile = self.ctx.profile
         system = "\n".join([profile.instructions, *profile.rules]).strip()
         return [Message(role="system", content=system), *self.history]
 
-    # ----------------------------------------------------------------------------- tools
-
-    async def _propose(self, generation: Generation, turn: TurnRef, intent: ToolIntent) -> ToolPlan:
-        self._try_fire(Event.TOOL_INTENT)
-        if self.coordinator is None:
-            return ToolPlan(kind="deny", tool=intent.name, reason_code="tool_not_allowed",
-                            summary="I can't do that here.")
-        ref = TurnRef(session_id=turn.session_id, turn_id=turn.turn_id,
-                      generation_id=generation.generation_id)
-        return await self.coordinator.propose(ref, intent)
-
-    async def _run_plan(self, generation: Generation, speaker: Speaker, turn: TurnRef, plan: ToolPlan) -> bool:
-        """Act on the gate's decision. True: the model should continue with the result."""
-        if plan.kind == "deny":
-            self._try_fire(Event.DENIED)
-            self._tool_status(plan.tool_call_id, plan.proposal_id, "rejected", plan.reason_code)
-            self.metrics.count("denials", reason_code=plan.reason_code)
-            await speaker.say(plan.summary)
-            return False
-        if plan.kind == "confirm":
-            self._try_fire(Event.SENSITIVE_ACTION)
-            self._control(ev.ConfirmationRequired(
-                proposal_id=plan.proposal_id, revision=plan.revision, tool=plan.tool,
-                summary=plan.summary, fields=plan.fields, expires_at=plan.expires_at,
-            ))
-            await speaker.say(plan.summary)
-            return False
-        if not self._try_fire(Event.ALLOWED):
-            self._try_fire(Event.CONFIRMED)
-        outcome = await self._execute(generation, plan)
-        self._try_fire(Event.TOOL_RESULT)
-        return outcome is not None
-
-    async def _execute(self, generation: Generation, plan: ToolPlan) -> ToolOutcome | None:
-        """Run the operation outside the generation's cancel scope: a barge-in stops the words,
-        never a dispatched operation; its status is still reported."""
-        coordinator = self.coordinator
-        assert coordinator is not None and self._tg is not None
-        done = anyio.Event()
-        box: list[ToolOutcome] = []
-
-        async def run() -> None:
-            started = self.monotonic()
-            try:
-                outcome = await coordinator.execute(plan, self._tool_status)
-            except Exception:  # noqa: BLE001 - reported as unknown, never as "did not happen"
-                log.exception("tool_execution_failed")
-                outcome = ToolOutcome(tool_call_id=plan.tool_call_id, proposal_id=plan.proposal_id,
-                                      status="unknown", reason_code="execution_error", side_effect=True)
-            self.metrics.observe_ms("tool_latency_ms", (self.monotonic() - started) * 1000.0,
-                                    tool=plan.tool, outcome=outcome.status)
-            result = {"status": outcome.status, **(outcome.result or {})}
-            self.history.append(Message(role="tool", content="", tool_name=plan.tool, tool_result=result))
-            box.append(outcome)
-            done.set()
-
-        self._tg.start_soon(run)
-        await done.wait()
-        generation.side_effect = generation.side_effect or box[0].side_effect
-        return box[0]
-
-    def _tool_status(self, tool_call_id: str, proposal_id: str, status: ev.ToolStatus, reason: str) -> None:
-        self._control(ev.ToolStatusChanged(tool_call_id=tool_call_id, proposal_id=proposal_id,
-                                           status=status, reason_code=reason))
-
-    async def _spoken_confirmation(self, turn: TurnRef, question: ToolPlan, committed_at: float) -> None:
-        assert self.coordinator is not None
-        intent = await self._classify()
-        verdict = await self.coordinator.submit_confirmation(
-            turn, question.proposal_id, question.revision, intent, source="speech"
-        )
-        await self._after_verdict(turn, question, verdict.binds, verdict.plan, verdict.reason_code,
-                                  intent, committed_at)
-
-    async def _classify(self) -> Literal["confirm", "reject", "uncertain"]:
-        request = LlmRequest(messages=self._model_messages(), mode="classify_confirmation")
-        with anyio.fail_after(self.timeouts.llm_s):
-            async for output in self.runners.llm.generate(request):
-                if isinstance(output, IntentClassified):
-                    return output.intent
-        return "uncertain"
-
-    async def _button_confirmation(self, proposal_id: str, revision: int, decision: Literal["confirm", "reject"]) -> None:
-        if self.coordinator is None:
-            self._tool_status("", proposal_id, "rejected", "no_active_question")
-            return
-        async with self._turn_lock:
-            turn = TurnRef(session_id=self.ctx.session_id, turn_id=new_id("turn"))
-            verdict = await self.coordinator.submit_confirmation(
-                None, proposal_id, revision, decision, source="button"
-            )
-            if not verdict.binds:
-                self._tool_status("", proposal_id, "rejected", verdict.reason_code)
-                code = ErrorCode.PROPOSAL_CHANGED if verdict.reason_code == "proposal_changed" else ErrorCode.CONFIRMATION_INVALID
-                self._error(code)
-                return
-            if self._answering():
-                self._barge_in(reason="confirmation")
-            question = ToolPlan(kind="confirm", tool="", proposal_id=proposal_id, revision=revision)
-            await self._after_verdict(turn, question, True, verdict.plan, "", decision, self.monotonic())
-
-    async def _after_verdict(self, turn: TurnRef, question: ToolPlan, binds: bool, plan: ToolPlan | None,
-                             reason: str, intent: str, committed_at: float) -> None:
-        if binds and plan is not None and intent == "confirm":
-            self._try_fire(Event.CONFIRMED)
-            await self._respond(turn, committed_at, first_plan=plan)
-            return
-        generation = self._begin_generation(turn)
-        with generation.scope:
-            async with Speaker(self, generation, committed_at) as speaker:
-                if binds and intent == "reject":
-                    self._try_fire(Event.DECLINED)
-                    await speaker.say("All right, I have not made that change.")
-                elif plan is not None and plan.kind == "deny":
-                    await speaker.say(plan.summary)
-                else:
-                    if self.coordinator is not None:
-                        await self.coordinator.readback_started(question, generation.generation_id)
-                    await speaker.say(f"Sorry, I need a clear yes or no. {question.summary}".strip())
-                await speaker.finish()
-        self._finish(generation, "completed")
-
     # --------------------------------------------------------------------- finishing
 
-    def _finish(self, generation: Generation, status: ev.CompletionStatus) -> None:
+    def finish(self, generation: Generation, status: ev.CompletionStatus) -> None:
         if generation.done:
             return
         generation.done = True
         self.out.stop_generation(generation.generation_id)
         track = self.out.playout_of(generation.generation_id)
-        played = self.out.acknowledged_ms(generation.generation_id) if self.out.playout_acks else track.sent_ms
+        played = (
+            self.out.acknowledged_ms(generation.generation_id)
+            if self.out.playout_acks
+            else track.sent_ms
+        )
         heard = generation.heard_text(played) if generation.had_audio else generation.text
         self._complete(generation, status, heard, played, track.sent_ms)
         if self.machine.state in ("THINKING", "SPEAKING", "AWAITING_CONFIRMATION"):
-            self._fire(Event.RESPONSE_COMPLETED)
+            self.fire(Event.RESPONSE_COMPLETED)
         if self.machine.state == "LISTENING" and self._stt_down():
             self._degrade(ErrorCode.STT_UNAVAILABLE)
 
@@ -504,29 +402,47 @@ class Session:
         """Stop a generation now: flush first, then nothing more of it, then its completion."""
         generation.done = True
         self.out.stop_generation(generation.generation_id)
-        self._control(ev.StopAndFlush(generation_id=generation.generation_id, reason=reason))
+        self.control(ev.StopAndFlush(generation_id=generation.generation_id, reason=reason))
         generation.scope.cancel()
-        if self._try_fire(Event.BARGE_IN):
-            self._fire(Event.OUTPUT_STOPPED)
+        if self.try_fire(Event.BARGE_IN):
+            self.fire(Event.OUTPUT_STOPPED)
         played = self.out.acknowledged_ms(generation.generation_id)
         sent = self.out.playout_of(generation.generation_id).sent_ms
         self._complete(generation, status, generation.heard_text(played), played, sent)
 
-    def _complete(self, generation: Generation, status: ev.CompletionStatus, heard: str,
-                  played: float, sent: float) -> None:
+    def _complete(
+        self,
+        generation: Generation,
+        status: ev.CompletionStatus,
+        heard: str,
+        played: float,
+        sent: float,
+    ) -> None:
         generation.status = status
         if heard:
             self.history.append(Message(role="assistant", content=heard))
-        self._control(ev.ResponseCompleted(generation_id=generation.generation_id, status=status,
-                                           heard_text=heard))
+        self.control(
+            ev.ResponseCompleted(
+                generation_id=generation.generation_id, status=status, heard_text=heard
+            )
+        )
         self.recorder.generation(
-            self.ctx.session_id, generation.generation_id, generation.turn_id, status=status,
-            generated_text=generation.text, heard_text=heard, played_ms=played, sent_ms=sent,
+            self.ctx.session_id,
+            generation.generation_id,
+            generation.turn_id,
+            status=status,
+            generated_text=generation.text,
+            heard_text=heard,
+            played_ms=played,
+            sent_ms=sent,
         )
         self.metrics.count("generations", status=status)
         if self.coordinator is not None:
-            self._spawn(self.coordinator.record_delivery, generation.generation_id,
-                        heard == generation.text and status == "completed")
+            self.spawn(
+                self.coordinator.record_delivery,
+                generation.generation_id,
+                heard == generation.text and status == "completed",
+            )
 
     # ------------------------------------------------------------------ degradation
 
@@ -534,40 +450,48 @@ class Session:
         return self.turn_mode != "text" and self.runners.stt.status().health == "unavailable"
 
     def _degrade(self, code: ErrorCode) -> None:
-        self._error(code)
+        self.error(code)
         self.listener = self._new_listener()
         if self.machine.state == "TRANSCRIBING":
-            self._fire(Event.SPEECH_DISCARDED)
-        self._try_fire(Event.DEPENDENCY_FAILED)
+            self.fire(Event.SPEECH_DISCARDED)
+        self.try_fire(Event.DEPENDENCY_FAILED)
 
     def _maybe_recover(self) -> None:
         if self.runners.stt.status().health in ("ready", "degraded"):
-            self._fire(Event.DEPENDENCY_RECOVERED)
+            self.fire(Event.DEPENDENCY_RECOVERED)
 
     # ------------------------------------------------------------------ plumbing
 
-    def _fire(self, event: Event) -> None:
+    def fire(self, event: Event) -> None:
         previous, new = self.machine.fire(event)
         if previous != new:
-            self._control(ev.StateChanged(state=new, previous=previous))  # type: ignore[arg-type]
+            self.control(ev.StateChanged(state=new, previous=previous))  # type: ignore[arg-type]
             self.recorder.state(self.ctx.session_id, new)
 
-    def _try_fire(self, event: Event) -> bool:
+    def try_fire(self, event: Event) -> bool:
         if not self.machine.can(event):
             return False
-        self._fire(event)
+        self.fire(event)
         return True
 
-    def _control(self, payload: object, envelope: type[ev.ServerEnvelope] | None = None,
-                 *, turn_id: str = "") -> None:
+    def control(
+        self, payload: object, envelope: type[ev.ServerEnvelope] | None = None, *, turn_id: str = ""
+    ) -> None:
         self.out.control(OutFrame(payload=payload, envelope=envelope, turn_id=turn_id))  # type: ignore[arg-type]
 
-    def _error(self, code: ErrorCode) -> None:
+    def error(self, code: ErrorCode) -> None:
         info = CODES[code]
         self.metrics.count("errors", code=code.value)
-        self._control(ev.Error(code=code.value, category=info.category.value, retryable=info.retryable,
-                               user_message_key=info.user_message_key, correlation_id=new_id("corr")))
+        self.control(
+            ev.Error(
+                code=code.value,
+                category=info.category.value,
+                retryable=info.retryable,
+                user_message_key=info.user_message_key,
+                correlation_id=new_id("corr"),
+            )
+        )
 
-    def _spawn(self, func: Callable[..., object], *args: object) -> None:
+    def spawn(self, func: Callable[..., object], *args: object) -> None:
         if self._tg is not None:
             self._tg.start_soon(func, *args)  # type: ignore[arg-type]

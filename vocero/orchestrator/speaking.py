@@ -49,7 +49,10 @@ class Speaker:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> bool | None:
         self._send.close()
         return await self._tg.__aexit__(exc_type, exc, tb)
@@ -88,8 +91,12 @@ class Speaker:
     async def _speak(self, unit: SpokenUnit) -> None:
         session, generation = self._session, self._generation
         record = generation.begin_unit(unit.text)
-        delta = ev.TextDelta(generation_id=generation.generation_id, unit_id=unit.unit_id, text=unit.text)
-        if not await session.out.data(OutFrame(payload=delta, generation_id=generation.generation_id)):
+        delta = ev.TextDelta(
+            generation_id=generation.generation_id, unit_id=unit.unit_id, text=unit.text
+        )
+        if not await session.out.data(
+            OutFrame(payload=delta, generation_id=generation.generation_id)
+        ):
             return
         if self._tts_broken:
             record.voiced = False
@@ -103,7 +110,7 @@ class Speaker:
             await self._synthesize(unit, record)
         except CapacityError:
             self._tts_failed(record, ErrorCode.CAPACITY_EXHAUSTED)
-        except Exception:  # noqa: BLE001 - keep the text, never switch voice
+        except Exception:
             log.warning("tts_failed", exc_info=True)
             self._tts_failed(record, ErrorCode.TTS_UNAVAILABLE)
 
@@ -117,12 +124,21 @@ class Speaker:
             async for chunk in tts.synthesize(unit.text, session.ctx.voice):
                 audio_ms = len(chunk) / 2 / rate * 1000.0
                 if index == 0:
-                    session.metrics.observe_ms("tts_ttfa_ms", (session.monotonic() - started) * 1000.0)
+                    session.metrics.observe_ms(
+                        "tts_ttfa_ms", (session.monotonic() - started) * 1000.0
+                    )
                 self._first_audio()
                 generation.add_audio(record, audio_ms)  # type: ignore[arg-type]
-                payload = ev.AudioOut(generation_id=generation.generation_id, unit_id=unit.unit_id,
-                                      chunk_index=index, audio=chunk, sample_rate=rate)
-                frame = OutFrame(payload=payload, generation_id=generation.generation_id, audio_ms=audio_ms)
+                payload = ev.AudioOut(
+                    generation_id=generation.generation_id,
+                    unit_id=unit.unit_id,
+                    chunk_index=index,
+                    audio=chunk,
+                    sample_rate=rate,
+                )
+                frame = OutFrame(
+                    payload=payload, generation_id=generation.generation_id, audio_ms=audio_ms
+                )
                 if not await session.out.data(frame):
                     return
                 index += 1
@@ -131,8 +147,10 @@ class Speaker:
         session = self._session
         if session.machine.state in ("THINKING", "AWAITING_CONFIRMATION"):
             if not self._generation.had_audio:
-                session.metrics.observe_ms("ttfs_ms", (session.monotonic() - self._committed_at) * 1000.0)
-            session._try_fire(Event.AUDIO_FIRST_CHUNK)
+                session.metrics.observe_ms(
+                    "ttfs_ms", (session.monotonic() - self._committed_at) * 1000.0
+                )
+            session.try_fire(Event.AUDIO_FIRST_CHUNK)
 
     def _tts_failed(self, record: object, code: ErrorCode) -> None:
         self._tts_broken = True
@@ -140,4 +158,4 @@ class Speaker:
             record.voiced = False  # type: ignore[attr-defined]
         if not self._tts_error_sent:
             self._tts_error_sent = True
-            self._session._error(code)
+            self._session.error(code)

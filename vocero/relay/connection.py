@@ -21,8 +21,9 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from vocero.contracts import codec
 from vocero.contracts import events as ev
 from vocero.contracts.errors import CODES, AuthError, CloseCode, ErrorCode, ProtocolError
+from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import ControlLaneFull, OutFrame, OutputChannel
-from vocero.orchestrator.session import Session, new_id
+from vocero.orchestrator.session import Session
 from vocero.relay.limits import RateWindow, Strikes
 from vocero.relay.ports import RelayConfig, SessionHandle
 from vocero.relay.sanitize import sanitize

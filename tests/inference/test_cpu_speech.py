@@ -1,0 +1,223 @@
+"""Silero VAD, Whisper tiny.en and Piper on real audio, and the closed loop through the LLM."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import aclosing
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from tests.inference import corpus
+from tests.inference.speech import speak_16k, word_errors
+from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
+from vocero.contracts.errors import CapacityError, ErrorCode, VoceroError
+from vocero.contracts.ports import LlmRequest, Message, ToolIntent
+from vocero.inference.cpu.llm import RoutedLlm
+from vocero.inference.cpu.settings import QueueSettings
+from vocero.inference.cpu.stt import SpeechToText, WhisperEngine
+from vocero.inference.cpu.tts import CHUNK_MS, PiperEngine, TextToSpeech
+from vocero.inference.cpu.vad import SileroVad, VadSettings
+
+pytestmark = [pytest.mark.models, pytest.mark.anyio]
+SILENCE_1S = bytes(16_000 * 2)
+CLONED = VoiceRef(voice_profile_id="vp_acme", voice_version="3", ref_audio=b"RIFF", ref_text="hi")
+
+
+def frames(pcm: bytes, ms: int = 20) -> Iterator[bytes]:
+    size = 16 * ms * 2
+    for i in range(0, len(pcm), size):
+        yield pcm[i : i + size]
+
+
+# ------------------------------------------------------------------------------------- TTS
+
+
+async def test_tts_streams_chunks_of_about_100_ms(tts: TextToSpeech) -> None:
+    text = "Your order has shipped. It should arrive on Wednesday, March fourth."
+    started, first, pieces = time.perf_counter(), 0.0, []
+    async with aclosing(tts.synthesize(text, DEFAULT_VOICE)) as audio:
+        async for piece in audio:
+            first = first or time.perf_counter() - started
+            pieces.append(piece)
+    elapsed = time.perf_counter() - started
+    seconds = sum(len(p) for p in pieces) / 2 / tts.sample_rate
+    full = tts.sample_rate * CHUNK_MS // 1000 * 2
+    print(f"\ntts: first audio {first * 1000:.0f} ms, rtf {elapsed / seconds:.3f}")
+    assert tts.sample_rate == 22_050
+    assert seconds > 2.0
+    assert len(pieces) > 20
+    assert sum(len(p) == full for p in pieces) >= len(pieces) - 2  # one short tail per sentence
+    assert elapsed / seconds < 1.0
+
+
+class CountingPiper(PiperEngine):
+    rendered: list[str]
+
+    def render(self, sentence: str, voice: VoiceRef) -> Iterator[bytes]:
+        self.rendered.append(sentence)
+        yield from super().render(sentence, voice)
+
+
+async def test_tts_cancellation_stops_within_one_chunk(piper: PiperEngine) -> None:
+    engine = CountingPiper(piper.model_path, piper.config_path, allow_voice_fallback=False)
+    engine.rendered = []
+    runner = TextToSpeech(engine, QueueSettings())
+    received = 0
+    with anyio.CancelScope() as scope:
+        async with aclosing(runner.synthesize("One. Two. Three. Four.", DEFAULT_VOICE)) as audio:
+            async for _ in audio:
+                received += 1
+                scope.cancel()
+                await anyio.lowlevel.checkpoint()
+    assert received == 1
+    assert engine.rendered == ["One."]
+    assert runner.status().in_flight == 0
+
+
+async def test_tts_never_swaps_a_cloned_voice_without_permission(piper: PiperEngine) -> None:
+    strict = TextToSpeech(
+        PiperEngine(piper.model_path, piper.config_path, allow_voice_fallback=False),
+        QueueSettings(),
+    )
+    async with aclosing(strict.synthesize("Hello.", CLONED)) as audio:
+        with pytest.raises(VoceroError) as raised:
+            await audio.__anext__()
+    assert raised.value.code is ErrorCode.TTS_UNAVAILABLE
+
+
+async def test_tts_admission_rejects_early_when_full(piper: PiperEngine) -> None:
+    runner = TextToSpeech(piper, QueueSettings(capacity=1, max_queue=0))
+    async with aclosing(runner.synthesize("First. Second.", DEFAULT_VOICE)) as first:
+        await first.__anext__()
+        with anyio.fail_after(0.1), pytest.raises(CapacityError):
+            async with aclosing(runner.synthesize("Hi.", DEFAULT_VOICE)) as second:
+                await second.__anext__()
+
+
+# ------------------------------------------------------------------------------------- VAD
+
+
+def test_vad_finds_one_utterance_in_streamed_frames(vad: SileroVad, piper: PiperEngine) -> None:
+    speech = speak_16k(piper, "Please move appointment 204 to March 10 at 3 pm.")
+    speech_ms = len(speech) // 32
+    stream = vad.open()
+    events = [e for f in frames(SILENCE_1S + speech + SILENCE_1S) for e in stream.push(f)]
+    assert [e.kind for e in events] == ["speech_started", "speech_stopped"]
+    assert speech_ms - 1000 <= stream.voiced_ms <= speech_ms
+    started, stopped = events[0].at_ms, events[1].at_ms
+    assert 900 <= started <= 1300  # Piper leads with a little silence
+    assert 1000 + speech_ms - 600 <= stopped <= 1000 + speech_ms + 100
+
+
+def test_vad_stays_quiet_on_silence_and_noise(vad: SileroVad) -> None:
+    import numpy as np
+
+    noise = (np.random.default_rng(7).normal(0, 300, 16_000 * 2)).astype("<i2").tobytes()
+    stream = vad.open()
+    assert [e for f in frames(SILENCE_1S + noise) for e in stream.push(f)] == []
+
+
+def test_vad_hysteresis_needs_sustained_silence(vad: SileroVad, piper: PiperEngine) -> None:
+    speech = speak_16k(piper, "Cancel appointment 204.")
+    gap = bytes(16 * 200 * 2)  # 200 ms pause: shorter than min_silence_ms
+    strict = SileroVad(vad._model_path, VadSettings(min_silence_ms=480)).open()
+    events = [e.kind for e in strict.push(SILENCE_1S + speech + gap + speech + SILENCE_1S)]
+    assert events == ["speech_started", "speech_stopped"]
+    strict.reset()
+    assert strict.push(SILENCE_1S) == []
+
+
+# ------------------------------------------------------------------------------------- STT
+
+
+async def test_stt_transcribes_piper_speech(stt: SpeechToText, piper: PiperEngine) -> None:
+    errors = words = 0
+    latencies: list[tuple[float, float]] = []
+    for text in corpus.load()["closed_loop"]:
+        audio = speak_16k(piper, text)
+        started = time.perf_counter()
+        result = await stt.transcribe(audio, sample_rate=16_000, locale="en-US")
+        latencies.append((len(audio) / 32_000, time.perf_counter() - started))
+        e, n = word_errors(text, result.text)
+        errors, words = errors + e, words + n
+        assert result.final
+        assert result.words
+        starts = [w.start_ms for w in result.words]
+        assert starts == sorted(starts)
+        assert result.words[-1].end_ms <= len(audio) // 32 + 100
+    wer = errors / words
+    longest = max(latencies)
+    seconds, took = longest
+    print(f"\nstt: WER {wer:.1%} over {words} words; {seconds:.1f} s utterance in {took:.2f} s")
+    assert wer <= 0.15
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+async def test_stt_word_error_rate_over_every_request(
+    stt: SpeechToText, piper: PiperEngine
+) -> None:
+    errors = words = 0
+    for case in corpus.request_cases():
+        result = await stt.transcribe(speak_16k(piper, case.text), sample_rate=16_000, locale="en")
+        e, n = word_errors(case.text, result.text)
+        errors, words = errors + e, words + n
+    print(f"\nstt: WER {errors / words:.1%} over {words} words of every request")
+    assert errors / words <= 0.1
+
+
+async def test_stt_partials_never_wait_for_a_busy_model(stt: SpeechToText) -> None:
+    audio = SILENCE_1S * 3
+    partial = await stt.partial(audio, sample_rate=16_000, locale="en-US")
+    assert partial.final is False
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: stt.transcribe(audio, sample_rate=16_000, locale="en-US"))
+        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(0.1), pytest.raises(CapacityError):
+            await stt.partial(audio, sample_rate=16_000, locale="en-US")
+
+
+async def test_stt_resamples_other_rates(stt: SpeechToText, piper: PiperEngine) -> None:
+    pcm = b"".join(piper.render("Cancel appointment 204.", DEFAULT_VOICE))
+    result = await stt.transcribe(pcm, sample_rate=piper.sample_rate, locale="en-US")
+    assert word_errors("Cancel appointment 204.", result.text)[0] == 0
+
+
+def test_whisper_engine_is_shared_per_process(whisper: WhisperEngine) -> None:
+    other = WhisperEngine(whisper._model_dir, threads=whisper._threads)
+    other.load()
+    assert other._model is whisper._model
+
+
+# ------------------------------------------------------------------------------ closed loop
+
+
+async def test_closed_loop_speech_to_tool_intent(
+    vad: SileroVad, piper: PiperEngine, stt: SpeechToText, routed_llm: RoutedLlm
+) -> None:
+    labels = {c.text: c for c in corpus.request_cases()}
+    correct = 0
+    for text in corpus.load()["closed_loop"]:
+        stream, heard, utterance = vad.open(), b"", b""
+        for frame in frames(SILENCE_1S + speak_16k(piper, text) + SILENCE_1S):
+            heard += frame
+            for event in stream.push(frame):
+                if event.kind == "speech_started":
+                    heard = heard[-16 * 300 * 2 :]  # keep 300 ms of lead-in
+                else:
+                    utterance = heard
+        transcript = await stt.transcribe(utterance, sample_rate=16_000, locale="en-US")
+        request = LlmRequest(
+            messages=[Message(role="user", content=transcript.text)], tools=corpus.demo_tools()
+        )
+        async with aclosing(routed_llm.generate(request)) as outputs:
+            results = [o async for o in outputs]
+        ok = corpus.case_correct(labels[text], results)
+        correct += ok
+        if not ok:
+            print(f"\nclosed loop miss: {text!r} heard as {transcript.text!r} -> {results}")
+        assert not labels[text].tool or isinstance(results[0], ToolIntent) or not ok
+    assert correct == len(corpus.load()["closed_loop"])

@@ -1,0 +1,270 @@
+"""GB10 runners: prompt format, grammar, parsing and voice caching on scripted fakes; the real
+loading code on tiny random models when the ``gb10`` extra is installed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import wave
+from collections.abc import Iterator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.inference import corpus
+from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
+from vocero.contracts.errors import ConfigError, ErrorCode, VoceroError
+from vocero.contracts.ports import LlmRequest, Message, TextChunk, ToolIntent
+from vocero.inference.cpu.llama import LlamaEngine
+from vocero.inference.cpu.settings import QueueSettings
+from vocero.inference.cpu.stt import SpeechToText
+from vocero.inference.gb10 import Gb10Settings, build_gb10_runners
+from vocero.inference.gb10.llm import Llama31Llm, llama31_prompt, parse_call, reply_or_call_grammar
+from vocero.inference.gb10.stt import ParakeetEngine
+from vocero.inference.gb10.tts import QwenTtsEngine, decode_wav
+
+TODAY = dt.date(2026, 3, 2)
+
+
+def wav_bytes(seconds: float = 0.5, rate: int = 16_000) -> bytes:
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        tone = 0.3 * np.sin(np.arange(int(rate * seconds)) * 2 * np.pi * 220 / rate)
+        out.writeframes((tone * 32767).astype("<i2").tobytes())
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------- Llama 3.1
+
+
+def test_llama31_prompt_uses_the_native_format() -> None:
+    request = LlmRequest(
+        messages=[
+            Message(role="system", content="You are Acme's assistant."),
+            Message(role="user", content="Status of order A123?"),
+            Message(role="assistant", content='{"name": "orders.status"}'),
+            Message(role="tool", content="", tool_name="orders.status", tool_result={"s": "ok"}),
+        ],
+        tools=corpus.demo_tools(),
+        max_words=20,
+    )
+    prompt = llama31_prompt(request, TODAY)
+    assert prompt.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n")
+    assert "Today Date: 02 March 2026" in prompt
+    assert '"name": "appointments.reschedule"' in prompt
+    assert '<|start_header_id|>ipython<|end_header_id|>\n\n{"s": "ok"}<|eot_id|>' in prompt
+    assert prompt.endswith("<|start_header_id|>assistant<|end_header_id|>\n\n")
+
+
+def test_calls_are_parsed_against_the_offered_tools() -> None:
+    tools = corpus.demo_tools()
+    call = '{"name": "orders.status", "parameters": {"order_id": "A123"}}'
+    assert parse_call(call, tools) == ToolIntent(
+        name="orders.status", arguments={"order_id": "A123"}
+    )
+    assert parse_call('{"name": "account.close", "parameters": {}}', tools) is None
+    assert parse_call('{"name": "orders.status"', tools) is None
+
+
+def test_the_grammar_admits_a_call_or_a_reply() -> None:
+    grammar = reply_or_call_grammar(corpus.demo_tools())
+    assert grammar.startswith("root ::= call | reply\n")
+    assert "\ncall ::= " in grammar
+    assert "\\d" not in grammar  # patterns stay out of the grammar: llama.cpp rejects these
+
+
+@pytest.mark.models
+@pytest.mark.anyio
+@pytest.mark.timeout(300)
+async def test_llama31_runner_mechanics_on_a_stand_in_model(llm_path: str) -> None:
+    """SmolLM2 stands in for Llama 3.1 8B: the prompt, grammar and parsing run for real; what
+    the small model says is not judged."""
+    llm = Llama31Llm(
+        LlamaEngine(llm_path, chat_format="llama-3"), QueueSettings(), today=lambda: TODAY
+    )
+    await llm.warm_up()
+    request = LlmRequest(
+        messages=[Message(role="user", content="What's the status of order A123?")],
+        tools=corpus.demo_tools(),
+        max_words=6,
+    )
+    async with aclosing(llm.generate(request)) as outputs:
+        results = [o async for o in outputs]
+    assert results
+    assert all(isinstance(o, TextChunk | ToolIntent) for o in results)
+    names = {t.name for t in corpus.demo_tools()}
+    assert all(o.name in names for o in results if isinstance(o, ToolIntent))
+
+
+# ------------------------------------------------------------------------------- Parakeet
+
+
+@dataclass
+class FakeHypothesis:
+    text: str
+    timestamp: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+class FakeNemoModel:
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def transcribe(self, audio: list[Any], **options: Any) -> list[FakeHypothesis]:
+        self.calls.append(options)
+        words = [
+            {"word": "cancel", "start": 0.1, "end": 0.4},
+            {"word": "it", "start": 0.5, "end": 0.6},
+        ]
+        return [FakeHypothesis("cancel it", {"word": words} if options["timestamps"] else {})]
+
+
+@pytest.mark.anyio
+async def test_parakeet_words_and_partials() -> None:
+    engine = ParakeetEngine("unused.nemo", device="cpu")
+    engine._model = FakeNemoModel()
+    runner = SpeechToText(engine, QueueSettings())
+    final = await runner.transcribe(bytes(32_000), sample_rate=16_000, locale="en-US")
+    assert final.text == "cancel it"
+    assert [(w.text, w.start_ms, w.end_ms) for w in final.words] == [
+        ("cancel", 100, 400),
+        ("it", 500, 600),
+    ]
+    partial = await runner.partial(bytes(32_000), sample_rate=16_000, locale="en-US")
+    assert partial.final is False
+    assert engine._model.calls[-1] == {"batch_size": 1, "timestamps": False, "verbose": False}
+
+
+# ------------------------------------------------------------------------------ Qwen3-TTS
+
+
+@dataclass
+class FakePromptItem:
+    ref_text: str | None
+    x_vector_only_mode: bool
+
+
+class FakeQwenModel:
+    """The two calls the engine makes on ``qwen_tts.Qwen3TTSModel``."""
+
+    def __init__(self) -> None:
+        self.prompts: list[tuple[str | None, bool]] = []
+
+    def create_voice_clone_prompt(
+        self, *, ref_audio: tuple[Any, int], ref_text: str | None, x_vector_only_mode: bool
+    ) -> list[FakePromptItem]:
+        self.prompts.append((ref_text, x_vector_only_mode))
+        return [FakePromptItem(ref_text, x_vector_only_mode)]
+
+    def generate_voice_clone(
+        self, *, text: str, language: str, voice_clone_prompt: list[FakePromptItem]
+    ) -> tuple[list[Any], int]:
+        return [np.zeros(12_000, dtype=np.float32)], 24_000
+
+
+def qwen_engine() -> tuple[QwenTtsEngine, FakeQwenModel]:
+    default = VoiceRef(
+        voice_profile_id="builtin",
+        voice_version="default",
+        ref_audio=wav_bytes(),
+        ref_text="Hello.",
+    )
+    engine = QwenTtsEngine("unused", default_voice=default, device="cpu", streaming=False)
+    fake = FakeQwenModel()
+    engine._model = fake
+    return engine, fake
+
+
+def pcm(chunks: Iterator[bytes]) -> bytes:
+    return b"".join(chunks)
+
+
+def test_clone_prompts_are_built_once_per_voice_version_in_full_icl() -> None:
+    engine, fake = qwen_engine()
+    v3 = VoiceRef(
+        voice_profile_id="vp_acme", voice_version="3", ref_audio=wav_bytes(), ref_text="Hi there."
+    )
+    v4 = VoiceRef(
+        voice_profile_id="vp_acme", voice_version="4", ref_audio=wav_bytes(0.6), ref_text="Hi."
+    )
+    assert len(pcm(engine.render("One.", v3))) == 24_000  # 0.5 s at 24 kHz, PCM16
+    pcm(engine.render("Two.", v3))
+    pcm(engine.render("Three.", v4))
+    assert fake.prompts == [("Hi there.", False), ("Hi.", False)]
+    assert sorted(engine.cached_voices()) == [("vp_acme", "3"), ("vp_acme", "4")]
+
+
+def test_x_vector_mode_only_when_the_profile_allows_it() -> None:
+    engine, fake = qwen_engine()
+    voice = VoiceRef(
+        voice_profile_id="vp_x", voice_version="1", ref_audio=wav_bytes(), x_vector_only=True
+    )
+    pcm(engine.render("One.", voice))
+    assert fake.prompts == [(None, True)]
+    no_text = VoiceRef(voice_profile_id="vp_y", voice_version="1", ref_audio=wav_bytes())
+    with pytest.raises(VoceroError) as raised:
+        pcm(engine.render("One.", no_text))
+    assert raised.value.code is ErrorCode.TTS_UNAVAILABLE
+
+
+def test_revocation_drops_every_cached_version() -> None:
+    engine, _fake = qwen_engine()
+    for version in ("1", "2"):
+        voice = VoiceRef(
+            voice_profile_id="vp_acme", voice_version=version, ref_audio=wav_bytes(), ref_text="Hi."
+        )
+        pcm(engine.render("One.", voice))
+    pcm(engine.render("One.", DEFAULT_VOICE))
+    engine.forget_voice("vp_acme")
+    assert engine.cached_voices() == [("builtin", "default")]
+
+
+def test_the_builtin_voice_is_the_deployments_reference() -> None:
+    engine, fake = qwen_engine()
+    pcm(engine.render("One.", DEFAULT_VOICE))
+    assert fake.prompts == [("Hello.", False)]
+
+
+def test_reference_audio_must_be_a_wav() -> None:
+    audio, rate = decode_wav(wav_bytes(0.25, 24_000))
+    assert rate == 24_000
+    assert audio.shape == (6_000,)
+    with pytest.raises(VoceroError):
+        decode_wav(b"not a wav")
+
+
+# ---------------------------------------------------------------------------- the factory
+
+
+def test_the_factory_names_every_missing_model_path() -> None:
+    with pytest.raises(ConfigError) as raised:
+        build_gb10_runners(Gb10Settings())
+    assert "VOCERO_PARAKEET_MODEL" in raised.value.field
+    assert "VOCERO_QWEN_TTS_MODEL" in raised.value.field
+
+
+def test_the_factory_wires_the_gb10_runners(tmp_path: Any) -> None:
+    reference = tmp_path / "voice.wav"
+    reference.write_bytes(wav_bytes())
+    settings = Gb10Settings.from_env(
+        {
+            "VOCERO_PARAKEET_MODEL": "/models/parakeet-tdt-0.6b-v2.nemo",
+            "VOCERO_LLAMA_MODEL": "/models/Meta-Llama-3.1-8B-Instruct-Q8_0.gguf",
+            "VOCERO_QWEN_TTS_MODEL": "/models/Qwen3-TTS-12Hz-1.7B-Base",
+            "VOCERO_DEFAULT_VOICE_AUDIO": str(reference),
+            "VOCERO_DEFAULT_VOICE_TEXT": "Hello.",
+        }
+    )
+    try:
+        runners = build_gb10_runners(settings)
+    except FileNotFoundError:
+        pytest.skip("no Silero VAD model here")
+    assert runners.kind == "gb10"
+    assert runners.tts.sample_rate == 24_000
+    assert json.dumps(runners.statuses()["llm"].health) == '"starting"'

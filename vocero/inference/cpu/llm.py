@@ -1,0 +1,169 @@
+"""The CPU language model runner: rules route, SmolLM2 talks.
+
+A turn that ends with the caller's words goes first to :mod:`.router`. When it names one of the
+profile's tools, the tool intent is built from rule-extracted values; the model only fills
+required free-text fields no rule knows, under a JSON schema with every known value pinned as a
+constant and every string bounded, and the result is validated against the tool's own schema. A
+tool whose identifier, date or time is missing yields a clarifying question instead of a guess.
+A turn that ends with a tool result is read out faithfully (:func:`.replies.summarise_result`):
+a 135M model paraphrases data unreliably. Anything else (chit-chat) streams a reply from the model
+within ``max_words``. ``classify_confirmation`` turns use strict rules, then the model
+constrained to the three labels.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
+
+import structlog
+
+from vocero.contracts.errors import ErrorCode, VoceroError
+from vocero.contracts.ports import (
+    Health,
+    IntentClassified,
+    LlmOutput,
+    LlmRequest,
+    RunnerStatus,
+    TextChunk,
+    ToolIntent,
+)
+from vocero.inference.admission import Admission
+from vocero.inference.cpu import confirmation, replies, router, schema, threads
+from vocero.inference.cpu.llama import LlamaEngine
+from vocero.inference.cpu.settings import QueueSettings
+
+log = structlog.get_logger(__name__)
+_TODAY = re.compile(r"\btoday(?: is|:)?\s*(?:\w+,?\s+)?(\d{4}-\d{2}-\d{2})", re.IGNORECASE)
+_LABELS: dict[str, confirmation.Intent] = {
+    "confirm": "confirm",
+    "reject": "reject",
+    "uncertain": "uncertain",
+}
+_CLASSIFY_PROMPT = (
+    "The assistant asked the caller to confirm an action. Classify the caller's answer as "
+    "confirm, reject or uncertain. Answer with JSON."
+)
+
+
+class LlmBase:
+    """Admission, health, warm-up and confirmation classification shared by LLM runners."""
+
+    def __init__(self, name: str, engine: LlamaEngine, queue: QueueSettings) -> None:
+        self.name = name
+        self._engine = engine
+        self._queue = queue
+        self._admission = Admission(name, capacity=queue.capacity, max_queue=queue.max_queue)
+        self._health: Health = "starting"
+        self._detail = ""
+
+    async def warm_up(self) -> None:
+        try:
+            await threads.run(self._engine.load)
+            await self._classify_with_model("yes")
+        except Exception as exc:
+            self._health, self._detail = "unavailable", f"{type(exc).__name__}: {exc}"
+            log.error("llm.warm_up_failed", runner=self.name, error=self._detail)
+            raise VoceroError(self._detail, code=ErrorCode.LLM_UNAVAILABLE) from exc
+        self._health, self._detail = "ready", ""
+
+    def status(self) -> RunnerStatus:
+        return self._admission.status(self._health, self._detail)
+
+    async def generate(self, request: LlmRequest) -> AsyncGenerator[LlmOutput, None]:
+        async with self._admission.slot(self._queue.deadline_s):
+            if request.mode == "classify_confirmation":
+                yield await self._classify(replies.last_user_text(request))
+                return
+            async for output in self._respond(request):
+                yield output
+
+    def _respond(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
+        raise NotImplementedError
+
+    async def _classify(self, answer: str) -> IntentClassified:
+        intent = confirmation.classify(answer)
+        if intent is None:
+            intent = await self._classify_with_model(answer)
+        return IntentClassified(intent=intent)
+
+    async def _classify_with_model(self, answer: str) -> confirmation.Intent:
+        messages = [
+            {"role": "system", "content": _CLASSIFY_PROMPT},
+            {"role": "user", "content": answer},
+        ]
+        shape = schema.choice_schema("intent", list(_LABELS))
+        value = await threads.run(lambda: self._engine.json_object(messages, shape, max_tokens=16))
+        return _LABELS.get(str(value.get("intent")), "uncertain")
+
+    async def _reply(self, request: LlmRequest) -> AsyncIterator[TextChunk]:
+        messages = replies.chat_messages(request)
+        max_tokens = request.max_words * 2 + 16
+        deltas = threads.iterate(lambda: self._engine.chat_stream(messages, max_tokens=max_tokens))
+        async for chunk in replies.within_budget(deltas, request.max_words):
+            yield chunk
+
+
+class RoutedLlm(LlmBase):
+    """Rules choose the tool and its structured arguments; the model fills free text and talks."""
+
+    def __init__(
+        self,
+        engine: LlamaEngine,
+        queue: QueueSettings,
+        *,
+        today: Callable[[], dt.date] = dt.date.today,
+    ) -> None:
+        super().__init__("llm.smollm2", engine, queue)
+        self._today = today
+
+    async def _respond(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
+        last = request.messages[-1] if request.messages else None
+        if last is not None and last.role == "tool":
+            summary = replies.summarise_result(last.tool_name, last.tool_result, last.content)
+            async for chunk in replies.within_budget(replies.one(summary), request.max_words):
+                yield chunk
+            return
+        utterance = replies.last_user_text(request)
+        decision = (
+            router.route(utterance, request.tools, self._date(request)) if utterance else None
+        )
+        if decision is None or decision.tool is None:
+            async for chunk in self._reply(request):
+                yield chunk
+            return
+        if decision.missing:
+            yield TextChunk(text=replies.clarifying_question(decision.tool, decision.missing))
+            return
+        arguments = decision.arguments
+        if decision.model_fill:
+            arguments = await self._fill(request, decision)
+            broken = tuple(schema.violations(decision.tool, arguments))
+            if broken:
+                log.warning("llm.arguments_invalid", tool=decision.tool.name, fields=broken)
+                yield TextChunk(text=replies.clarifying_question(decision.tool, broken))
+                return
+        log.info("llm.tool_routed", tool=decision.tool.name, runner_up=decision.runner_up)
+        yield ToolIntent(name=decision.tool.name, arguments=arguments)
+
+    async def _fill(self, request: LlmRequest, decision: router.Route) -> dict[str, Any]:
+        assert decision.tool is not None
+        shape = schema.arguments_schema(decision.tool, decision.arguments)
+        instruction = (
+            f"Fill the arguments of the tool {decision.tool.name} ({decision.tool.description}) "
+            "from the caller's request. Answer with JSON only."
+        )
+        messages = [
+            {"role": "system", "content": instruction},
+            {"role": "user", "content": replies.last_user_text(request)},
+        ]
+        return await threads.run(lambda: self._engine.json_object(messages, shape))
+
+    def _date(self, request: LlmRequest) -> dt.date:
+        for message in request.messages:
+            found = _TODAY.search(message.content) if message.role == "system" else None
+            if found:
+                return dt.date.fromisoformat(found.group(1))
+        return self._today()

@@ -1,0 +1,123 @@
+r"""JSON schemas that constrain model output, built from the profile's tool definitions.
+
+A grammar-constrained small model fills a string until the grammar stops it; without an upper
+bound it runs away. Every string therefore gets a ``maxLength``, every array a ``maxItems``, and
+objects admit no undeclared property. Regular expressions (``pattern``) and ``format`` are left out
+of the grammar: llama-cpp-python's converter mistranslates common ones (``\d{4}``) into a grammar
+llama.cpp rejects, and a rejected grammar crashes the process. The tool's own schema, patterns
+included, still validates the arguments afterwards (:func:`violations`).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from vocero.contracts.domain import ToolDefinition
+
+MAX_STRING = 80
+MAX_ITEMS = 8
+PLATFORM_FIELDS = frozenset(
+    {
+        "timezone", "time_zone", "tz", "expected_version", "version", "tenant", "tenant_id",
+        "subject", "subject_ref", "principal", "scopes", "caller",
+    }
+)  # fmt: skip
+"""Filled by the platform from the session (caller's timezone, observed object version, the
+principal), never by the model: they are left out of what the model sees and must produce."""
+
+
+def model_facing(tool: ToolDefinition) -> dict[str, Any]:
+    """The tool's input schema without the fields the platform fills."""
+    schema = copy.deepcopy(tool.input_schema or {"type": "object", "properties": {}})
+    properties: dict[str, Any] = schema.get("properties", {})
+    for name in PLATFORM_FIELDS & properties.keys():
+        del properties[name]
+    if "required" in schema:
+        schema["required"] = [r for r in schema["required"] if r not in PLATFORM_FIELDS]
+    return schema
+
+
+def bounded(schema: dict[str, Any], max_string: int = MAX_STRING) -> dict[str, Any]:
+    """A copy of ``schema`` with a length bound on every string and array."""
+    out = copy.deepcopy(schema)
+    _bound(out, max_string)
+    return out
+
+
+def _bound(node: Any, max_string: int) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _bound(item, max_string)
+        return
+    if not isinstance(node, dict):
+        return
+    kind = node.get("type")
+    node.pop("pattern", None)
+    node.pop("format", None)
+    if kind == "string" and not {"enum", "const", "maxLength"} & node.keys():
+        node["maxLength"] = max_string
+    if kind == "array":
+        node.setdefault("maxItems", MAX_ITEMS)
+    if kind == "object" or "properties" in node:
+        node.setdefault("additionalProperties", False)
+    for key in ("properties", "$defs", "definitions"):
+        for child in node.get(key, {}).values():
+            _bound(child, max_string)
+    for key in ("items", "anyOf", "oneOf", "allOf"):
+        if key in node:
+            _bound(node[key], max_string)
+
+
+def arguments_schema(tool: ToolDefinition, fixed: dict[str, Any]) -> dict[str, Any]:
+    """The tool's input schema with the values already known pinned as constants."""
+    schema = bounded(model_facing(tool))
+    properties: dict[str, Any] = schema.setdefault("properties", {})
+    for name, value in fixed.items():
+        if name in properties:
+            properties[name] = {"const": value}
+    schema["required"] = sorted(
+        set(schema.get("required", [])) | (fixed.keys() & properties.keys())
+    )
+    return schema
+
+
+def violations(tool: ToolDefinition, arguments: dict[str, Any]) -> list[str]:
+    """Where ``arguments`` break the tool's own input schema (patterns and formats included)."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(
+        model_facing(tool), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+    return [
+        ".".join(str(p) for p in e.absolute_path) or e.message
+        for e in validator.iter_errors(arguments)
+    ]
+
+
+def choice_schema(field: str, values: list[str]) -> dict[str, Any]:
+    """``{"<field>": one of values}``: the shape of a classification."""
+    return {
+        "type": "object",
+        "properties": {field: {"type": "string", "enum": values}},
+        "required": [field],
+        "additionalProperties": False,
+    }
+
+
+def tool_call_schema(tools: list[ToolDefinition]) -> dict[str, Any]:
+    """``{"name": ..., "parameters": {...}}`` for any one of ``tools`` (Llama 3.1 tool format)."""
+    return {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"const": tool.name},
+                    "parameters": bounded(model_facing(tool)),
+                },
+                "required": ["name", "parameters"],
+                "additionalProperties": False,
+            }
+            for tool in tools
+        ]
+    }

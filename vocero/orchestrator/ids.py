@@ -1,0 +1,9 @@
+"""Opaque identifiers (seed 004 §7.2): a prefix naming the kind, then random hex."""
+
+from __future__ import annotations
+
+import uuid
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:20]}"
