@@ -20,6 +20,8 @@ def _registry() -> dict[str, Bench]:
         "barge-in": benches.barge_in,
         "sessions": benches.sessions,
         "actions": benches_actions.actions,
+        "ttfs": benches.ttfs,
+        "mcp": benches.mcp,
     }
 
 

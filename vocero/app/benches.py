@@ -163,3 +163,15 @@ async def sessions(args: argparse.Namespace) -> dict[str, Any]:
     from vocero.app.bench_sessions import run_sessions
 
     return await run_sessions(args.n, duration_s=float(getattr(args, "duration", 10.0)))
+
+
+async def ttfs(args: argparse.Namespace) -> dict[str, Any]:
+    from vocero.app.bench_ttfs import run_ttfs
+
+    return await run_ttfs(args.runners, limit=args.limit)
+
+
+async def mcp(args: argparse.Namespace) -> dict[str, Any]:
+    from vocero.mcp_gateway.bench import run_bench
+
+    return await run_bench(calls=args.iterations)

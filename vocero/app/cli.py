@@ -33,6 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench.add_argument("--n", type=int, default=50)
     bench.add_argument("--iterations", type=int, default=200)
     bench.add_argument("--duration", type=float, default=10.0)
+    bench.add_argument("--limit", type=int, default=None, help="first N requests only (ttfs)")
     args = parser.parse_args(argv)
     try:
         return _run(args)

@@ -262,7 +262,7 @@ class Session:
                 return
             if self.answering():
                 self.barge_in(reason="new_input")
-            await self._commit_turn(text, "audio")
+            await self._commit_turn(text, "audio", endpoint_at=started)
 
     async def _text_turn(self, text: str) -> None:
         async with self._turn_lock:
@@ -272,9 +272,11 @@ class Session:
         if self.machine.state == "TRANSCRIBING":
             self.fire(Event.SPEECH_DISCARDED)
 
-    async def _commit_turn(self, text: str, source: str) -> None:
+    async def _commit_turn(self, text: str, source: str, endpoint_at: float | None = None) -> None:
+        """Commit a caller turn. ``endpoint_at`` (audio turns) is when the end of speech was
+        detected: time to first sound is measured from there, so it includes transcription."""
         turn_id = new_id("turn")
-        committed_at = self.monotonic()
+        committed_at = endpoint_at if endpoint_at is not None else self.monotonic()
         self.control(
             ev.Transcript(turn_id=turn_id, text=text), ev.TranscriptFinalV1, turn_id=turn_id
         )
