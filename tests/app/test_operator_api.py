@@ -120,3 +120,20 @@ def test_audit_chain_verifies_and_links(client: TestClient) -> None:
     kinds = [i["kind"] for i in items]
     assert "session.opened" in kinds and "session.auth_denied" in kinds
     assert "bad" not in str([i["data"] for i in items])
+
+
+def test_tool_pins_are_listed_and_review_is_guarded(client: TestClient) -> None:
+    assert client.portal is not None
+    client.portal.call(client.app.state.runtime.ready.wait)  # type: ignore[attr-defined]
+    listed = client.get("/v1/tools", headers=ADMIN).json()["items"]
+    pinned = {(p["server"], p["tool"]): p for p in listed}
+    assert pinned[("orders", "get_order_status")]["status"] == "approved"
+    assert ("admin", "delete_account") not in pinned, "prohibited tools are never connected"
+    approve = "/v1/tools/orders/get_order_status/approvals"
+    body = {"definition_hash": "0" * 64}
+    assert client.post(approve, json=body).status_code == 401
+    missing = client.post("/v1/tools/nope/x/approvals", json=body, headers=ADMIN)
+    assert missing.status_code == 404
+    nothing_pending = client.post(approve, json=body, headers=ADMIN)
+    assert nothing_pending.status_code == 409
+    assert nothing_pending.json() == {"error": "no_pending_definition"}

@@ -29,8 +29,12 @@ from vocero.orchestrator.session import Session
 REPLY = "Your order has shipped and should arrive on Thursday. Is there anything else I can do?"
 
 
-def _session(ms_per_char: float = 0.5) -> tuple[Session, OutputChannel]:
-    script = SimScript(llm=[Rule(match=".*", reply=REPLY)], tts=TtsScript(ms_per_char=ms_per_char))
+def _session(
+    ms_per_char: float = 0.5, stt: list[str] | None = None
+) -> tuple[Session, OutputChannel]:
+    script = SimScript(
+        stt=stt or [], llm=[Rule(match=".*", reply=REPLY)], tts=TtsScript(ms_per_char=ms_per_char)
+    )
     prof = AgentProfile(id="bench", version="1", match=ProfileMatch(tenant="bench"))
     effective = ev.Effective(
         locale="en-US",
@@ -62,6 +66,7 @@ class _Wire:
         self.log: list[tuple[float, OutFrame]] = []
         self.first_audio = anyio.Event()
         self.stopped = anyio.Event()
+        self.auto_ack = True
 
     async def pump(self) -> None:
         while True:
@@ -80,9 +85,9 @@ class _Wire:
             self.log.append((now, frame))
             payload = frame.payload
             if isinstance(payload, ev.AudioOut):
-                self.session.on_playout(
-                    payload.generation_id, int(self.out.playout_of(payload.generation_id).sent_ms)
-                )
+                if self.auto_ack:
+                    played = int(self.out.playout_of(payload.generation_id).sent_ms)
+                    self.session.on_playout(payload.generation_id, played)
                 self.first_audio.set()
             if isinstance(payload, ev.StopAndFlush):
                 self.stopped.set()
@@ -151,6 +156,7 @@ async def overhead(args: argparse.Namespace) -> dict[str, Any]:
 
 async def barge_in(args: argparse.Namespace) -> dict[str, Any]:
     result = await _turns(args.iterations, interrupt=True)
+    result["false_barge_in"] = await _false_barge_ins(max(10, args.iterations // 10))
     return {
         "benchmark": "barge-in",
         "measure": "speech start received -> stop_and_flush encoded",
@@ -175,3 +181,51 @@ async def mcp(args: argparse.Namespace) -> dict[str, Any]:
     from vocero.mcp_gateway.bench import run_bench
 
     return await run_bench(calls=args.iterations)
+
+
+TRIALS = {
+    # kind: (speech ms, what the caller said, should it stop the agent)
+    "interruption": (400, "stop please", True),
+    "backchannel": (400, "mm-hmm", False),
+    "noise_blip": (100, "", False),
+}
+
+
+async def _false_barge_ins(per_kind: int) -> dict[str, Any]:
+    """Server-VAD barge-in decisions on a mix of real interruptions, backchannels and noise."""
+    order = [kind for _ in range(per_kind) for kind in TRIALS]
+    transcripts = [TRIALS[k][1] for k in order if TRIALS[k][1]]
+    session, out = _session(ms_per_char=40, stt=transcripts)
+    wire = _Wire(session, out)
+    wire.auto_ack = False
+    stops = dict.fromkeys(TRIALS, 0)
+    silence = b"\x00\x00" * 320
+    tone = b"\x00\x40\x00\xc0" * 160  # a loud square wave, 20 ms
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        tg.start_soon(wire.pump)
+        for kind in order:
+            speech_ms, _, _ = TRIALS[kind]
+            wire.first_audio, wire.stopped = anyio.Event(), anyio.Event()
+            session.on_text("tell me about my order")
+            await wire.first_audio.wait()
+            generation = session.generation
+            assert generation is not None
+            for frame in [tone] * (speech_ms // 20) + [silence] * 30:
+                session.on_audio(frame)
+                await anyio.wait_all_tasks_blocked()
+            if out.is_stopped(generation.generation_id) and generation.status == "interrupted":
+                stops[kind] += 1
+            elif not generation.done:
+                session.on_cancel(generation.generation_id)
+            await _settle(session)
+        session.close()
+        tg.cancel_scope.cancel()
+    false_stops = stops["backchannel"] + stops["noise_blip"]
+    missed = per_kind - stops["interruption"]
+    return {
+        "trials_per_kind": per_kind,
+        "stops": stops,
+        "false_barge_in_rate": round(false_stops / (2 * per_kind), 4),
+        "missed_interruption_rate": round(missed / per_kind, 4),
+    }

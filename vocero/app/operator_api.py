@@ -49,19 +49,26 @@ async def get_session(request: Request, runtime: Runtime, _: Operator) -> Respon
         return problem(404, "session_not_found")
     live = runtime.live.get(session_id)
     history = await runtime.conversations.history(session_id)
-    return json({
-        "session_id": record.id,
-        "state": live.machine.state if live else record.state,
-        "identity": {"subject_ref": record.subject_ref, "tenant_id": record.tenant_id},
-        "effective": live.ctx.effective if live else record.effective,
-        "profile": {"id": record.profile_id, "version": record.profile_version},
-        "created_at": record.created_at,
-        "closed_at": record.closed_at,
-        "history": [
-            {"role": h.role, "text": h.text, "generation_id": h.generation_id, "status": h.status}
-            for h in history
-        ],
-    })
+    return json(
+        {
+            "session_id": record.id,
+            "state": live.machine.state if live else record.state,
+            "identity": {"subject_ref": record.subject_ref, "tenant_id": record.tenant_id},
+            "effective": live.ctx.effective if live else record.effective,
+            "profile": {"id": record.profile_id, "version": record.profile_version},
+            "created_at": record.created_at,
+            "closed_at": record.closed_at,
+            "history": [
+                {
+                    "role": h.role,
+                    "text": h.text,
+                    "generation_id": h.generation_id,
+                    "status": h.status,
+                }
+                for h in history
+            ],
+        }
+    )
 
 
 async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response:
@@ -69,15 +76,28 @@ async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response
     await runtime.audits_settled()
     events = await runtime.audit.events(session_id=session_id)
     verification = await runtime.audit.verify()
-    return json({
-        "items": [
-            {"seq": e.seq, "kind": e.kind, "session_id": e.session_id, "actor": e.actor,
-             "at": e.at, "data": e.data, "prev_hash": e.prev_hash, "hash": e.hash}
-            for e in events
-        ],
-        "chain": {"ok": verification.ok, "count": verification.count,
-                  "broken_at_seq": verification.broken_at_seq},
-    })
+    return json(
+        {
+            "items": [
+                {
+                    "seq": e.seq,
+                    "kind": e.kind,
+                    "session_id": e.session_id,
+                    "actor": e.actor,
+                    "at": e.at,
+                    "data": e.data,
+                    "prev_hash": e.prev_hash,
+                    "hash": e.hash,
+                }
+                for e in events
+            ],
+            "chain": {
+                "ok": verification.ok,
+                "count": verification.count,
+                "broken_at_seq": verification.broken_at_seq,
+            },
+        }
+    )
 
 
 async def get_operations(request: Request, runtime: Runtime, _: Operator) -> Response:
@@ -92,4 +112,62 @@ def routes() -> list[Route]:
         Route("/v1/sessions/{session_id}", guarded(READERS, get_session), methods=["GET"]),
         Route("/v1/audit", guarded(READERS, get_audit), methods=["GET"]),
         Route("/v1/operations", guarded(READERS, get_operations), methods=["GET"]),
+        *tool_routes(),
+    ]
+
+
+TOOL_REVIEWERS = frozenset({"admin", "security"})
+
+
+class ToolApproval(msgspec.Struct, forbid_unknown_fields=True):
+    definition_hash: str
+
+
+def _pin_view(pin: Any) -> dict[str, Any]:
+    return {
+        "server": pin.server,
+        "tool": pin.tool,
+        "status": pin.status,
+        "definition_hash": pin.definition_hash,
+        "observed_hash": pin.observed_hash,
+        "approved_by": pin.approved_by,
+    }
+
+
+async def list_tools(request: Request, runtime: Runtime, _: Operator) -> Response:
+    """Pinned MCP tool definitions; a ``disabled`` one changed and awaits review."""
+    pins = runtime.connections.pins() if runtime.connections is not None else []
+    return json({"items": [_pin_view(p) for p in pins]})
+
+
+async def approve_tool(request: Request, runtime: Runtime, operator: Operator) -> Response:
+    """Re-approve a changed tool definition by the hash the server now lists."""
+    if runtime.connections is None:
+        return problem(404, "tool_not_found")
+    try:
+        body = msgspec.json.decode(await request.body(), type=ToolApproval)
+    except msgspec.DecodeError:
+        return problem(400, "invalid_body")
+    server, tool = request.path_params["server"], request.path_params["tool"]
+    if runtime.connections.connection(server) is None:
+        return problem(404, "tool_not_found")
+    try:
+        pin = await runtime.connections.approve_tool(
+            server, tool, body.definition_hash, approved_by=operator.name
+        )
+    except LookupError:
+        return problem(409, "no_pending_definition")
+    except ValueError:
+        return problem(409, "definition_refused")
+    return json(_pin_view(pin))
+
+
+def tool_routes() -> list[Route]:
+    return [
+        Route("/v1/tools", guarded(TOOL_REVIEWERS, list_tools), methods=["GET"]),
+        Route(
+            "/v1/tools/{server}/{tool}/approvals",
+            guarded(TOOL_REVIEWERS, approve_tool),
+            methods=["POST"],
+        ),
     ]

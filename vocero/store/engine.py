@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from sqlalchemy import URL, event, make_url
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -119,16 +120,22 @@ class Store:
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
-        """A session in one transaction, for reads; it commits on exit."""
-        async with self.sessions() as session, session.begin():
-            yield session
+        """A session in one transaction, for reads; it commits on exit.
+
+        Transactions are shielded from cancellation: they are short and touch only the database,
+        and a transaction cancelled half-way leaves its pooled connection (aiosqlite's worker
+        thread) in a state the event loop cannot shut down cleanly."""
+        with anyio.CancelScope(shield=True):
+            async with self.sessions() as session, session.begin():
+                yield session
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
         """A session in one write transaction: commits on normal exit, rolls back on error.
         Keep it short and await nothing but the database inside it."""
-        async with self._writers() as session, session.begin():
-            yield session
+        with anyio.CancelScope(shield=True):
+            async with self._writers() as session, session.begin():
+                yield session
 
     async def close(self) -> None:
         await self.engine.dispose()

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from vocero.store.models.base import ID, NAME, Base, UtcDateTime, one_of, utcnow
 
-ToolPinStatus = Literal["approved", "disabled"]
+ToolPinStatus = Literal["approved", "changed", "missing", "pending", "rejected"]
 TOOL_PIN_STATUSES: tuple[str, ...] = get_args(ToolPinStatus)
 
 

@@ -1,0 +1,55 @@
+"""Pins persist in the store's ``tool_pins`` table with every gateway pin state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vocero.mcp_gateway.pin_store import SqlPinRepository
+from vocero.mcp_gateway.pinning import ToolPin
+from vocero.store.engine import Store
+from vocero.store.migrate import upgrade_async
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_pins_round_trip_through_the_store(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path}/pins.db"
+    await upgrade_async(url)
+    store = Store.open(url)
+    try:
+        repo = SqlPinRepository(store)
+        pin = ToolPin(
+            server="orders",
+            tool="get_order_status",
+            definition_hash="a" * 64,
+            definition={"name": "get_order_status", "inputSchema": {"type": "object"}},
+            status="approved",
+            updated_at=1_780_000_000.0,
+        )
+        await repo.save(pin)
+        changed = ToolPin(
+            server="orders",
+            tool="get_order_status",
+            definition_hash="a" * 64,
+            definition=pin.definition,
+            status="changed",
+            observed_hash="b" * 64,
+            observed_definition={"name": "get_order_status", "description": "new"},
+            updated_at=1_780_000_100.0,
+        )
+        await repo.save(changed)
+        (loaded,) = await repo.load("orders")
+        assert loaded.status == "changed"
+        assert loaded.observed_hash == "b" * 64
+        assert loaded.observed_definition == {"name": "get_order_status", "description": "new"}
+        assert loaded.definition_hash == "a" * 64
+        assert await repo.load("appointments") == []
+    finally:
+        await store.close()
