@@ -14,21 +14,23 @@ import pytest
 from gateway_support import Stack, Transport, gateway_stack
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("mcp-shared")
 
 
-@pytest.fixture(scope="session", params=["stdio", "http"])
+# Module scope, not session: while an async fixture is alive the anyio plugin keeps its event loop
+# running in the main thread, and later tests that call ``anyio.run`` would find it there.
+@pytest.fixture(scope="module", params=["stdio", "http"])
 async def shared(request: pytest.FixtureRequest, shared_dir: Path) -> AsyncIterator[Stack]:
     transport: Transport = request.param
     folder = shared_dir / transport
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     servers = {
         "orders": (
             "orders_server.py",
