@@ -6,8 +6,9 @@ import argparse
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
+
+import anyio
 
 Bench = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
 
@@ -28,11 +29,13 @@ def _registry() -> dict[str, Bench]:
 async def run_bench(args: argparse.Namespace) -> int:
     benches = _registry()
     if args.name not in benches:
-        print(f"unknown benchmark {args.name!r}; known: {', '.join(sorted(benches))}", file=sys.stderr)
+        print(
+            f"unknown benchmark {args.name!r}; known: {', '.join(sorted(benches))}", file=sys.stderr
+        )
         return 2
     result = await benches[args.name](args)
     text = json.dumps(result, indent=2, sort_keys=True)
     print(text)
     if args.json_file:
-        Path(args.json_file).write_text(text + "\n", encoding="utf-8")
+        await anyio.Path(args.json_file).write_text(text + "\n", encoding="utf-8")
     return 0

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from vocero.store.models import GenerationStatus, TurnSource
 from vocero.store.repositories import Conversations
 
 log = structlog.get_logger("vocero.recorder")
@@ -62,9 +63,10 @@ class StoreRecorder:
 
     def turn(self, session_id: str, turn_id: str, source: str, text: str) -> None:
         c = self._conversations
+        kind = cast(TurnSource, source)
         self._submit(
-            lambda: c.add_turn(session_id=session_id, turn_id=turn_id, source=source, text=text)
-        )  # type: ignore[arg-type]
+            lambda: c.add_turn(session_id=session_id, turn_id=turn_id, source=kind, text=text)
+        )
 
     def generation(
         self,
@@ -84,8 +86,8 @@ class StoreRecorder:
                 generation_id=generation_id,
                 session_id=session_id,
                 turn_id=turn_id,
-                status=status,
-                generated_text=generated_text,  # type: ignore[arg-type]
+                status=cast(GenerationStatus, status),
+                generated_text=generated_text,
                 heard_text=heard_text,
                 played_ms=int(played_ms),
                 sent_ms=int(sent_ms),

@@ -96,7 +96,7 @@ class Runtime:
             # Shielded: a cancelled append would leave an aiosqlite connection half-closed.
             with anyio.CancelScope(shield=True):
                 await self.audit.record(kind, data, session_id=session_id)
-        except Exception:  # noqa: BLE001 - an audit failure is logged loudly, never swallowed silently
+        except Exception:
             log.exception("audit.append_failed", kind=kind)
         finally:
             self._audits_pending -= 1
@@ -144,9 +144,17 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     recorder = StoreRecorder(conversations, on_drop=lambda: port.count("recorder_drops"))
     shared, per_session = build_runners(settings)
     runtime = Runtime(
-        settings=settings, identities=identities, profiles=profiles, store=store,
-        audit=AuditLog(store), conversations=conversations, recorder=recorder, metrics=metrics,
-        port=port, runners_for_session=per_session, shared_runners=shared,
+        settings=settings,
+        identities=identities,
+        profiles=profiles,
+        store=store,
+        audit=AuditLog(store),
+        conversations=conversations,
+        recorder=recorder,
+        metrics=metrics,
+        port=port,
+        runners_for_session=per_session,
+        shared_runners=shared,
     )
     connections = McpConnections.from_profiles(
         list(profiles), audit=runtime.audit, pins=SqlPinRepository(store)
@@ -154,12 +162,17 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     runtime.connections = connections
     runtime.gateway_for = lambda profile, caller: McpGateway(connections, profile, observer=port)
     runtime.actions = ActionPlane(
-        store, profiles=profiles.get, metrics=port,
+        store,
+        profiles=profiles.get,
+        metrics=port,
         gateway_for=lambda profile: runtime.gateway_for(profile, None),
     )
     try:
-        runtime.vault = VoiceVault(store, key=load_key(vault_key_file(url)),
-                                   on_revoked=getattr(shared.tts, "forget_voice", None))
+        runtime.vault = VoiceVault(
+            store,
+            key=load_key(vault_key_file(url)),
+            on_revoked=getattr(shared.tts, "forget_voice", None),
+        )
         await runtime.vault.load()
         async with anyio.create_task_group() as tg:
             runtime.tg = tg
@@ -190,5 +203,8 @@ async def _warm_up(runtime: Runtime) -> None:
         if runtime.connections is not None:
             await runtime.tg.start(runtime.connections.run)
     runtime.ready.set()
-    log.info("runners.ready", kind=runtime.shared_runners.kind,
-             seconds=round(time.monotonic() - started, 2))
+    log.info(
+        "runners.ready",
+        kind=runtime.shared_runners.kind,
+        seconds=round(time.monotonic() - started, 2),
+    )

@@ -366,8 +366,8 @@ ServerEvent = (
     | ErrorV1
 )
 
-CLIENT_EVENT_TYPES: tuple[type[ClientEnvelope], ...] = ClientEvent.__args__  # type: ignore[attr-defined]
-SERVER_EVENT_TYPES: tuple[type[ServerEnvelope], ...] = ServerEvent.__args__  # type: ignore[attr-defined]
+CLIENT_EVENT_TYPES: tuple[type[ClientEnvelope], ...] = ClientEvent.__args__
+SERVER_EVENT_TYPES: tuple[type[ServerEnvelope], ...] = ServerEvent.__args__
 
 
 def event_type(cls: type[Envelope]) -> str:

@@ -17,7 +17,9 @@ class SqlPinRepository:
 
     async def load(self, server: str) -> list[ToolPin]:
         async with self._store.read() as session:
-            rows = (await session.scalars(select(ToolPinRow).where(ToolPinRow.server == server))).all()
+            rows = (
+                await session.scalars(select(ToolPinRow).where(ToolPinRow.server == server))
+            ).all()
             return [_pin(row) for row in rows]
 
     async def save(self, pin: ToolPin) -> None:
@@ -38,7 +40,14 @@ class SqlPinRepository:
 
 def _pin(row: ToolPinRow) -> ToolPin:
     changed = row.changed_at or row.pinned_at
-    return ToolPin(server=row.server, tool=row.tool, definition_hash=row.definition_hash,
-                   definition=dict(row.definition), status=row.status,
-                   observed_hash=row.observed_hash, observed_definition=row.observed_definition,
-                   approved_by=row.approved_by, updated_at=changed.timestamp() if changed else 0.0)
+    return ToolPin(
+        server=row.server,
+        tool=row.tool,
+        definition_hash=row.definition_hash,
+        definition=dict(row.definition),
+        status=row.status,
+        observed_hash=row.observed_hash,
+        observed_definition=row.observed_definition,
+        approved_by=row.approved_by,
+        updated_at=changed.timestamp() if changed else 0.0,
+    )

@@ -190,7 +190,7 @@ class Actor:
             return
         generation = self.s.begin_generation(turn)
         with generation.scope:
-            async with Speaker(self, generation, committed_at) as speaker:
+            async with Speaker(self.s, generation, committed_at) as speaker:
                 if binds and intent == "reject":
                     self.s.try_fire(Event.DECLINED)
                     await speaker.say("All right, I have not made that change.")

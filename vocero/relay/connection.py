@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import secrets
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import msgspec
@@ -113,7 +113,7 @@ class Connection:
             await self._deny(ErrorCode.PROFILE_DENIED, CloseCode.PROFILE_DENIED, "no_profile")
         return caller, profile
 
-    async def _deny(self, code: ErrorCode, close: int, outcome: str) -> None:
+    async def _deny(self, code: ErrorCode, close: int, outcome: str) -> NoReturn:
         self.config.metrics.count(
             "sessions", outcome="denied" if close != CloseCode.TRY_AGAIN_LATER else "rejected"
         )
@@ -132,7 +132,6 @@ class Connection:
             )
         except AuthError as exc:
             await self._deny(exc.code, CloseCode.PROFILE_DENIED, "voice_unavailable")
-            return
         self.handle = handle
         session = handle.session
         self.session_id = session.ctx.session_id

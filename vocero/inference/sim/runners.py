@@ -111,7 +111,7 @@ class SimLlm:
             if match is None or bool(rule.intent) != classify:
                 continue
             if classify:
-                yield IntentClassified(intent=rule.intent or "uncertain")  # type: ignore[arg-type]
+                yield IntentClassified(intent=rule.intent or "uncertain")
                 return
             values: dict[str, Any] = {k: v or "" for k, v in match.groupdict().items()}
             values.update(last_user=last_user, last_assistant=last_assistant)
