@@ -45,7 +45,7 @@ async def test_file_database_runs_in_wal_mode_with_foreign_keys(tmp_path: Path) 
     try:
         assert await pragma(store, "journal_mode") == "wal"
         assert await pragma(store, "foreign_keys") == 1
-        assert await pragma(store, "busy_timeout") == 5000
+        assert await pragma(store, "busy_timeout") == 15000
         assert await pragma(store, "synchronous") == 1  # NORMAL
     finally:
         await store.close()

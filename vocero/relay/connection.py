@@ -73,6 +73,11 @@ class Connection:
             await self._close(closed.code)
         except WebSocketDisconnect:
             pass
+        except Exception:  # one broken session never takes the server down
+            log.exception("relay.session_failed", session_id=self.session_id)
+            with contextlib.suppress(Exception):
+                await self._send_direct(error_payload(ErrorCode.INTERNAL))
+            await self._close(CloseCode.INTERNAL_ERROR)
 
     # -------------------------------------------------------------------- handshake
 

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.ext.asyncio import create_async_engine as _create_async_engine
 
 SQLITE_PRAGMAS = (
-    "PRAGMA busy_timeout=5000",
+    "PRAGMA busy_timeout=15000",
     "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=NORMAL",
     "PRAGMA foreign_keys=ON",
@@ -109,6 +109,10 @@ class Store:
         self._writers = session_factory(
             engine.execution_options(**{BEGIN_MODE_OPTION: "IMMEDIATE"})
         )
+        # SQLite has one writer at a time. Queueing writers of this process on a lock keeps them
+        # in order instead of polling the file lock until ``busy_timeout`` gives up under load;
+        # other processes (a second server, a restarted one) still wait on the file lock.
+        self._write_turn: anyio.Lock | None = anyio.Lock() if self.dialect == "sqlite" else None
 
     @classmethod
     def open(cls, url: str | URL, **kwargs: Any) -> Store:
@@ -134,7 +138,11 @@ class Store:
         """A session in one write transaction: commits on normal exit, rolls back on error.
         Keep it short and await nothing but the database inside it."""
         with anyio.CancelScope(shield=True):
-            async with self._writers() as session, session.begin():
+            if self._write_turn is None:
+                async with self._writers() as session, session.begin():
+                    yield session
+                return
+            async with self._write_turn, self._writers() as session, session.begin():
                 yield session
 
     async def close(self) -> None:
