@@ -243,7 +243,7 @@ class Talk:
         return plan, turn.generation_id
 
     async def heard(self, generation_id: str, delivered: bool = True) -> None:
-        await self.coordinator.record_delivery(generation_id, delivered)
+        await self.coordinator.record_delivery(generation_id, delivered=delivered)
 
     async def answer(self, decision: str, *, source: str = "speech",
                      question: ToolPlan | None = None) -> ConfirmationVerdict:

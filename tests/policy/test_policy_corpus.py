@@ -267,6 +267,22 @@ async def test_interrupted_disclosure(db_url: str, servers: FixtureServers) -> N
         assert len(reschedules(h, who.subject_ref)) == 1
 
 
+async def test_read_back_to_a_client_that_cannot_report_playout_is_unobservable(
+    db_url: str, servers: FixtureServers
+) -> None:
+    async with harness(db_url, servers) as h:
+        talk, who = await h.talk()
+        await listed(talk)
+        _, generation = await ask_reschedule(talk)
+        await talk.coordinator.record_delivery(generation, delivered=True, observable=False)
+        verdict = await talk.answer("confirm")
+        assert (verdict.binds, verdict.reason_code) == (False, "required_delivery_missing")
+        async with h.store.read() as s:
+            evidence = (await s.scalars(select(EvidenceStepRow))).one()
+        assert evidence.status == "unobservable"
+        assert reschedules(h, who.subject_ref) == []
+
+
 async def test_stale_completion_of_a_canceled_generation(
     db_url: str, servers: FixtureServers
 ) -> None:

@@ -78,8 +78,12 @@ class ActionCoordinator(Protocol):
         """The proposal the caller was last asked to confirm, while it can still bind."""
         ...
 
-    async def record_delivery(self, generation_id: str, *, delivered: bool) -> None:
-        """Evidence: the generation's speech was (or was not) fully delivered by playout."""
+    async def record_delivery(
+        self, generation_id: str, *, delivered: bool, observable: bool = True
+    ) -> None:
+        """Evidence: the generation's speech was (or was not) fully delivered by playout.
+        ``observable`` is false when the client cannot report playout: then delivery can be
+        neither proven nor denied."""
         ...
 
     async def readback_started(self, plan: ToolPlan, generation_id: str) -> None:

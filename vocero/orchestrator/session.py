@@ -8,6 +8,7 @@ tool executions run outside it so a barge-in never undoes a dispatched operation
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Literal
 
@@ -440,11 +441,13 @@ class Session:
         )
         self.metrics.count("generations", status=status)
         if self.coordinator is not None:
-            self.spawn(
+            delivery = functools.partial(
                 self.coordinator.record_delivery,
                 generation.generation_id,
-                heard == generation.text and status == "completed",
+                delivered=heard == generation.text and status == "completed",
+                observable=self.out.playout_acks and generation.had_audio,
             )
+            self.spawn(delivery)
 
     # ------------------------------------------------------------------ degradation
 

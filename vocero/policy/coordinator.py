@@ -151,38 +151,60 @@ class SessionCoordinator:
             try:
                 canonical = self._canonical(tool, intent.arguments, schema)
             except CanonicalError as exc:
-                return await self._deny(intent.name, call_id, "arguments_unresolved", "propose",
-                                        summary=f"{explain('arguments_unresolved')} "
-                                                f"{exc.question}")
+                return await self._deny(
+                    intent.name,
+                    call_id,
+                    "arguments_unresolved",
+                    "propose",
+                    summary=f"{explain('arguments_unresolved')} {exc.question}",
+                )
             decision = permit(replace(request, claimed_tenant=canonical.claimed_tenant))
         if decision.outcome == "deny" or tool is None or canonical is None:
             return await self._deny(intent.name, call_id, decision.reason, "propose")
         args_hash = arguments_hash(tool, schema_ver or "", canonical.arguments)
         if not tool.write:
-            self._s.runnable[call_id] = _Runnable(tool=tool, arguments=canonical.arguments,
-                                                  arguments_hash=args_hash,
-                                                  traceparent=turn.traceparent)
+            self._s.runnable[call_id] = _Runnable(
+                tool=tool,
+                arguments=canonical.arguments,
+                arguments_hash=args_hash,
+                traceparent=turn.traceparent,
+            )
             return ToolPlan(kind="run", tool=intent.name, tool_call_id=call_id)
         try:
-            return await self._open(turn, intent.name, call_id, tool, canonical, args_hash,
-                                    decision)
+            return await self._open(
+                turn, intent.name, call_id, tool, canonical, args_hash, decision
+            )
         except Exception:  # unavailable policy data denies
             log.exception("policy.propose_failed")
             return await self._deny(intent.name, call_id, "authorization_unavailable", "propose")
 
     async def _open(
-        self, turn: TurnRef, name: str, call_id: str, tool: ResolvedTool, canonical: Canonical,
-        args_hash: str, decision: Decision,
+        self,
+        turn: TurnRef,
+        name: str,
+        call_id: str,
+        tool: ResolvedTool,
+        canonical: Canonical,
+        args_hash: str,
+        decision: Decision,
     ) -> ToolPlan:
         now = self.clock.now()
         expires = datetime.fromtimestamp(now + self.settings.confirmation_ttl_s, UTC)
         summary = readback.readback(tool.tool, canonical.arguments)
-        opened = await self.repo.open_revision(RevisionDraft(
-            session_id=self.session_id, turn_id=turn.turn_id, tool=tool,
-            arguments=canonical.arguments, target_resource=canonical.target_resource,
-            object_version=canonical.object_version, arguments_hash=args_hash,
-            workflow_revision=self.workflow_revision, summary=summary, expires_at=expires,
-        ))
+        opened = await self.repo.open_revision(
+            RevisionDraft(
+                session_id=self.session_id,
+                turn_id=turn.turn_id,
+                tool=tool,
+                arguments=canonical.arguments,
+                target_resource=canonical.target_resource,
+                object_version=canonical.object_version,
+                arguments_hash=args_hash,
+                workflow_revision=self.workflow_revision,
+                summary=summary,
+                expires_at=expires,
+            )
+        )
         key = (opened.proposal_id, opened.revision)
         if opened.superseded is not None:
             old = (opened.proposal_id, opened.superseded)
@@ -191,17 +213,31 @@ class SessionCoordinator:
         expires_at = opened.expires_at
         if decision.outcome == "allow":
             self._s.runnable[call_id] = _Runnable(
-                tool=tool, arguments=canonical.arguments, arguments_hash=args_hash,
-                proposal_id=opened.proposal_id, revision=opened.revision,
-                operation_id=new_id("op"), traceparent=turn.traceparent)
-            return ToolPlan(kind="run", tool=name, tool_call_id=call_id,
-                            proposal_id=opened.proposal_id, revision=opened.revision)
+                tool=tool,
+                arguments=canonical.arguments,
+                arguments_hash=args_hash,
+                proposal_id=opened.proposal_id,
+                revision=opened.revision,
+                operation_id=new_id("op"),
+                traceparent=turn.traceparent,
+            )
+            return ToolPlan(
+                kind="run",
+                tool=name,
+                tool_call_id=call_id,
+                proposal_id=opened.proposal_id,
+                revision=opened.revision,
+            )
         fields = readback.fields_of(canonical.arguments)
         expires_text = datetime.fromtimestamp(expires_at, UTC).isoformat().replace("+00:00", "Z")
         self._s.question = Question(
-            proposal_id=opened.proposal_id, revision=opened.revision, tool=name,
+            proposal_id=opened.proposal_id,
+            revision=opened.revision,
+            tool=name,
             summary=summary,
-            expires_at=expires_at, asked_turn_id=turn.turn_id, fields=fields,
+            expires_at=expires_at,
+            asked_turn_id=turn.turn_id,
+            fields=fields,
             expires_at_text=expires_text,
         )
         await self.evidence.asked(key, turn.generation_id, first=True)
@@ -213,9 +249,15 @@ class SessionCoordinator:
         q = self._s.question
         if q is None:
             return None
-        return ToolPlan(kind="confirm", tool=q.tool, proposal_id=q.proposal_id,
-                        revision=q.revision, summary=q.summary, fields=dict(q.fields),
-                        expires_at=q.expires_at_text)
+        return ToolPlan(
+            kind="confirm",
+            tool=q.tool,
+            proposal_id=q.proposal_id,
+            revision=q.revision,
+            summary=q.summary,
+            fields=dict(q.fields),
+            expires_at=q.expires_at_text,
+        )
 
     async def readback_started(self, plan: ToolPlan, generation_id: str) -> None:
         """The question is being read again (after a clarification) in ``generation_id``."""
@@ -233,23 +275,29 @@ class SessionCoordinator:
         delivered = await self.evidence.satisfied((proposal_id, revision))
         question = self._s.question
         judgement = judge(
-            question, proposal_id=proposal_id, revision=revision, answer=decision,
-            source=source, turn_id=turn.turn_id if turn else "", now=self.clock.now(),
+            question,
+            proposal_id=proposal_id,
+            revision=revision,
+            answer=decision,
+            source=source,
+            turn_id=turn.turn_id if turn else "",
+            now=self.clock.now(),
             delivered=delivered,
-            current_revisions=self._s.revisions, used=self._s.answered,
+            current_revisions=self._s.revisions,
+            used=self._s.answered,
         )
         if not judgement.keep_question:
             self._s.question = None
         if not judgement.binds or question is None:
-            return await self._not_bound(proposal_id, revision, decision, source,
-                                         judgement.reason)
+            return await self._not_bound(proposal_id, revision, decision, source, judgement.reason)
         try:
             return await self._bind(question, decision, source, turn)
         except Exception:  # unavailable policy data: nothing binds
             log.exception("policy.confirmation_failed")
             self._s.question = question
-            return await self._not_bound(proposal_id, revision, decision, source,
-                                         "authorization_unavailable")
+            return await self._not_bound(
+                proposal_id, revision, decision, source, "authorization_unavailable"
+            )
 
     async def _bind(
         self, question: Question, decision: Answer, source: Source, turn: TurnRef | None
@@ -258,11 +306,15 @@ class SessionCoordinator:
         tool = resolve(self.profile, question.tool)
         assert tool is not None
         stored = await self.repo.record_answer(
-            session_id=self.session_id, proposal_id=question.proposal_id,
-            revision=question.revision, decision=decision,
-            binding=lambda s: self._binding(question.proposal_id, s.revision,
-                                            s.arguments_hash, s.expires_at),
-            asked_turn_id=question.asked_turn_id, answer_turn_id=turn.turn_id if turn else "",
+            session_id=self.session_id,
+            proposal_id=question.proposal_id,
+            revision=question.revision,
+            decision=decision,
+            binding=lambda s: self._binding(
+                question.proposal_id, s.revision, s.arguments_hash, s.expires_at
+            ),
+            asked_turn_id=question.asked_turn_id,
+            answer_turn_id=turn.turn_id if turn else "",
             source=source,
         )
         self._s.answered.add(key)
@@ -270,40 +322,64 @@ class SessionCoordinator:
             return ConfirmationVerdict(binds=True)
         call_id = new_id("call")
         self._s.runnable[call_id] = _Runnable(
-            tool=tool, arguments=stored.canonical_arguments, arguments_hash=stored.arguments_hash,
-            proposal_id=question.proposal_id, revision=question.revision,
-            operation_id=new_id("op"), traceparent=turn.traceparent if turn else "")
-        plan = ToolPlan(kind="run", tool=question.tool, tool_call_id=call_id,
-                        proposal_id=question.proposal_id, revision=question.revision)
+            tool=tool,
+            arguments=stored.canonical_arguments,
+            arguments_hash=stored.arguments_hash,
+            proposal_id=question.proposal_id,
+            revision=question.revision,
+            operation_id=new_id("op"),
+            traceparent=turn.traceparent if turn else "",
+        )
+        plan = ToolPlan(
+            kind="run",
+            tool=question.tool,
+            tool_call_id=call_id,
+            proposal_id=question.proposal_id,
+            revision=question.revision,
+        )
         return ConfirmationVerdict(binds=True, plan=plan)
 
     async def _not_bound(
         self, proposal_id: str, revision: int, decision: str, source: str, reason: str
     ) -> ConfirmationVerdict:
         self.metrics.count("denials", reason_code=reason)
-        await self._audit("confirmation.not_bound", {
-            "proposal_id": proposal_id, "revision": revision, "answer": decision,
-            "source": source, "reason_code": reason,
-        })
+        await self._audit(
+            "confirmation.not_bound",
+            {
+                "proposal_id": proposal_id,
+                "revision": revision,
+                "answer": decision,
+                "source": source,
+                "reason_code": reason,
+            },
+        )
         plan = None
         if reason in ("authorization_expired", "authorization_unavailable"):
-            plan = ToolPlan(kind="deny", tool="", proposal_id=proposal_id, revision=revision,
-                            reason_code=reason, summary=explain(reason))
+            plan = ToolPlan(
+                kind="deny",
+                tool="",
+                proposal_id=proposal_id,
+                revision=revision,
+                reason_code=reason,
+                summary=explain(reason),
+            )
         return ConfirmationVerdict(binds=False, plan=plan, reason_code=reason)
 
     # ---------------------------------------------------------------------------- evidence
 
-    async def record_delivery(self, generation_id: str, delivered: bool) -> None:
-        """Playout evidence of one generation (``delivered`` is positional too: the orchestrator
-        spawns this with positional arguments)."""
-        await self.evidence.delivered(generation_id, delivered)
+    async def record_delivery(
+        self, generation_id: str, *, delivered: bool, observable: bool = True
+    ) -> None:
+        """Playout evidence of one generation."""
+        await self.evidence.delivered(generation_id, delivered, observable=observable)
 
     # ----------------------------------------------------------------------------- execute
 
     async def execute(self, plan: ToolPlan, on_status: StatusCallback) -> ToolOutcome:
         runnable = self._s.runnable.get(plan.tool_call_id)
         if runnable is None or (runnable.proposal_id, runnable.revision) != (
-            plan.proposal_id, plan.revision
+            plan.proposal_id,
+            plan.revision,
         ):
             return self._refused(plan, "not_authorized", on_status)
         if not runnable.tool.write:
@@ -322,8 +398,12 @@ class SessionCoordinator:
         try:
             _, schema_now, available = self._definition(run.tool)
             authorization = await self.repo.authorize(
-                session_id=self.session_id, proposal_id=run.proposal_id, revision=run.revision,
-                operation_id=run.operation_id, tool=run.tool, principal=self.principal,
+                session_id=self.session_id,
+                proposal_id=run.proposal_id,
+                revision=run.revision,
+                operation_id=run.operation_id,
+                tool=run.tool,
+                principal=self.principal,
                 decide=lambda stored: self._final_gate(stored, run, schema_now, available),
             )
         except Exception:  # unavailable policy data denies
@@ -345,26 +425,40 @@ class SessionCoordinator:
         self, stored: StoredRevision, run: _Runnable, schema_now: str | None, available: bool
     ) -> Decision:
         digest_now = arguments_hash(run.tool, schema_now or "", stored.canonical_arguments)
-        return permit(PermitRequest(
-            stage="execute", tenant=self.caller.tenant, principal=self.principal,
-            profile_version=self.profile.version, tool=run.tool, policy_available=available,
-            schema_version=schema_now, arguments_match=digest_now == stored.arguments_hash,
-            revision=stored.revision, current_revision=stored.current_revision,
-            expected_binding=self._binding(run.proposal_id, run.revision, digest_now,
-                                           stored.expires_at),
-            confirmation=ConfirmationFacts(
-                status=stored.confirmation_status, binding_hash=stored.confirmation_hash,
-                revision=stored.revision, expires_at=stored.confirmation_expires_at,
-            ) if stored.confirmation_status else None,
-            evidence_satisfied=stored.evidence_status == "satisfied",
-            now=self.clock.now(),
-        ))
+        return permit(
+            PermitRequest(
+                stage="execute",
+                tenant=self.caller.tenant,
+                principal=self.principal,
+                profile_version=self.profile.version,
+                tool=run.tool,
+                policy_available=available,
+                schema_version=schema_now,
+                arguments_match=digest_now == stored.arguments_hash,
+                revision=stored.revision,
+                current_revision=stored.current_revision,
+                expected_binding=self._binding(
+                    run.proposal_id, run.revision, digest_now, stored.expires_at
+                ),
+                confirmation=ConfirmationFacts(
+                    status=stored.confirmation_status,
+                    binding_hash=stored.confirmation_hash,
+                    revision=stored.revision,
+                    expires_at=stored.confirmation_expires_at,
+                )
+                if stored.confirmation_status
+                else None,
+                evidence_satisfied=stored.evidence_status == "satisfied",
+                now=self.clock.now(),
+            )
+        )
 
     async def _read(self, plan: ToolPlan, run: _Runnable, on_status: StatusCallback) -> ToolOutcome:
         operation_id = new_id("op")
         on_status(plan.tool_call_id, "", "in_flight", "")
-        meta = CallMeta(operation_id=operation_id, principal=self.principal,
-                        traceparent=run.traceparent)
+        meta = CallMeta(
+            operation_id=operation_id, principal=self.principal, traceparent=run.traceparent
+        )
         status: ToolStatus = "committed"
         reason = ""
         result: ToolResult | None = None
@@ -379,27 +473,38 @@ class SessionCoordinator:
         except TimeoutError:
             status, reason = "unknown", "timeout"
         try:
-            await self.repo.record_read(session_id=self.session_id, operation_id=operation_id,
-                                        tool=run.tool, principal=self.principal,
-                                        arguments_hash=run.arguments_hash, status=status,
-                                        reason=reason)
+            await self.repo.record_read(
+                session_id=self.session_id,
+                operation_id=operation_id,
+                tool=run.tool,
+                principal=self.principal,
+                arguments_hash=run.arguments_hash,
+                status=status,
+                reason=reason,
+            )
         except Exception:  # a read has no effect to protect
             log.exception("policy.read_record_failed")
         on_status(plan.tool_call_id, "", status, reason)
-        content = result.content if result is not None and status == "committed" else {
-            "error": reason or "refused"}
+        content = (
+            result.content
+            if result is not None and status == "committed"
+            else {"error": reason or "refused"}
+        )
         self._observe(content)
-        return ToolOutcome(tool_call_id=plan.tool_call_id, status=status, result=content,
-                           reason_code=reason)
+        return ToolOutcome(
+            tool_call_id=plan.tool_call_id, status=status, result=content, reason_code=reason
+        )
 
     async def _call(self, run: _Runnable, name: str, meta: CallMeta) -> ToolResult:
         if run.tool.builtin:
             assert self.builtins is not None
-            return await self.builtins.call(run.tool.tool, run.arguments, meta,
-                                            session_id=self.session_id)
+            return await self.builtins.call(
+                run.tool.tool, run.arguments, meta, session_id=self.session_id
+            )
         assert self.gateway is not None
-        return await self.gateway.call(ToolCallRequest(tool=name, arguments=run.arguments,
-                                                       meta=meta))
+        return await self.gateway.call(
+            ToolCallRequest(tool=name, arguments=run.arguments, meta=meta)
+        )
 
     def _outcome(self, plan: ToolPlan, run: _Runnable, op: OperationRecord) -> ToolOutcome:
         receipt = (op.receipt or {}).get("content") if op.status == "committed" else None
@@ -411,15 +516,24 @@ class SessionCoordinator:
         }
         if isinstance(receipt, dict):
             result["receipt"] = receipt
-        return ToolOutcome(tool_call_id=plan.tool_call_id, proposal_id=run.proposal_id,
-                           status=op.status, result=result, reason_code=op.reason_code,
-                           side_effect=op.status != "rejected")
+        return ToolOutcome(
+            tool_call_id=plan.tool_call_id,
+            proposal_id=run.proposal_id,
+            status=op.status,
+            result=result,
+            reason_code=op.reason_code,
+            side_effect=op.status != "rejected",
+        )
 
     def _refused(self, plan: ToolPlan, reason: str, on_status: StatusCallback) -> ToolOutcome:
         on_status(plan.tool_call_id, plan.proposal_id, "rejected", reason)
-        return ToolOutcome(tool_call_id=plan.tool_call_id, proposal_id=plan.proposal_id,
-                           status="rejected", reason_code=reason,
-                           result={"summary": explain(reason)})
+        return ToolOutcome(
+            tool_call_id=plan.tool_call_id,
+            proposal_id=plan.proposal_id,
+            status="rejected",
+            reason_code=reason,
+            result={"summary": explain(reason)},
+        )
 
     # ----------------------------------------------------------------------------- helpers
 
@@ -444,36 +558,69 @@ class SessionCoordinator:
             return {}, None, True
         return found.input_schema, schema_version(found.input_schema), True
 
-    def _request(self, stage: Literal["propose", "execute"], tool: ResolvedTool | None,
-                 schema: str | None, available: bool) -> PermitRequest:
-        return PermitRequest(stage=stage, tenant=self.caller.tenant, principal=self.principal,
-                             profile_version=self.profile.version, tool=tool,
-                             policy_available=available, schema_version=schema,
-                             now=self.clock.now())
+    def _request(
+        self,
+        stage: Literal["propose", "execute"],
+        tool: ResolvedTool | None,
+        schema: str | None,
+        available: bool,
+    ) -> PermitRequest:
+        return PermitRequest(
+            stage=stage,
+            tenant=self.caller.tenant,
+            principal=self.principal,
+            profile_version=self.profile.version,
+            tool=tool,
+            policy_available=available,
+            schema_version=schema,
+            now=self.clock.now(),
+        )
 
-    def _canonical(self, tool: ResolvedTool, arguments: dict[str, Any],
-                   schema: dict[str, Any]) -> Canonical:
-        ctx = Context(tenant=self.caller.tenant, timezone=self.caller.timezone,
-                      now=datetime.fromtimestamp(self.clock.now(), UTC), server=tool.server,
-                      observed_versions=self._s.observed)
+    def _canonical(
+        self, tool: ResolvedTool, arguments: dict[str, Any], schema: dict[str, Any]
+    ) -> Canonical:
+        ctx = Context(
+            tenant=self.caller.tenant,
+            timezone=self.caller.timezone,
+            now=datetime.fromtimestamp(self.clock.now(), UTC),
+            server=tool.server,
+            observed_versions=self._s.observed,
+        )
         if tool.builtin and self.builtins is not None:
             return self.builtins.canonicalize(tool.tool, arguments, ctx)
         return canonicalize(arguments, schema, ctx)
 
     def _binding(self, proposal_id: str, revision: int, args_hash: str, expires_at: float) -> str:
-        return binding_hash(proposal_id=proposal_id, revision=revision,
-                            arguments_digest=args_hash, principal=self.principal,
-                            expires_at=expires_at, workflow_revision=self.workflow_revision)
+        return binding_hash(
+            proposal_id=proposal_id,
+            revision=revision,
+            arguments_digest=args_hash,
+            principal=self.principal,
+            expires_at=expires_at,
+            workflow_revision=self.workflow_revision,
+        )
 
-    async def _deny(self, name: str, call_id: str, reason: str, stage: str,
-                    summary: str = "") -> ToolPlan:
+    async def _deny(
+        self, name: str, call_id: str, reason: str, stage: str, summary: str = ""
+    ) -> ToolPlan:
         tool = resolve(self.profile, name)
-        await self._audit("action.denied", {
-            "stage": stage, "tool": name, "tool_call_id": call_id, "reason_code": reason,
-            "resolved_tool": f"{tool.server}/{tool.tool}" if tool else "",
-        })
-        return ToolPlan(kind="deny", tool=name, tool_call_id=call_id, reason_code=reason,
-                        summary=summary or explain(reason))
+        await self._audit(
+            "action.denied",
+            {
+                "stage": stage,
+                "tool": name,
+                "tool_call_id": call_id,
+                "reason_code": reason,
+                "resolved_tool": f"{tool.server}/{tool.tool}" if tool else "",
+            },
+        )
+        return ToolPlan(
+            kind="deny",
+            tool=name,
+            tool_call_id=call_id,
+            reason_code=reason,
+            summary=summary or explain(reason),
+        )
 
     async def _audit(self, kind: str, data: dict[str, Any]) -> None:
         try:
@@ -484,4 +631,3 @@ class SessionCoordinator:
     def _observe(self, content: dict[str, Any]) -> None:
         """Remember object versions the owning service reported (``expected_version``)."""
         self._s.observed.update(observed_versions(content))
-

@@ -53,15 +53,24 @@ class DeliveryEvidence:
             self._by_generation[generation_id] = key
             await self._apply(key, Ev.SPOKEN, generation_id)
 
-    async def delivered(self, generation_id: str, delivered: bool) -> None:
+    async def delivered(
+        self, generation_id: str, delivered: bool, *, observable: bool = True
+    ) -> None:
+        if delivered and not observable:
+            key = self._by_generation.get(generation_id)
+            if key is not None:
+                await self._apply(key, Ev.UNOBSERVED, generation_id)
+            return
         if not delivered:
             self._canceled.add(generation_id)
         key = self._by_generation.get(generation_id)
         if key is None:
             return
         if delivered and generation_id in self._canceled:
-            await self._audit("evidence.stale_delivery_ignored", {
-                "proposal_id": key[0], "revision": key[1], "generation_id": generation_id})
+            await self._audit(
+                "evidence.stale_delivery_ignored",
+                {"proposal_id": key[0], "revision": key[1], "generation_id": generation_id},
+            )
             return
         await self._apply(key, Ev.DELIVERED if delivered else Ev.NOT_DELIVERED, generation_id)
 
