@@ -203,7 +203,7 @@ class Connection:
         self.in_sequence += 1
         if text is None:
             raise ProtocolError("binary frame", code=ErrorCode.MALFORMED_EVENT)
-        if len(text.encode()) > self.limits.max_frame_bytes:
+        if _utf8_size_over(text, self.limits.max_frame_bytes):
             raise ProtocolError("frame too large", code=ErrorCode.FRAME_TOO_LARGE)
         if not self.rate.admit(self.config.monotonic()):
             raise ProtocolError("rate", code=ErrorCode.RATE_LIMITED)
@@ -350,3 +350,11 @@ def _with_effective(ctx: Any, effective: ev.Effective) -> Any:
     from dataclasses import replace
 
     return replace(ctx, effective=effective)
+
+
+def _utf8_size_over(text: str, limit: int) -> bool:
+    """Whether the frame's UTF-8 size exceeds ``limit``, without encoding frames that cannot
+    (a character is at most 4 bytes; audio frames are ASCII JSON)."""
+    if len(text) > limit:
+        return True
+    return len(text) * 4 > limit and len(text.encode()) > limit
