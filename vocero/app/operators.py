@@ -7,9 +7,8 @@ import hmac
 from pathlib import Path
 
 import msgspec
-import yaml
 
-from vocero.contracts.errors import ConfigError
+from vocero.identity.config_files import convert, read_yaml
 
 
 class Operator(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -37,13 +36,8 @@ def _digest(token: str) -> str:
 def load_operators(path: str, admin_token: str) -> OperatorDirectory:
     operators: list[Operator] = []
     if path:
-        try:
-            raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or []
-            operators = msgspec.convert(raw, list[Operator])
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(path, "$", str(exc)) from None
-        except msgspec.ValidationError as exc:
-            raise ConfigError(path, str(exc).rsplit("at `", 1)[-1].rstrip("`"), str(exc)) from None
+        file = Path(path)
+        operators = convert(read_yaml(file) or [], list[Operator], file)
     if admin_token:
         operators.append(Operator(token=admin_token, name="admin", roles=["admin"]))
     return OperatorDirectory(operators)
