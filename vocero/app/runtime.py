@@ -133,8 +133,12 @@ def vault_key_file(url: str) -> Path:
 
 
 @asynccontextmanager
-async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
-    identities, profiles = load_config(settings)
+async def open_runtime(
+    settings: Settings, config: tuple[IdentityDirectory, ProfileCatalog] | None = None
+) -> AsyncIterator[Runtime]:
+    """Open everything the server holds. ``config`` is the already loaded identities and
+    profiles (``serve`` loads them before binding, to fail fast); otherwise they load here."""
+    identities, profiles = config or load_config(settings)
     url = db_url(settings.db)
     await upgrade_async(url)
     store = Store.open(url)

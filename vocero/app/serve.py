@@ -19,8 +19,8 @@ def serve(settings: Settings) -> int:
     configure_logging(settings.log_format, route_stdlib=True)  # type: ignore[arg-type]
     from vocero.app.runtime import load_config
 
-    load_config(settings)  # fail fast, before binding, on a bad identities or profiles file
-    app = create_app(settings)
+    loaded = load_config(settings)  # fail fast, before binding, on a bad config file
+    app = create_app(settings, loaded)
     config = uvicorn.Config(
         app,
         host=settings.host,

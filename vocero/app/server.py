@@ -19,6 +19,8 @@ from vocero.app.operators import load_operators
 from vocero.app.runtime import Runtime, open_runtime
 from vocero.app.sessions import SessionFactory
 from vocero.app.settings import Settings
+from vocero.identity.identities import IdentityDirectory
+from vocero.identity.profiles import ProfileCatalog
 from vocero.relay.connection import Connection
 from vocero.relay.ports import RelayConfig
 
@@ -50,12 +52,14 @@ async def realtime(websocket: WebSocket) -> None:
     await Connection(websocket, websocket.app.state.relay).serve()
 
 
-def create_app(settings: Settings) -> Starlette:
+def create_app(
+    settings: Settings, config: tuple[IdentityDirectory, ProfileCatalog] | None = None
+) -> Starlette:
     operators = load_operators(settings.operators, settings.operator_token)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_runtime(settings) as runtime:
+        async with open_runtime(settings, config) as runtime:
             app.state.runtime = runtime
             app.state.operators = operators
             app.state.relay = RelayConfig(
