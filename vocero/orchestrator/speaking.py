@@ -16,7 +16,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from vocero.contracts import events as ev
 from vocero.contracts.errors import CapacityError, ErrorCode
-from vocero.orchestrator.generation import Generation
+from vocero.orchestrator.generation import Generation, UnitRecord
 from vocero.orchestrator.machine import Event
 from vocero.orchestrator.output import OutFrame
 from vocero.speech.units import SpokenUnit, UnitChunker
@@ -114,7 +114,7 @@ class Speaker:
             log.warning("tts_failed", exc_info=True)
             self._tts_failed(record, ErrorCode.TTS_UNAVAILABLE)
 
-    async def _synthesize(self, unit: SpokenUnit, record: object) -> None:
+    async def _synthesize(self, unit: SpokenUnit, record: UnitRecord) -> None:
         session, generation = self._session, self._generation
         tts = session.runners.tts
         rate = tts.sample_rate
@@ -128,7 +128,7 @@ class Speaker:
                         "tts_ttfa_ms", (session.monotonic() - started) * 1000.0
                     )
                 self._first_audio()
-                generation.add_audio(record, audio_ms)  # type: ignore[arg-type]
+                generation.add_audio(record, audio_ms)
                 payload = ev.AudioOut(
                     generation_id=generation.generation_id,
                     unit_id=unit.unit_id,
@@ -152,10 +152,10 @@ class Speaker:
                 )
             session.try_fire(Event.AUDIO_FIRST_CHUNK)
 
-    def _tts_failed(self, record: object, code: ErrorCode) -> None:
+    def _tts_failed(self, record: UnitRecord, code: ErrorCode) -> None:
         self._tts_broken = True
-        if getattr(record, "audio_ms", 0.0) == 0.0:
-            record.voiced = False  # type: ignore[attr-defined]
+        if record.audio_ms == 0.0:
+            record.voiced = False
         if not self._tts_error_sent:
             self._tts_error_sent = True
             self._session.error(code)
