@@ -144,3 +144,17 @@ def test_schema_check_fails_when_a_schema_is_stale(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 1
+
+
+@pytest.mark.slow
+def test_bench_prints_only_json_on_stdout() -> None:
+    """Benchmarks start runtimes that log; none of it may reach the JSON on standard output."""
+    result = subprocess.run(
+        [sys.executable, "-m", "vocero", "bench", "mcp", "--iterations", "5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["benchmark"] == "mcp" and report["calls"] == 5

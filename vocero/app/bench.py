@@ -27,6 +27,10 @@ def _registry() -> dict[str, Bench]:
 
 
 async def run_bench(args: argparse.Namespace) -> int:
+    from vocero.observability.logging import configure_logging
+
+    # Standard output carries the JSON result only; every log line goes to standard error.
+    configure_logging("console", "warning", route_stdlib=True)
     benches = _registry()
     if args.name not in benches:
         print(
