@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 from tests.support.audio import silence_frames, tone_frames, utterance
@@ -11,6 +13,7 @@ from tests.support.fakes import fake_runners
 from tests.support.harness import profile, running
 from vocero.contracts import events as ev
 from vocero.inference.sim.script import Rule
+from vocero.orchestrator.session import SPECULATE_AFTER_MS
 
 pytestmark = pytest.mark.anyio
 
@@ -284,3 +287,42 @@ async def test_a_voice_revoked_mid_answer_is_not_used_for_the_next_unit() -> Non
         assert [e.code for e in h.received.of("Error")] == ["TTS_UNAVAILABLE"]
         assert " ".join(d.text for d in h.received.of("TextDelta")) == STORY
         assert done.status == "completed"
+
+
+async def _stt_called(stt, count: int) -> None:  # type: ignore[no-untyped-def]
+    with anyio.fail_after(5):
+        while len(stt.calls) < count:
+            await anyio.lowlevel.checkpoint()
+
+
+async def test_a_pause_starts_the_final_transcription_before_the_endpoint() -> None:
+    runners, stt, *_ = fake_runners(stt=["what is my order status", "thanks"], rules=RULES)
+    async with running(runners) as h:
+        for frame in tone_frames(400) + silence_frames(SPECULATE_AFTER_MS + 40):
+            h.session.on_audio(frame)
+        await _stt_called(stt, 1)
+        assert h.received.of("transcript.final.v1") == []  # the VAD still waits for the end
+        for frame in silence_frames(500):
+            h.session.on_audio(frame)
+        final = await h.until_frame("transcript.final.v1")
+        assert final.text == "what is my order status"
+        assert len(stt.calls) == 1, "the final must reuse the transcription started at the pause"
+
+
+async def test_speech_after_the_pause_makes_the_early_transcription_stale() -> None:
+    runners, stt, *_ = fake_runners(stt=["check order A123", "thanks"], rules=RULES)
+    async with running(runners) as h:
+        for frame in tone_frames(400) + silence_frames(SPECULATE_AFTER_MS + 40):
+            h.session.on_audio(frame)
+        await _stt_called(stt, 1)
+        for frame in tone_frames(300) + silence_frames(500):
+            h.session.on_audio(frame)
+        final = await h.until_frame("transcript.final.v1")
+        assert final.text == "check order A123"
+        assert len(stt.calls) == 2 and stt.calls[0] == stt.calls[1]  # one utterance, twice
+        await h.until_frame("ResponseCompleted")
+        for frame in utterance():
+            h.session.on_audio(frame)
+        second = await h.until_frame("transcript.final.v1", 2)
+        assert second.text == "thanks", "a script line is consumed once per audio turn"
+        assert len(set(stt.calls)) == 2

@@ -19,15 +19,22 @@ class FakeStt(SimStt):
         super().__init__(transcripts)
         self.health: Health = "ready"
         self.fail = False
+        self.calls: list[str] = []
+        """The ``utterance_id`` of every ``transcribe`` call."""
 
     def status(self) -> RunnerStatus:
         return RunnerStatus(health=self.health)
 
-    async def transcribe(self, pcm16: bytes, *, sample_rate: int, locale: str) -> Transcription:
+    async def transcribe(
+        self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = ""
+    ) -> Transcription:
+        self.calls.append(utterance_id)
         if self.fail:
             self.health = "unavailable"
             raise RuntimeError("stt crashed")
-        return await super().transcribe(pcm16, sample_rate=sample_rate, locale=locale)
+        return await super().transcribe(
+            pcm16, sample_rate=sample_rate, locale=locale, utterance_id=utterance_id
+        )
 
 
 class FakeLlm(SimLlm):

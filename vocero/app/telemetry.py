@@ -36,6 +36,8 @@ class MetricsPort:
                 m.generation(labels.get("status", ""))
             case "frames_rejected":
                 m.frame_dropped("inbound", labels.get("reason", ""))
+            case "stt_speculations":
+                m.stt_speculation(labels.get("outcome", ""))
             case "recorder_drops":
                 m.frame_dropped("recorder", "queue_full")
 

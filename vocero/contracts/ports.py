@@ -73,8 +73,14 @@ class Transcription(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Stt(Runner, Protocol):
-    async def transcribe(self, pcm16: bytes, *, sample_rate: int, locale: str) -> Transcription:
-        """Final transcript of one committed utterance."""
+    async def transcribe(
+        self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = ""
+    ) -> Transcription:
+        """Final transcript of one utterance.
+
+        An utterance may be transcribed twice: early, at a pause, and again when the caller
+        spoke on; both calls carry the same ``utterance_id``. Runners may ignore it.
+        """
         ...
 
     async def partial(self, pcm16: bytes, *, sample_rate: int, locale: str) -> Transcription:

@@ -82,6 +82,12 @@ class Metrics:
         self.generations_total = Counter(
             "vocero_generations_total", "Generations by final status.", ["status"], registry=reg
         )
+        self.stt_speculations_total = Counter(
+            "vocero_stt_speculations_total",
+            "Final transcriptions started at a pause, by outcome (used, stale).",
+            ["outcome"],
+            registry=reg,
+        )
         self.active_sessions = Gauge("vocero_active_sessions", "Live sessions.", registry=reg)
         self.queue_depth = Gauge("vocero_queue_depth", "Items queued.", ["link"], registry=reg)
         for outcome in SESSION_OUTCOMES:
@@ -119,6 +125,10 @@ class Metrics:
     def generation(self, status: str) -> None:
         """Count a finished generation by its ``response.completed`` status."""
         self.generations_total.labels(status=status).inc()
+
+    def stt_speculation(self, outcome: str) -> None:
+        """Count a speculative final: ``used`` as the turn's transcript, or ``stale``."""
+        self.stt_speculations_total.labels(outcome=outcome).inc()
 
     def set_queue_depth(self, link: str, depth: int) -> None:
         self.queue_depth.labels(link=link).set(depth)

@@ -1,11 +1,14 @@
-"""Caller audio: VAD segmentation into utterances, pre-roll, and barge-in candidacy."""
+"""Caller audio: VAD segmentation into utterances, pre-roll, pauses, and barge-in candidacy."""
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
 
-from vocero.contracts.ports import VadEvent, VadStream
+import anyio
+
+from vocero.contracts.ports import Transcription, VadEvent, VadStream
+from vocero.orchestrator.ids import new_id
 
 BACKCHANNELS: frozenset[str] = frozenset(
     {
@@ -41,8 +44,23 @@ def is_backchannel(text: str) -> bool:
 
 
 @dataclass(slots=True)
+class Speculation:
+    """A final transcription started at a pause, before the VAD has declared the turn over.
+
+    It stands for the utterance only while no speech has been heard since it started
+    (``voiced_ms`` unchanged): then the audio after it is the trailing silence the VAD waited
+    through, and transcribing it again would only add that wait to the caller's latency.
+    """
+
+    voiced_ms: float
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: Transcription | None = None
+
+
+@dataclass(slots=True)
 class Utterance:
     audio: bytearray = field(default_factory=bytearray)
+    utterance_id: str = field(default_factory=lambda: new_id("utt"))
     candidate: bool = False
     """Began while the agent was answering: a possible barge-in, not yet a turn."""
     judged: bool = False
@@ -54,6 +72,19 @@ class Utterance:
 
     voiced_ms: float = 0.0
     """Speech heard in this utterance so far (trailing silence excluded)."""
+    last_voiced_at_ms: float = 0.0
+    """Where in :attr:`audio` the speech heard so far last grew: the start of a pause."""
+    speculation: Speculation | None = None
+
+    @property
+    def pause_ms(self) -> float:
+        """How long the caller has been silent at the end of the audio so far."""
+        return self.duration_ms - self.last_voiced_at_ms
+
+    def speculation_holds(self) -> bool:
+        """A speculative transcription exists and no speech came after it started."""
+        spec = self.speculation
+        return spec is not None and spec.voiced_ms == self.voiced_ms
 
     @property
     def duration_ms(self) -> float:
@@ -96,8 +127,14 @@ class Listener:
             elif event.kind == "speech_stopped" and self.current is not None:
                 segment.ended, self.current = self.current, None
         if self.current is not None:
-            self.current.voiced_ms = self._vad.voiced_ms
+            self._voiced(self.current, self._vad.voiced_ms)
         return segment
+
+    @staticmethod
+    def _voiced(utterance: Utterance, voiced_ms: float) -> None:
+        if voiced_ms != utterance.voiced_ms:
+            utterance.voiced_ms = voiced_ms
+            utterance.last_voiced_at_ms = utterance.duration_ms
 
     def _push_to_talk(self, pcm16: bytes) -> Segment:
         segment = Segment()
@@ -105,7 +142,7 @@ class Listener:
             self.current = Utterance()
             segment.started = self.current
         self.current.audio.extend(pcm16)
-        self.current.voiced_ms = self.current.duration_ms
+        self._voiced(self.current, self.current.duration_ms)
         return segment
 
     def commit(self) -> Utterance | None:

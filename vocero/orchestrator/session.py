@@ -18,7 +18,13 @@ import structlog
 from vocero.contracts import events as ev
 from vocero.contracts.actions import ActionCoordinator, ToolPlan, TurnRef
 from vocero.contracts.errors import CODES, CapacityError, ErrorCode
-from vocero.contracts.ports import IntentClassified, LlmRequest, Message, ToolIntent
+from vocero.contracts.ports import (
+    IntentClassified,
+    LlmRequest,
+    Message,
+    ToolIntent,
+    Transcription,
+)
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.acting import Actor
 from vocero.orchestrator.context import (
@@ -31,7 +37,7 @@ from vocero.orchestrator.context import (
 )
 from vocero.orchestrator.generation import Generation
 from vocero.orchestrator.ids import new_id
-from vocero.orchestrator.listening import Listener, Utterance, is_backchannel
+from vocero.orchestrator.listening import Listener, Speculation, Utterance, is_backchannel
 from vocero.orchestrator.machine import Event, SessionMachine
 from vocero.orchestrator.output import OutFrame, OutputChannel
 from vocero.orchestrator.speaking import Speaker
@@ -39,6 +45,9 @@ from vocero.orchestrator.speaking import Speaker
 log = structlog.get_logger("vocero.session")
 
 PARTIAL_EVERY_MS = 600
+SPECULATE_AFTER_MS = 160
+"""A pause this long starts the final transcription while the VAD still waits for the end of
+the turn (its ``min_silence_ms`` hangover); speech after it makes that transcription stale."""
 ANSWERING = frozenset(
     {"THINKING", "TOOL_PENDING", "TOOL_RUNNING", "AWAITING_CONFIRMATION", "SPEAKING"}
 )
@@ -127,6 +136,8 @@ class Session:
                 self.spawn(self._judge_interruption, current)
         elif current is not None and not current.candidate:
             self._maybe_partial(current)
+        if current is not None and self.turn_mode == "server_vad":
+            self._maybe_speculate(current)
         if segment.ended is not None:
             self._utterance_ended(segment.ended)
 
@@ -214,6 +225,47 @@ class Session:
             )
             self.out.partial(frame)
 
+    def _maybe_speculate(self, utterance: Utterance) -> None:
+        """At a pause, transcribe what was said so far, once per pause."""
+        if utterance.pause_ms < SPECULATE_AFTER_MS or utterance.speculation_holds():
+            return
+        if utterance.voiced_ms <= 0:
+            return
+        speculation = Speculation(voiced_ms=utterance.voiced_ms)
+        utterance.speculation = speculation
+        self.spawn(self._speculate, speculation, bytes(utterance.audio), utterance.utterance_id)
+
+    async def _speculate(self, speculation: Speculation, audio: bytes, utterance_id: str) -> None:
+        try:
+            speculation.result = await self.runners.stt.transcribe(
+                audio,
+                sample_rate=16000,
+                locale=self.ctx.effective.locale,
+                utterance_id=utterance_id,
+            )
+        except Exception:
+            speculation.result = None  # the final transcribes again and handles the error
+        finally:
+            speculation.done.set()
+
+    async def _final_transcript(self, utterance: Utterance) -> Transcription:
+        """The utterance's final: the speculation started at its last pause when no speech came
+        after it, otherwise a transcription of the whole utterance."""
+        speculation = utterance.speculation
+        if speculation is not None and utterance.speculation_holds():
+            await speculation.done.wait()
+            if speculation.result is not None:
+                self.metrics.count("stt_speculations", outcome="used")
+                return speculation.result
+        elif speculation is not None:
+            self.metrics.count("stt_speculations", outcome="stale")
+        return await self.runners.stt.transcribe(
+            bytes(utterance.audio),
+            sample_rate=16000,
+            locale=self.ctx.effective.locale,
+            utterance_id=utterance.utterance_id,
+        )
+
     def _utterance_ended(self, utterance: Utterance) -> None:
         if utterance.candidate and not utterance.judged:
             self.false_barge_ins += 1
@@ -240,9 +292,7 @@ class Session:
             started = self.monotonic()
             try:
                 with anyio.fail_after(self.timeouts.stt_s):
-                    result = await self.runners.stt.transcribe(
-                        bytes(utterance.audio), sample_rate=16000, locale=self.ctx.effective.locale
-                    )
+                    result = await self._final_transcript(utterance)
             except CapacityError:
                 self.error(ErrorCode.CAPACITY_EXHAUSTED)
                 self._discard_speech()

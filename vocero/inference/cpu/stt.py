@@ -57,7 +57,9 @@ class SpeechToText:
     def status(self) -> RunnerStatus:
         return self._admission.status(self._health, self._detail)
 
-    async def transcribe(self, pcm16: bytes, *, sample_rate: int, locale: str) -> Transcription:
+    async def transcribe(
+        self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = ""
+    ) -> Transcription:
         audio = _prepare(pcm16, sample_rate)
         async with self._admission.slot(self._queue.deadline_s):
             result = await threads.run(lambda: self._engine.recognise(audio, words=True))

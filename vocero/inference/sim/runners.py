@@ -29,13 +29,20 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w.]*)\}")
 
 
 class SimStt:
-    """Returns the script's transcripts in order, one per committed audio turn."""
+    """Returns the script's transcripts in order, one per committed audio turn.
+
+    The orchestrator may transcribe an utterance early, at a pause, and again at its end when the
+    caller spoke on: a second call with the same ``utterance_id`` gets the same transcript, so a
+    script line is still consumed once per audio turn.
+    """
 
     name = "sim-stt"
 
     def __init__(self, transcripts: list[str]) -> None:
         self._transcripts = list(transcripts)
         self._next = 0
+        self._last_utterance = ""
+        self._last_text = ""
 
     async def warm_up(self) -> None:
         return None
@@ -46,9 +53,14 @@ class SimStt:
     def _upcoming(self) -> str:
         return self._transcripts[self._next] if self._next < len(self._transcripts) else ""
 
-    async def transcribe(self, pcm16: bytes, *, sample_rate: int, locale: str) -> Transcription:
+    async def transcribe(
+        self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = ""
+    ) -> Transcription:
+        if utterance_id and utterance_id == self._last_utterance:
+            return Transcription(text=self._last_text)
         text = self._upcoming()
         self._next += 1
+        self._last_utterance, self._last_text = utterance_id, text
         return Transcription(text=text)
 
     async def partial(self, pcm16: bytes, *, sample_rate: int, locale: str) -> Transcription:
