@@ -31,6 +31,9 @@ async def test_the_default_cpu_set_warms_up_and_is_ready(
     assert runners.statuses()["llm"].detail == "queued 0, rejected 0, expired 0"
     assert runners.tts.sample_rate == 22_050
     assert runners.vad.open().push(bytes(3200)) == []
+    assert runners.stt.partial_interval_ms == 0, "Whisper on a CPU: finals only by default"
+    live = build_cpu_runners(CpuSettings.from_env({"VOCERO_STT_PARTIAL_MS": "800"}))
+    assert live.stt.partial_interval_ms == 800
 
 
 @pytest.mark.models

@@ -270,6 +270,26 @@ async def test_long_speech_gets_partial_transcripts_before_the_final() -> None:
         assert final.text == "what is the status of my order"
 
 
+async def test_a_runner_that_asks_for_no_partials_gets_only_finals() -> None:
+    runners, stt, *_ = fake_runners(stt=["what is the status of my order"], rules=RULES)
+    stt.partial_interval_ms = 0
+    asked: list[int] = []
+    original = stt.partial
+
+    async def counting_partial(pcm16: bytes, *, sample_rate: int, locale: str):  # type: ignore[no-untyped-def]
+        asked.append(len(pcm16))
+        return await original(pcm16, sample_rate=sample_rate, locale=locale)
+
+    stt.partial = counting_partial  # type: ignore[method-assign]
+    async with running(runners) as h:
+        for frame in tone_frames(2000) + silence_frames(500):
+            h.session.on_audio(frame)
+        final = await h.until_frame("transcript.final.v1")
+        assert final.text == "what is the status of my order"
+        assert asked == []
+        assert h.received.of("transcript.partial.v1") == []
+
+
 async def test_a_voice_revoked_mid_answer_is_not_used_for_the_next_unit() -> None:
     runners, *_ = fake_runners(rules=RULES, ms_per_char=5)
     usable = {"now": True}

@@ -73,6 +73,11 @@ class Transcription(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Stt(Runner, Protocol):
+    partial_interval_ms: int
+    """How much new speech should pass between two partials of a growing utterance; ``0`` when
+    partials cost too much to run alongside the finals (the orchestrator then asks for one only
+    to judge a possible barge-in)."""
+
     async def transcribe(
         self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = ""
     ) -> Transcription:

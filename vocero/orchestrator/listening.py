@@ -66,7 +66,7 @@ class Utterance:
     judged: bool = False
     backchannel_suspected: bool = False
     partial_running: bool = False
-    next_partial_ms: float = 600.0
+    next_partial_ms: float = 0.0
     interrupted: bool = False
     """This utterance stopped the agent (so a backchannel final means a false barge-in)."""
 

@@ -44,7 +44,6 @@ from vocero.orchestrator.speaking import Speaker
 
 log = structlog.get_logger("vocero.session")
 
-PARTIAL_EVERY_MS = 600
 SPECULATE_AFTER_MS = 160
 """A pause this long starts the final transcription while the VAD still waits for the end of
 the turn (its ``min_silence_ms`` hangover); speech after it makes that transcription stale."""
@@ -203,11 +202,15 @@ class Session:
             self.barge_in()
 
     def _maybe_partial(self, utterance: Utterance) -> None:
-        """Every ``PARTIAL_EVERY_MS`` of speech, transcribe what was said so far (one at a time)."""
-        if utterance.partial_running or utterance.voiced_ms < utterance.next_partial_ms:
+        """After every ``partial_interval_ms`` of new speech (the STT runner's own cadence; none
+        when it is 0), transcribe what was said so far, one partial at a time."""
+        interval = self.runners.stt.partial_interval_ms
+        if interval <= 0 or utterance.partial_running:
+            return
+        if utterance.voiced_ms < max(utterance.next_partial_ms, interval):
             return
         utterance.partial_running = True
-        utterance.next_partial_ms = utterance.voiced_ms + PARTIAL_EVERY_MS
+        utterance.next_partial_ms = utterance.voiced_ms + interval
         self.spawn(self._partial, utterance)
 
     async def _partial(self, utterance: Utterance) -> None:

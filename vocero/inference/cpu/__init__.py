@@ -41,7 +41,11 @@ def build_cpu_runners(
     return RunnerSet(
         kind="cpu",
         vad=vad,
-        stt=SpeechToText(WhisperEngine(stt_model_path(settings), threads=threads), settings.stt),
+        stt=SpeechToText(
+            WhisperEngine(stt_model_path(settings), threads=threads),
+            settings.stt,
+            partial_interval_ms=settings.stt_partial_ms,
+        ),
         llm=RoutedLlm(engine, settings.llm, today=today),
         tts=TextToSpeech(
             PiperEngine(tts_model, tts_config, allow_voice_fallback=settings.allow_voice_fallback),

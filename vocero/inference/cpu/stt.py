@@ -3,7 +3,10 @@
 The shell is shared by every runner set; an engine is one blocking model. Here the engine is
 faster-whisper on Whisper tiny.en (CTranslate2, int8). Finals queue behind each other with a
 deadline; partials never queue: while the model is busy a partial is dropped with
-``CapacityError`` (stale partials may be coalesced, seed 004 §13.2), so finals are never delayed.
+``CapacityError`` (stale partials may be coalesced, seed 004 §13.2), so a final never waits
+for a partial that has not started. One that has started delays it by a whole recognition, so
+where recognition is as slow as Whisper's on a CPU the runner set asks for no partials of growing
+utterances (``partial_interval_ms=0``).
 """
 
 from __future__ import annotations
@@ -36,8 +39,11 @@ class SttEngine(Protocol):
 class SpeechToText:
     """The :class:`~vocero.contracts.ports.Stt` port over any :class:`SttEngine`."""
 
-    def __init__(self, engine: SttEngine, queue: QueueSettings) -> None:
+    def __init__(
+        self, engine: SttEngine, queue: QueueSettings, *, partial_interval_ms: int = 600
+    ) -> None:
         self.name = engine.name
+        self.partial_interval_ms = partial_interval_ms
         self._engine = engine
         self._queue = queue
         self._admission = Admission(engine.name, capacity=queue.capacity, max_queue=queue.max_queue)

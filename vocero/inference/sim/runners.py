@@ -37,6 +37,7 @@ class SimStt:
     """
 
     name = "sim-stt"
+    partial_interval_ms = 600
 
     def __init__(self, transcripts: list[str]) -> None:
         self._transcripts = list(transcripts)
