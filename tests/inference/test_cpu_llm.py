@@ -87,10 +87,21 @@ async def test_the_model_fills_free_text_under_a_bounded_schema(routed_llm: Rout
     assert 0 < len(text) <= schema.MAX_STRING
 
 
-async def test_chit_chat_streams_within_the_word_budget(routed_llm: RoutedLlm) -> None:
+async def test_chit_chat_is_answered_in_the_profiles_words(routed_llm: RoutedLlm) -> None:
     request = ask("Tell me about yourself.", tools=corpus.demo_tools(), max_words=12)
     outputs = await run(routed_llm, request)
     assert outputs
+    assert all(isinstance(o, TextChunk) for o in outputs)
+    text = "".join(o.text for o in outputs if isinstance(o, TextChunk))
+    assert text.startswith("This is the phone assistant of Acme.")
+    assert 0 < len(text.split()) <= 12
+
+
+async def test_a_model_that_may_chat_streams_within_the_word_budget(llama: LlamaEngine) -> None:
+    chatty = RoutedLlm(llama, QueueSettings(), free_text="model")
+    request = ask("Tell me about yourself.", tools=corpus.demo_tools(), max_words=12)
+    outputs = await run(chatty, request)
+    assert len(outputs) >= 2, "streamed in several chunks"
     assert all(isinstance(o, TextChunk) for o in outputs)
     text = "".join(o.text for o in outputs if isinstance(o, TextChunk))
     assert 0 < len(text.split()) <= 12
@@ -132,7 +143,7 @@ class CountingEngine(LlamaEngine):
 
 async def test_cancellation_stops_generation_within_one_chunk(llm_path: str) -> None:
     engine = CountingEngine(llm_path, threads_count=2)
-    llm = RoutedLlm(engine, QueueSettings())
+    llm = RoutedLlm(engine, QueueSettings(), free_text="model")
     request = ask("Tell me a long story about a lighthouse keeper.", max_words=60)
     at_first_chunk = -1
     with anyio.CancelScope() as scope:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
+from vocero.contracts.errors import ConfigError
 from vocero.inference.cpu.llama import LlamaEngine
 from vocero.inference.cpu.llm import RoutedLlm
 from vocero.inference.cpu.settings import (
@@ -31,6 +32,8 @@ def build_cpu_runners(
     """Resolve every model path now (a missing model fails here, not mid-call); load nothing
     until :meth:`RunnerSet.warm_up`. Weights are shared per process, so building twice is cheap."""
     settings = settings or CpuSettings.from_env()
+    if settings.free_text not in ("grounded", "model"):
+        raise ConfigError("environment", "VOCERO_CPU_FREE_TEXT", "must be grounded or model")
     threads = settings.cpu_threads()
     tts_model, tts_config = tts_model_paths(settings)
     vad = SileroVad(vad_model_path(settings))
@@ -46,7 +49,12 @@ def build_cpu_runners(
             settings.stt,
             partial_interval_ms=settings.stt_partial_ms,
         ),
-        llm=RoutedLlm(engine, settings.llm, today=today),
+        llm=RoutedLlm(
+            engine,
+            settings.llm,
+            today=today,
+            free_text="model" if settings.free_text == "model" else "grounded",
+        ),
         tts=TextToSpeech(
             PiperEngine(tts_model, tts_config, allow_voice_fallback=settings.allow_voice_fallback),
             settings.tts,

@@ -6,8 +6,10 @@ required free-text fields no rule knows, under a JSON schema with every known va
 constant and every string bounded, and the result is validated against the tool's own schema. A
 tool whose identifier, date or time is missing yields a clarifying question instead of a guess.
 A turn that ends with a tool result is read out faithfully (:func:`.replies.summarise_result`):
-a 135M model paraphrases data unreliably. Anything else (chit-chat) streams a reply from the model
-within ``max_words``. ``classify_confirmation`` turns use strict rules, then the model
+a 135M model paraphrases data unreliably. Anything else (greetings, "what can you do", requests
+out of scope) is answered from the profile's own words (:mod:`.small_talk`); a deployment may opt
+in to letting the model chat instead (``free_text="model"``: streamed within ``max_words``, but
+ungrounded). ``classify_confirmation`` turns use strict rules, then the model
 constrained to the three labels.
 """
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
@@ -31,7 +33,7 @@ from vocero.contracts.ports import (
     ToolIntent,
 )
 from vocero.inference.admission import Admission
-from vocero.inference.cpu import confirmation, replies, router, schema, threads
+from vocero.inference.cpu import confirmation, replies, router, schema, small_talk, threads
 from vocero.inference.cpu.llama import LlamaEngine
 from vocero.inference.cpu.settings import QueueSettings
 
@@ -106,6 +108,9 @@ class LlmBase:
             yield chunk
 
 
+FreeText = Literal["grounded", "model"]
+
+
 class RoutedLlm(LlmBase):
     """Rules choose the tool and its structured arguments; the model fills free text and talks."""
 
@@ -115,9 +120,11 @@ class RoutedLlm(LlmBase):
         queue: QueueSettings,
         *,
         today: Callable[[], dt.date] = dt.date.today,
+        free_text: FreeText = "grounded",
     ) -> None:
         super().__init__("llm.smollm2", engine, queue)
         self._today = today
+        self._free_text = free_text
 
     async def _respond(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
         last = request.messages[-1] if request.messages else None
@@ -131,7 +138,14 @@ class RoutedLlm(LlmBase):
             router.route(utterance, request.tools, self._date(request)) if utterance else None
         )
         if decision is None or decision.tool is None:
-            async for chunk in self._reply(request):
+            replying = (
+                self._reply(request)
+                if self._free_text == "model"
+                else replies.within_budget(
+                    replies.one(small_talk.reply(utterance, request)), request.max_words
+                )
+            )
+            async for chunk in replying:
                 yield chunk
             return
         if decision.missing:

