@@ -152,8 +152,8 @@ def test_tool_results_are_read_out_faithfully() -> None:
     spoken = replies.summarise_result("orders.status", result, "")
     assert spoken == "Here is what I found. Order id A123, status shipped, eta March 4, 2026."
     listing = {"appointments": [{"id": "204", "time": "15:00"}, {"id": "318", "time": "09:00"}]}
-    assert "2 appointments: id 204, time 15:00; id 318, time 09:00" in replies.summarise_result(
-        "appointments.list", listing, ""
+    assert replies.summarise_result("appointments.list", listing, "") == (
+        "Here is what I found. 2 appointments. Id 204, time 15:00. Id 318, time 09:00."
     )
     assert replies.summarise_result("x", {"error": "boom"}, "") == (
         "Sorry, I could not complete that right now."
@@ -179,6 +179,17 @@ async def test_replies_end_on_a_sentence_once_most_of_the_budget_is_spent() -> N
     text = "One two three four five six seven. Eight nine ten eleven twelve."
     chunks = [c.text async for c in replies.within_budget(_deltas(text), 10)]
     assert "".join(chunks).strip() == "One two three four five six seven."
+
+
+@pytest.mark.anyio
+async def test_a_long_read_out_ends_on_the_sentence_that_spends_most_of_the_budget() -> None:
+    """Spoken whole, as one delta: the cut is at the first sentence end past 60 % of the budget,
+    never at the first sentence of all, and never mid-sentence while one fits."""
+    record = "Id 204, date March 3, time 10:00"
+    text = "Here is what I found. 6 appointments. " + ". ".join([record] * 6) + "."
+    chunks = [c.text async for c in replies.within_budget(_deltas(text), 30)]
+    spoken = "".join(chunks).strip()
+    assert spoken == "Here is what I found. 6 appointments. " + ". ".join([record] * 2) + "."
 
 
 def test_chat_messages_mark_tool_results_as_data() -> None:

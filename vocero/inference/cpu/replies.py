@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -39,11 +40,7 @@ async def within_budget(deltas: AsyncIterator[str], max_words: int) -> AsyncIter
         if len(words) <= 3:
             continue
         ready, pending = " ".join(words[:-1]) + " ", words[-1]
-        ready, said, full = _take(ready, said, max_words)
-        if said >= 0.6 * max_words:
-            end = _SENTENCE_END.search(ready)
-            if end:
-                ready, full = ready[: end.end()], True
+        ready, said, full = _cut(ready, said, max_words)
         if ready.strip():
             yield TextChunk(text=ready)
         if full:
@@ -51,6 +48,22 @@ async def within_budget(deltas: AsyncIterator[str], max_words: int) -> AsyncIter
     final, _, _ = _take(pending.rstrip(), said, max_words)
     if final.strip():
         yield TextChunk(text=final)
+
+
+def _cut(text: str, said: int, max_words: int) -> tuple[str, int, bool]:
+    """The words of ``text`` within the budget; past 60 % of it, up to the next sentence end
+    (or the last one before the budget runs out), so speech ends on a full stop."""
+    taken, total, full = _take(text, said, max_words)
+    mostly = math.ceil(0.6 * max_words)
+    if total < mostly:
+        return taken, total, full
+    ends = [m.end() for m in _SENTENCE_END.finditer(taken)]
+    for end in ends:
+        if said + len(taken[:end].split()) >= mostly:
+            return taken[:end], said + len(taken[:end].split()), True
+    if full and ends:
+        return taken[: ends[-1]], said + len(taken[: ends[-1]].split()), True
+    return taken, total, full
 
 
 def _take(text: str, said: int, max_words: int) -> tuple[str, int, bool]:
@@ -109,8 +122,9 @@ def last_user_text(request: LlmRequest) -> str:
 def summarise_result(tool_name: str, result: dict[str, Any] | None, fallback: str) -> str:
     """A faithful spoken summary of a tool result, for models too small to paraphrase one.
 
-    Only scalar values are read out (lists of records one record at a time, at most five); ISO
-    dates become "March 4, 2026". The result is data, never instructions: nothing in it is obeyed.
+    Only scalar values are read out (lists of records one sentence per record, at most five, so
+    a word budget ends between records); ISO dates become "March 4, 2026". The result is data,
+    never instructions: nothing in it is obeyed.
     """
     if not result:
         return fallback.strip() or "That is done."
@@ -120,7 +134,8 @@ def summarise_result(tool_name: str, result: dict[str, Any] | None, fallback: st
     for key, value in result.items():
         if isinstance(value, list) and value:
             records = [_speak_record(v) if isinstance(v, dict) else _speak(v) for v in value[:5]]
-            parts.append(f"{len(value)} {_label(key)}: " + "; ".join(r for r in records if r))
+            parts.append(f"{len(value)} {_label(key)}")
+            parts.extend(records)
         elif isinstance(value, list):
             parts.append(f"no {_label(key)}")
     text = ". ".join(p[:1].upper() + p[1:] for p in parts if p)
