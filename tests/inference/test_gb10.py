@@ -121,8 +121,10 @@ class FakeNemoModel:
         words = [
             {"word": "cancel", "start": 0.1, "end": 0.4},
             {"word": "it", "start": 0.5, "end": 0.6},
+            {"word": "now", "start": 0.9, "end": 1.3},  # TDT durations may overrun the audio
         ]
-        return [FakeHypothesis("cancel it", {"word": words} if options["timestamps"] else {})]
+        text = "cancel it now"
+        return [FakeHypothesis(text, {"word": words} if options["timestamps"] else {})]
 
 
 @pytest.mark.anyio
@@ -131,10 +133,11 @@ async def test_parakeet_words_and_partials() -> None:
     engine._model = FakeNemoModel()
     runner = SpeechToText(engine, QueueSettings())
     final = await runner.transcribe(bytes(32_000), sample_rate=16_000, locale="en-US")
-    assert final.text == "cancel it"
+    assert final.text == "cancel it now"
     assert [(w.text, w.start_ms, w.end_ms) for w in final.words] == [
         ("cancel", 100, 400),
         ("it", 500, 600),
+        ("now", 900, 1000),  # clamped to the 1 s of audio
     ]
     partial = await runner.partial(bytes(32_000), sample_rate=16_000, locale="en-US")
     assert partial.final is False

@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+import io
+import wave
+from collections.abc import Callable
+from contextlib import aclosing
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.inference.tiny_models import tiny_parakeet
+from tests.inference.tiny_models import (
+    CODE_GROUPS,
+    QWEN_MAX_NEW_TOKENS,
+    tiny_parakeet,
+    tiny_qwen3_tts,
+)
+from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
 from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.cpu.stt import SpeechToText
+from vocero.inference.cpu.tts import TextToSpeech
+from vocero.inference.gb10 import Gb10Settings, build_gb10_runners
 from vocero.inference.gb10.stt import ParakeetEngine
+from vocero.inference.gb10.tts import SAMPLE_RATE, QwenTtsEngine
 
 pytestmark = [
     pytest.mark.gb10,
     pytest.mark.anyio,
-    pytest.mark.filterwarnings("ignore"),  # NeMo, Lightning and torch warn on import
+    pytest.mark.filterwarnings("ignore"),  # NeMo, Lightning, transformers and torch warn on import
     pytest.mark.timeout(300),
 ]
 
@@ -38,3 +52,215 @@ async def test_parakeet_restores_a_nemo_archive_and_transcribes(parakeet_path: P
     partial = await runner.partial(noise, sample_rate=16_000, locale="en-US")
     assert partial.final is False
     assert partial.words == []
+
+
+# ---------------------------------------------------------------------------- Qwen3-TTS
+
+FRAME_SAMPLES = 1_920  # one 12 Hz codec frame at 24 kHz
+MAX_SENTENCE_BYTES = QWEN_MAX_NEW_TOKENS * FRAME_SAMPLES * 2
+CHUNK_BYTES = SAMPLE_RATE // 10 * 2  # the runner streams 100 ms chunks
+
+
+def wav_bytes(seconds: float, rate: int, seed: int = 0) -> bytes:
+    """A PCM16 mono WAV of noise: what the voice vault stores as a reference."""
+    noise = np.random.default_rng(seed).normal(0, 0.1, int(rate * seconds))
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes((np.clip(noise, -1, 1) * 32_767).astype("<i2").tobytes())
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def qwen_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("qwen_tts", reason="the gb10 extra is not installed")
+    return tiny_qwen3_tts(tmp_path_factory.mktemp("qwen3_tts"))
+
+
+@pytest.fixture
+def qwen_tts(qwen_path: Path, tmp_path: Path) -> TextToSpeech:
+    """The TTS runner exactly as ``build_gb10_runners`` wires it from the environment.
+
+    The other model paths only have to exist: nothing but the TTS runner is warmed up here.
+    """
+    import torch
+
+    torch.manual_seed(0)  # sampling on random weights; only shapes are checked anyway
+    reference = tmp_path / "builtin.wav"
+    reference.write_bytes(wav_bytes(1.0, 24_000))
+    placeholder = tmp_path / "unused.bin"
+    placeholder.write_bytes(b"")
+    settings = Gb10Settings.from_env(
+        {
+            "VOCERO_PARAKEET_MODEL": str(placeholder),
+            "VOCERO_LLAMA_MODEL": str(placeholder),
+            "VOCERO_VAD_MODEL": str(placeholder),
+            "VOCERO_QWEN_TTS_MODEL": str(qwen_path),
+            "VOCERO_DEFAULT_VOICE_AUDIO": str(reference),
+            "VOCERO_DEFAULT_VOICE_TEXT": "hello there, this is a short reference",
+            "VOCERO_GB10_DEVICE": "cpu",
+        }
+    )
+    tts = build_gb10_runners(settings).tts
+    assert isinstance(tts, TextToSpeech)
+    return tts
+
+
+def engine_of(tts: TextToSpeech) -> QwenTtsEngine:
+    engine = tts._engine
+    assert isinstance(engine, QwenTtsEngine)
+    return engine
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch, target: Any, name: str) -> list[int]:
+    """Wrap ``target.name`` (a real qwen-tts method) so the test can count its calls."""
+    calls: list[int] = []
+    real: Callable[..., Any] = getattr(target, name)
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, spy)
+    return calls
+
+
+async def speak(tts: TextToSpeech, text: str, voice: VoiceRef) -> list[bytes]:
+    return [chunk async for chunk in tts.synthesize(text, voice)]
+
+
+def acme(version: str, *, seconds: float = 1.0, x_vector_only: bool = False) -> VoiceRef:
+    return VoiceRef(
+        voice_profile_id="vp_acme",
+        voice_version=version,
+        ref_audio=wav_bytes(seconds, 16_000, seed=int(version)),  # resampled to 24 kHz by qwen-tts
+        ref_text="" if x_vector_only else "call me back",
+        x_vector_only=x_vector_only,
+    )
+
+
+async def test_qwen3_tts_loads_the_configured_directory_and_speaks_pcm16(
+    qwen_tts: TextToSpeech,
+) -> None:
+    from qwen_tts import Qwen3TTSModel
+
+    await qwen_tts.warm_up()  # loads the model and renders "Ready." in the built-in voice
+    assert qwen_tts.status().health == "ready"
+    engine = engine_of(qwen_tts)
+    assert isinstance(engine._model, Qwen3TTSModel)
+    assert engine._fast is None  # streaming is CUDA-only: plain qwen-tts, one call per sentence
+    assert engine.cached_voices() == [("builtin", "default")]
+    assert qwen_tts.sample_rate == engine.sample_rate == SAMPLE_RATE == 24_000
+
+    chunks = await speak(qwen_tts, "Call me back.", acme("3"))
+    audio = b"".join(chunks)
+    assert 0 < len(audio) <= MAX_SENTENCE_BYTES  # generation_config.json caps the frames
+    assert len(audio) % 2 == 0
+    assert all(0 < len(chunk) <= CHUNK_BYTES for chunk in chunks)
+    samples = np.frombuffer(audio, dtype="<i2")
+    # Whole 80 ms codec frames at 24 kHz, untouched by resampling (qwen-tts cuts the reference's
+    # frames off the decoded audio, give or take one sample of rounding).
+    frames = round(samples.size / FRAME_SAMPLES)
+    assert frames >= 1
+    assert abs(samples.size - frames * FRAME_SAMPLES) <= 1
+
+
+async def test_qwen3_tts_builds_each_clone_prompt_once_and_drops_it_on_revocation(
+    qwen_tts: TextToSpeech, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qwen_tts import VoiceClonePromptItem
+
+    engine = engine_of(qwen_tts)
+    engine.load()
+    prompts = count_calls(monkeypatch, engine._model, "create_voice_clone_prompt")
+    v3, v4 = acme("3"), acme("4", seconds=0.5)
+
+    assert await speak(qwen_tts, "Call me back.", v3)
+    assert await speak(qwen_tts, "Hello there.", v3)
+    assert len(prompts) == 1  # the second sentence reused the cached prompt
+    assert await speak(qwen_tts, "Call me back.", v4)
+    assert await speak(qwen_tts, "Call me back.", DEFAULT_VOICE)
+    assert len(prompts) == 3
+    assert sorted(engine.cached_voices()) == [
+        ("builtin", "default"),
+        ("vp_acme", "3"),
+        ("vp_acme", "4"),
+    ]
+
+    (item,) = engine.prompt_for(v3)  # full ICL: reference codes, x-vector and transcript
+    assert isinstance(item, VoiceClonePromptItem)
+    assert item.icl_mode and not item.x_vector_only_mode
+    assert item.ref_text == "call me back"
+    assert item.ref_code is not None and item.ref_code.shape == (13, CODE_GROUPS)  # 1 s at 12.5 Hz
+    assert tuple(item.ref_spk_embedding.shape) == (16,)
+    assert len(prompts) == 3
+
+    qwen_tts.forget_voice("vp_acme")
+    assert engine.cached_voices() == [("builtin", "default")]
+    assert await speak(qwen_tts, "Call me back.", v3)
+    assert len(prompts) == 4  # revoked: rebuilt from the reference, not served from the cache
+
+
+async def test_qwen3_tts_x_vector_only_prompt_has_no_reference_codes(
+    qwen_tts: TextToSpeech,
+) -> None:
+    engine = engine_of(qwen_tts)
+    voice = acme("5", x_vector_only=True)
+    assert await speak(qwen_tts, "Call me back.", voice)
+    (item,) = engine.prompt_for(voice)
+    assert item.x_vector_only_mode and not item.icl_mode
+    assert item.ref_code is None
+    assert item.ref_text is None
+
+
+async def test_qwen3_tts_cancelled_generation_never_starts_the_next_sentence(
+    qwen_tts: TextToSpeech, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = engine_of(qwen_tts)
+    engine.load()
+    generations = count_calls(monkeypatch, engine._model, "generate_voice_clone")
+    async with aclosing(qwen_tts.synthesize("One. Two. Three.", acme("3"))) as stream:
+        async for _chunk in stream:
+            break  # barge-in after the first 100 ms
+    assert len(generations) == 1
+    assert qwen_tts.status().in_flight == 0
+    assert await speak(qwen_tts, "Four.", acme("3"))  # the slot is free again
+    assert len(generations) == 2
+
+
+async def test_qwen3_tts_streams_codec_chunks_through_faster_qwen3_tts(
+    qwen_tts: TextToSpeech, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine's streaming call, against the real ``faster-qwen3-tts`` 0.3 on CPU.
+
+    ``FasterQwen3TTS.from_pretrained`` insists on CUDA (graphs), so the wrapper is built around the
+    loaded model by hand and run in its graph-free ``parity_mode``: the same prompt resolution,
+    step loop and incremental codec decoding, without the captured graphs.
+    """
+    pytest.importorskip("faster_qwen3_tts", reason="faster-qwen3-tts is not installed")
+    import torch
+    from faster_qwen3_tts import FasterQwen3TTS
+
+    engine = engine_of(qwen_tts)
+    engine.load()
+    fast = FasterQwen3TTS(engine._model, None, None, device="cpu", dtype=torch.float32)
+    fast._warmed_up = True  # nothing to capture without graphs
+    streaming = fast.generate_voice_clone_streaming
+    asked: list[dict[str, Any]] = []
+
+    def parity(**kwargs: Any) -> Any:
+        asked.append(kwargs)
+        return streaming(**kwargs, parity_mode=True, max_new_tokens=QWEN_MAX_NEW_TOKENS)
+
+    monkeypatch.setattr(fast, "generate_voice_clone_streaming", parity)
+    monkeypatch.setattr(engine, "_fast", fast)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # it times each step with it
+
+    for voice in (acme("3"), acme("5", x_vector_only=True)):
+        pieces = list(engine.render("Call me back.", voice))
+        assert pieces and all(len(piece) % 2 == 0 for piece in pieces)
+        assert 0 < len(b"".join(pieces)) <= MAX_SENTENCE_BYTES
+    assert [call["chunk_size"] for call in asked] == [4, 4]  # Gb10Settings.stream_chunk_steps
+    assert await speak(qwen_tts, "Call me back.", acme("3"))  # through the runner as well

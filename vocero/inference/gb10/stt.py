@@ -17,6 +17,7 @@ from vocero.inference.cpu import threads
 from vocero.inference.cpu.audio import Float32
 
 log = structlog.get_logger(__name__)
+SAMPLE_RATE = 16_000
 
 
 class ParakeetEngine:
@@ -51,11 +52,13 @@ class ParakeetEngine:
         best = hypotheses[0]
         text = best.text if hasattr(best, "text") else str(best)
         stamps = (getattr(best, "timestamp", None) or {}).get("word", []) if words else []
+        # TDT durations may run a few frames past the audio; a word never ends after it.
+        length_ms = round(len(audio) * 1000 / SAMPLE_RATE)
         found = [
             Word(
                 text=str(s["word"]),
-                start_ms=round(float(s["start"]) * 1000),
-                end_ms=round(float(s["end"]) * 1000),
+                start_ms=min(round(float(s["start"]) * 1000), length_ms),
+                end_ms=min(round(float(s["end"]) * 1000), length_ms),
             )
             for s in stamps
         ]

@@ -142,16 +142,12 @@ class QwenTtsEngine:
         yield self._pcm(wavs[0], rate)
 
     def _render_streaming(self, sentence: str, items: Any) -> Iterator[bytes]:
-        prompt = self._model._prompt_items_to_voice_clone_prompt(items)
-        reference = items[0].ref_text
-        if reference:  # faster-qwen3-tts 0.3 wants the tokenised transcript for ICL presets
-            prompt["ref_ids"] = [
-                self._model._tokenize_texts([self._model._build_ref_text(reference)])[0]
-            ]
+        # faster-qwen3-tts 0.3 takes the qwen-tts prompt items as they are and tokenises each
+        # ICL item's own ``ref_text``; a prompt *dict* would need ``ref_text=`` passed separately.
         for chunk, rate, _timing in self._fast.generate_voice_clone_streaming(
             text=sentence,
             language=self._language,
-            voice_clone_prompt=prompt,
+            voice_clone_prompt=items,
             chunk_size=self._chunk_steps,
         ):
             yield self._pcm(chunk, rate)
