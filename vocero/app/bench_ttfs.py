@@ -28,6 +28,7 @@ from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.session import Session
 
 FRAME = 640  # 20 ms of 16 kHz PCM16
+QUIET_RMS = 0.01  # -40 dBFS: below this a 20 ms frame is not speech any more
 REQUESTS = REPO_ROOT / "fixtures" / "bench" / "ttfs.yaml"
 
 
@@ -65,8 +66,20 @@ def caller_audio(texts: list[str]) -> list[bytes]:
     spoken = []
     for text in texts:
         pcm = b"".join(piper.render(text, DEFAULT_VOICE))
-        spoken.append(float_to_pcm16(resample(pcm16_to_float(pcm), piper.sample_rate, 16_000)))
+        audio = resample(pcm16_to_float(pcm), piper.sample_rate, 16_000)
+        spoken.append(float_to_pcm16(trim_trailing_quiet(audio)))
     return spoken
+
+
+def trim_trailing_quiet(audio: Any, threshold: float = QUIET_RMS) -> Any:
+    """Cut the quiet tail Piper leaves after a sentence, so that the clock starts at the last
+    audible 20 ms of speech and the VAD's whole hangover counts against the measurement."""
+    import numpy as np
+
+    frames = len(audio) // 320
+    rms = np.sqrt(np.mean(np.square(audio[: frames * 320].reshape(frames, 320)), axis=1))
+    loud = np.flatnonzero(rms >= threshold)
+    return audio[: (int(loud[-1]) + 1) * 320] if loud.size else audio
 
 
 async def _one_turn(
@@ -79,8 +92,13 @@ async def _one_turn(
     ended = time.perf_counter()
     first_audio: float | None = None
     silence = b"\x00\x00" * (FRAME // 2)
+    fed_ms = 0.0
     with anyio.fail_after(60):
         while True:
+            # The caller's line stays open: silence arrives in real time until the answer does.
+            while first_audio is None and fed_ms < (time.perf_counter() - ended) * 1000:
+                session.on_audio(silence)
+                fed_ms += 20
             with anyio.move_on_after(0.02):
                 frame = await out.receive()
                 if frame is None:
@@ -100,9 +118,6 @@ async def _one_turn(
                     )
                 elif isinstance(payload, ev.ResponseCompleted):
                     break
-                continue
-            if first_audio is None:
-                session.on_audio(silence)  # the caller's line stays open, in real time
     turn.ttfs_ms = ((first_audio or time.perf_counter()) - ended) * 1000
     turn.stages = {name: values[0] for name, values in clock.latest.items() if values}
 
@@ -145,7 +160,8 @@ def _report(runners: str, turns: list[Turn]) -> dict[str, Any]:
         "benchmark": "ttfs",
         "runners": runners,
         "goal_p95_ms": 1200,
-        "measure": "end of caller speech -> first playable audio frame (endpointing included)",
+        "measure": "end of caller speech (last 20 ms frame above -40 dBFS) -> first playable "
+        "audio frame; endpointing included",
         "ttfs_ms": percentiles([t.ttfs_ms for t in turns]),
         "note": "stages_ms.ttfs_ms is the server's own metric: endpoint detected -> first audio",
         "stages_ms": {
