@@ -156,8 +156,16 @@ def test_tool_results_are_read_out_faithfully() -> None:
         "Here is what I found. 2 appointments. Id 204, time 15:00. Id 318, time 09:00."
     )
     assert replies.summarise_result("x", {"error": "boom"}, "") == (
-        "Sorry, I could not complete that right now."
+        "Sorry, I could not complete that."
     )
+    listing_call = {"appointments": [{"id": "204"}]}
+    assert "committed" not in replies.summarise_result(
+        "appointments.list", listing_call, "", status="committed"
+    ), "the call's outcome is not data to read out"
+    assert replies.summarise_result("x", {"order_id": "A1"}, "", status="rejected") == (
+        "Sorry, I could not complete that."
+    )
+    assert "could not confirm" in replies.summarise_result("x", None, "", status="unknown")
 
 
 async def _deltas(*parts: str) -> AsyncIterator[str]:

@@ -101,6 +101,17 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
     content: str
     tool_name: str = ""
     tool_result: dict[str, Any] | None = None
+    """What the tool returned, as it returned it."""
+    tool_status: str = ""
+    """How the call ended: ``committed``, ``rejected``, ``failed``, ``unknown``..."""
+
+    def tool_data(self) -> dict[str, Any] | str:
+        """A tool message as models read it: the result with the call's outcome as ``status``
+        (the result's own ``status``, e.g. an order's, wins); the text content when no result."""
+        if self.tool_result is None and not self.tool_status:
+            return self.content
+        outcome = {"status": self.tool_status} if self.tool_status else {}
+        return {**outcome, **(self.tool_result or {})}
 
 
 class LlmRequest(msgspec.Struct, frozen=True, kw_only=True):

@@ -103,9 +103,14 @@ class Actor:
                 tool=plan.tool,
                 outcome=outcome.status,
             )
-            result = {"status": outcome.status, **(outcome.result or {})}
             self.s.history.append(
-                Message(role="tool", content="", tool_name=plan.tool, tool_result=result)
+                Message(
+                    role="tool",
+                    content="",
+                    tool_name=plan.tool,
+                    tool_result=dict(outcome.result or {}),
+                    tool_status=outcome.status,
+                )
             )
             box.append(outcome)
             done.set()

@@ -129,7 +129,9 @@ class RoutedLlm(LlmBase):
     async def _respond(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
         last = request.messages[-1] if request.messages else None
         if last is not None and last.role == "tool":
-            summary = replies.summarise_result(last.tool_name, last.tool_result, last.content)
+            summary = replies.summarise_result(
+                last.tool_name, last.tool_result, last.content, status=last.tool_status
+            )
             async for chunk in replies.within_budget(replies.one(summary), request.max_words):
                 yield chunk
             return

@@ -95,8 +95,7 @@ def llama31_prompt(request: LlmRequest, today: dt.date) -> str:
         if m.role == "system":
             continue
         if m.role == "tool":
-            result = m.tool_result if m.tool_result is not None else m.content
-            parts.append(_turn("ipython", json.dumps(result)))
+            parts.append(_turn("ipython", json.dumps(m.tool_data())))
         else:
             parts.append(_turn(m.role, m.content))
     parts.append("<|start_header_id|>assistant<|end_header_id|>\n\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import AsyncIterator
@@ -137,7 +138,8 @@ class SimLlm:
                 )
                 return
             if result is not None:
-                values["result"] = result.tool_result or {}
+                data = result.tool_data()
+                values["result"] = data if isinstance(data, dict) else {}
             for word in _words(render(rule.reply, values)):
                 await anyio.lowlevel.checkpoint()
                 yield TextChunk(text=word)
@@ -173,7 +175,10 @@ class SimTts:
             yield _tone(start, min(chunk_samples, total_samples - start), self.sample_rate)
 
 
+@functools.lru_cache(maxsize=4096)
 def _tone(start: int, count: int, sample_rate: int) -> bytes:
+    """``count`` samples of the tone from sample ``start``. Cached: every utterance of the same
+    length is the same chunks (and bytes are immutable), so concurrent sessions share them."""
     t = (np.arange(start, start + count, dtype=np.float32)) / sample_rate
     wave = 0.1 * np.sin(2 * math.pi * 220.0 * t)
     return (wave * 32767).astype("<i2").tobytes()
