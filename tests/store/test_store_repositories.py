@@ -116,3 +116,20 @@ async def test_generation_cannot_move_between_sessions(store: Store) -> None:
     with pytest.raises(ValueError, match="another session"):
         await repo.upsert_generation(generation_id="gen_1", session_id="ses_2",
                                      status="completed")
+
+
+async def test_a_closed_session_is_resumable_within_its_window_only(store: Store) -> None:
+    clock = VirtualClock(start=START)
+    repo = Conversations(store, clock=clock)
+    await new_session(repo)
+    assert await repo.session_to_resume("f" * 64, window_s=120) is None, "still open"
+    await repo.close_session("ses_1")
+    clock.advance(119)
+    found = await repo.session_to_resume("f" * 64, window_s=120)
+    assert found is not None and found.id == "ses_1"
+    reopened = await repo.reopen_session("ses_1", resume_token_hash="e" * 64)
+    assert (reopened.closed_at, reopened.resume_token_hash) == (None, "e" * 64)
+    assert await repo.session_to_resume("f" * 64, window_s=120) is None, "the old token is spent"
+    await repo.close_session("ses_1")
+    clock.advance(121)
+    assert await repo.session_to_resume("e" * 64, window_s=120) is None, "the window has passed"

@@ -63,6 +63,8 @@ class Runtime:
     connections: McpConnections | None = None
     vault: VoiceVault | None = None
     live: dict[str, Session] = field(default_factory=dict)
+    released: dict[str, anyio.Event] = field(default_factory=dict)
+    """Set once a live session's connection has let go of it (see ``SessionFactory``)."""
     ready: anyio.Event = field(default_factory=anyio.Event)
     tg: anyio.abc.TaskGroup | None = None
     _audits_pending: int = 0

@@ -1,22 +1,38 @@
-"""Opens sessions for the relay: effective configuration, voice, tools, persistence."""
+"""Opens sessions for the relay: effective configuration, voice, tools, persistence, resumption.
+
+Every session gets a ``resume_token`` (only its SHA-256 is stored). When a connection ends
+without ``session.close.v1`` (network loss, server restart), the same caller may resume the
+session within ``resume_window_s`` on a new connection, if the profile has not changed: same
+``session_id``, the history as heard (caller turns and assistant text as played), a new token.
+Uncommitted audio, generations and unanswered confirmation questions are not resumed.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
+
+import anyio
 
 from vocero.app.runtime import Runtime
 from vocero.contracts.domain import DEFAULT_VOICE, AgentProfile, Caller, ToolDefinition, VoiceRef
 from vocero.contracts.errors import AuthError, ErrorCode
-from vocero.contracts.events import Effective
+from vocero.contracts.events import Effective, RejectedField
+from vocero.contracts.ports import Message
 from vocero.orchestrator.context import SessionContext
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.session import Session
 from vocero.policy import SessionCoordinator
 from vocero.policy.builtins import SCHEMA as FOLLOWUP_SCHEMA
+from vocero.store.records import SessionRecord
+
+TAKE_OVER_S = 5.0
+"""How long a resume waits for the old connection of its session to let go."""
 
 
 @dataclass
@@ -24,13 +40,25 @@ class OpenSession:
     session: Session
     runtime: Runtime
     coordinator: SessionCoordinator | None = None
+    resume_token: str = ""
+    rejected: list[RejectedField] = field(default_factory=list)
+    """Why a ``resume_token`` sent at connect was not honoured (a new session was opened)."""
+    resumed: bool = False
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, resumable: bool = False) -> None:
+        """Release the session; ``resumable=False`` (the client closed it) withdraws its token."""
         session = self.session
         if self.coordinator is not None:
             self.coordinator.close()
+        if not resumable:
+            await self.runtime.conversations.update_session(
+                session.ctx.session_id, resume_token_hash=""
+            )
         self.runtime.live.pop(session.ctx.session_id, None)
         self.runtime.recorder.close(session.ctx.session_id, session.machine.state)
+        released = self.runtime.released.pop(session.ctx.session_id, None)
+        if released is not None:
+            released.set()
         self.runtime.audit_soon(
             "session.closed", {"state": session.machine.state}, session_id=session.ctx.session_id
         )
@@ -51,8 +79,16 @@ class SessionFactory:
         *,
         turn_mode: str,
         locale: str,
+        resume_token: str = "",
     ) -> OpenSession:
         runtime = self.runtime
+        rejected: list[RejectedField] = []
+        previous: SessionRecord | None = None
+        if resume_token:
+            previous, refusal = await self._to_resume(resume_token, caller, profile)
+            if previous is None:
+                rejected.append(RejectedField(field="resume_token", reason=refusal))
+        token = secrets.token_urlsafe(24)
         runners = runtime.runners_for_session()
         voice, voice_usable = await self._voice(profile, caller)
         effective = Effective(
@@ -64,7 +100,7 @@ class SessionFactory:
             profile_id=profile.id,
             profile_version=profile.version,
         )
-        session_id = new_id("ses")
+        session_id = previous.id if previous is not None else new_id("ses")
         ctx = SessionContext(
             session_id=session_id,
             caller=caller,
@@ -74,17 +110,23 @@ class SessionFactory:
             tools=self._tools(profile),
             voice_usable=voice_usable,
         )
-        await runtime.conversations.create_session(
-            session_id=session_id,
-            tenant_id=caller.tenant,
-            subject_ref=caller.subject_ref,
-            profile_id=profile.id,
-            profile_version=profile.version,
-            state="CONFIGURING",
-            effective={f: getattr(effective, f) for f in effective.__struct_fields__},
-        )
+        if previous is not None:
+            await runtime.conversations.reopen_session(
+                session_id, resume_token_hash=_token_hash(token)
+            )
+        else:
+            await runtime.conversations.create_session(
+                session_id=session_id,
+                tenant_id=caller.tenant,
+                subject_ref=caller.subject_ref,
+                profile_id=profile.id,
+                profile_version=profile.version,
+                state="CONFIGURING",
+                effective={f: getattr(effective, f) for f in effective.__struct_fields__},
+                resume_token_hash=_token_hash(token),
+            )
         await runtime.audit.record(
-            "session.opened",
+            "session.resumed" if previous is not None else "session.opened",
             {
                 "tenant_id": caller.tenant,
                 "subject_ref": caller.subject_ref,
@@ -115,8 +157,60 @@ class SessionFactory:
             metrics=runtime.port,
             monotonic=runtime.monotonic,
         )
+        if previous is not None:
+            session.history = await self._heard_history(session_id)
         runtime.live[session_id] = session
-        return OpenSession(session=session, runtime=runtime, coordinator=coordinator)
+        runtime.released[session_id] = anyio.Event()
+        return OpenSession(
+            session=session,
+            runtime=runtime,
+            coordinator=coordinator,
+            resume_token=token,
+            rejected=rejected,
+            resumed=previous is not None,
+        )
+
+    async def _to_resume(
+        self, token: str, caller: Caller, profile: AgentProfile
+    ) -> tuple[SessionRecord | None, str]:
+        """The session ``token`` resumes, or ``None`` and why not.
+
+        A session still attached to a connection (the server has not yet noticed that the old
+        connection died) is taken over: its connection is closed first."""
+        runtime = self.runtime
+        attached = await runtime.conversations.session_by_resume_hash(_token_hash(token))
+        if attached is not None and (attached.tenant_id, attached.subject_ref) == (
+            caller.tenant,
+            caller.subject_ref,
+        ):
+            await self._take_over(attached.id)
+        found = await runtime.conversations.session_to_resume(
+            _token_hash(token), window_s=runtime.settings.resume_window_s
+        )
+        if found is None or (found.tenant_id, found.subject_ref) != (
+            caller.tenant,
+            caller.subject_ref,
+        ):
+            return None, "unknown_or_expired"
+        if found.id in runtime.live:
+            return None, "in_use"
+        if (found.profile_id, found.profile_version) != (profile.id, profile.version):
+            return None, "profile_changed"
+        return found, ""
+
+    async def _take_over(self, session_id: str) -> None:
+        runtime = self.runtime
+        session, released = runtime.live.get(session_id), runtime.released.get(session_id)
+        if session is not None and released is not None:
+            session.close("replaced")
+            with anyio.move_on_after(TAKE_OVER_S):
+                await released.wait()
+        await runtime.recorder.flush()  # the old connection's close reaches the store first
+
+    async def _heard_history(self, session_id: str) -> list[Message]:
+        """What the model may see again: caller turns and assistant text as it was heard."""
+        entries = await self.runtime.conversations.history(session_id)
+        return [Message(role=e.role, content=e.text) for e in entries if e.text]
 
     async def _voice(
         self, profile: AgentProfile, caller: Caller
@@ -155,3 +249,7 @@ class SessionFactory:
             if t.server == "vocero" and t.action_class != "prohibited"
         ]
         return (*pinned, *builtins)
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()

@@ -28,6 +28,8 @@ class Settings:
     operators: str = ""
     log_format: str = "console"
     max_sessions: int = 500
+    resume_window_s: float = 120.0
+    """How long after its connection ends a session may be resumed with its ``resume_token``."""
 
     @property
     def profiles_dir(self) -> Path:
@@ -68,6 +70,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         dest="max_sessions",
         type=int,
         default=int(_env("max_sessions", str(d.max_sessions))),
+    )
+    parser.add_argument(
+        "--resume-window-s",
+        dest="resume_window_s",
+        type=float,
+        default=float(_env("resume_window_s", str(d.resume_window_s))),
+        help="how long after a dropped connection its session may be resumed",
     )
 
 

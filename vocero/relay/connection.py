@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import secrets
 from typing import Any, NoReturn
 
 import anyio
@@ -60,6 +59,7 @@ class Connection:
         self.handle: SessionHandle | None = None
         self.out: OutputChannel | None = None
         self.close_code: int | None = None
+        self.client_closed = False
 
     # ------------------------------------------------------------------------ entry
 
@@ -81,7 +81,7 @@ class Connection:
 
     # -------------------------------------------------------------------- handshake
 
-    async def _handshake(self) -> tuple[Any, Any] | None:
+    async def _handshake(self) -> tuple[Any, Any, str] | None:
         with anyio.move_on_after(self.limits.connect_timeout_s):
             text = await self._receive_text()
             try:
@@ -95,7 +95,7 @@ class Connection:
             return await self._admit(event.data.payload)
         raise _Closed(CloseCode.CONNECT_REQUIRED)
 
-    async def _admit(self, connect: ev.Connect) -> tuple[Any, Any]:
+    async def _admit(self, connect: ev.Connect) -> tuple[Any, Any, str]:
         config = self.config
         if config.draining:
             await self._deny(ErrorCode.SHUTTING_DOWN, CloseCode.TRY_AGAIN_LATER, "draining")
@@ -116,7 +116,7 @@ class Connection:
                 {"tenant_id": caller.tenant, "subject_ref": caller.subject_ref},
             )
             await self._deny(ErrorCode.PROFILE_DENIED, CloseCode.PROFILE_DENIED, "no_profile")
-        return caller, profile
+        return caller, profile, connect.resume_token
 
     async def _deny(self, code: ErrorCode, close: int, outcome: str) -> NoReturn:
         self.config.metrics.count(
@@ -127,13 +127,18 @@ class Connection:
 
     # -------------------------------------------------------------------------- run
 
-    async def _run(self, caller: Any, profile: Any) -> None:
+    async def _run(self, caller: Any, profile: Any, resume_token: str) -> None:
         config = self.config
         out = OutputChannel(max_lead_ms=profile.max_lead_ms, monotonic=config.monotonic)
         self.out = out
         try:
             handle = await config.factory.open(
-                caller, profile, out, turn_mode="server_vad", locale=profile.locale
+                caller,
+                profile,
+                out,
+                turn_mode="server_vad",
+                locale=profile.locale,
+                resume_token=resume_token,
             )
         except AuthError as exc:
             await self._deny(exc.code, CloseCode.PROFILE_DENIED, "voice_unavailable")
@@ -143,18 +148,30 @@ class Connection:
         config.active.add(self.session_id)
         config.metrics.count("sessions", outcome="admitted")
         config.metrics.gauge("active_sessions", len(config.active))
-        self._announce(session, [])
+        self._announce(session, list(handle.rejected))
         try:
             with structlog.contextvars.bound_contextvars(session_id=self.session_id):
                 async with anyio.create_task_group() as tg:
-                    await tg.start(session.run)
+                    await tg.start(self._own, session)
                     tg.start_soon(self._first_done, tg, self._inbound, session)
                     tg.start_soon(self._first_done, tg, self._outbound)
         finally:
             config.active.discard(self.session_id)
             config.metrics.gauge("active_sessions", len(config.active))
             with anyio.CancelScope(shield=True):
-                await handle.aclose()
+                await handle.aclose(resumable=not self.client_closed)
+
+    async def _own(
+        self,
+        session: Session,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run the session; one ended by the server (a resume took it over, shutdown) closes the
+        connection once its last control frames are out."""
+        await session.run(task_status=task_status)
+        if self.close_code is None:
+            self._close_after_drain(CloseCode.NORMAL)
 
     async def _first_done(self, tg: anyio.abc.TaskGroup, func: Any, *args: Any) -> None:
         try:
@@ -163,11 +180,10 @@ class Connection:
             tg.cancel_scope.cancel()
 
     def _announce(self, session: Session, rejected: list[ev.RejectedField]) -> None:
-        assert self.out is not None
-        resume_token = secrets.token_urlsafe(24)
+        assert self.out is not None and self.handle is not None
         applied = ev.ConfigurationApplied(
             session_id=self.session_id,
-            resume_token=resume_token,
+            resume_token=self.handle.resume_token,
             effective=session.ctx.effective,
             rejected_fields=rejected,
         )
@@ -256,6 +272,7 @@ class Connection:
             case ev.SessionUpdateRequestedV1():
                 self._update(session, event.data.payload)
             case ev.SessionCloseV1():
+                self.client_closed = True
                 session.close()
                 self._close_after_drain(CloseCode.NORMAL)
                 return True

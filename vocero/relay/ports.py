@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from vocero.contracts.domain import AgentProfile, Caller
+from vocero.contracts.events import RejectedField
 from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.session import Session
 from vocero.relay.limits import Limits
@@ -14,9 +15,13 @@ from vocero.relay.limits import Limits
 
 class SessionHandle(Protocol):
     session: Session
+    resume_token: str
+    rejected: list[RejectedField]
+    """Why a ``resume_token`` sent at connect was not honoured (a new session was opened)."""
 
-    async def aclose(self) -> None:
-        """Release what the session held (tool connections, recorder flush)."""
+    async def aclose(self, *, resumable: bool = False) -> None:
+        """Release what the session held (tool connections, recorder flush); ``resumable``
+        when the connection ended without the client closing the session."""
         ...
 
 
@@ -29,6 +34,7 @@ class SessionFactory(Protocol):
         *,
         turn_mode: str,
         locale: str,
+        resume_token: str = "",
     ) -> SessionHandle: ...
 
     def audit(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:

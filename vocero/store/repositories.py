@@ -7,7 +7,7 @@ PostgreSQL), so turn numbering and generation upserts of one session never race.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -81,6 +81,30 @@ class Conversations:
         async with self._store.read() as session:
             row = (await session.scalars(query)).first()
             return None if row is None else _session_record(row)
+
+    async def session_to_resume(
+        self, resume_token_hash: str, *, window_s: float
+    ) -> SessionRecord | None:
+        """The session a resume token (by its hash) may resume: one whose connection ended (it is
+        closed) at most ``window_s`` ago, and whose token was not withdrawn."""
+        closed_since = self._now() - timedelta(seconds=window_s)
+        query = select(SessionRow).where(
+            SessionRow.resume_token_hash == resume_token_hash,
+            SessionRow.closed_at.is_not(None),
+            SessionRow.closed_at >= closed_since,
+        )
+        async with self._store.read() as session:
+            row = (await session.scalars(query)).first()
+            return None if row is None else _session_record(row)
+
+    async def reopen_session(self, session_id: str, *, resume_token_hash: str) -> SessionRecord:
+        """Resume a closed session on a new connection, under a new token."""
+        async with self._store.write() as session:
+            row = await _locked_session(session, session_id)
+            row.closed_at = None
+            row.state = "CONFIGURING"
+            row.resume_token_hash = resume_token_hash
+        return _session_record(row)
 
     async def update_session(
         self,
