@@ -1,30 +1,44 @@
 """``vocero bench sessions --n N``: N concurrent realtime sessions against a server subprocess.
 
 Each session streams 20 ms of caller audio 50 times a second and receives the agent's audio at
-50 frames a second (the simulator speaks in 20 ms chunks and the client reports playout in real
-time). Frame lag is arrival time minus the server's envelope timestamp; memory is the server's
-peak resident set.
+50 frames a second (the simulator speaks in 20 ms chunks, the client plays it in real time and
+reports playout every 50 ms, and each completed answer starts the next turn).
+
+The sessions are spread over several load-generator processes (:mod:`vocero.app.bench_client`),
+each with its own event loop, so that the generator is not the bottleneck. All sessions connect
+first; then every worker starts streaming at one agreed instant, first turns spread over a ramp;
+after a warm-up the measured window opens. ``VOCERO_BENCH_WORKERS`` overrides the number of
+generator processes (by default one per hundred sessions, at most one per core).
+
+Reported per direction: frames per second against the target (N x 50). Frame lag is the arrival
+time of a ``response.audio_delta.v1`` minus the server's envelope ``time`` (1 ms resolution);
+late frames are those that arrived after the caller's playout buffer ran dry. Server figures
+(CPU time, peak resident memory) come from ``/proc``; the generator's CPU time is reported too,
+because on a small machine it competes with the server for the same cores.
 """
 
 from __future__ import annotations
 
-import base64
-import json
+import math
 import os
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx
-import websockets
+import msgspec
 import yaml
+from anyio.streams.buffered import BufferedByteReceiveStream
 
+from vocero.app.bench_client import Ready, Start, WorkerPlan, WorkerResult
 from vocero.app.stats import percentiles
 
 SCRIPT = {
@@ -37,7 +51,19 @@ SCRIPT = {
         }
     ],
 }
-SILENCE = base64.b64encode(b"\x00\x00" * 320).decode()
+FRAMES_PER_S = 50
+GOAL_SESSIONS = 500
+GOAL_P95_MS = 20.0
+SENT_FLOWING = 0.99
+"""Share of the target send rate that counts as all frames flowing (the generator kept up)."""
+RECEIVED_FLOWING = 0.95
+"""Share of the target receive rate that counts as flowing: the agent is silent for a moment
+between two answers (the last playout report, then the next turn), about 2 % of the time."""
+LATE_FLOWING = 0.01
+"""Share of received agent frames that may arrive after the caller's buffer ran dry."""
+SESSIONS_PER_WORKER = 100
+WARMUP_S = 2.0
+MAX_LINE = 64 * 1024 * 1024
 
 
 def _free_port() -> int:
@@ -46,106 +72,63 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _rss_mb(pid: int) -> float:
+def _proc_status_mb(pid: int, key: str) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(key + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
 
 
-class _Client:
-    def __init__(self, url: str, lags: list[float], counters: dict[str, int]) -> None:
-        self.url, self.lags, self.counters = url, lags, counters
-        self.sequence = 0
-        self.session_id = ""
-        self.playing: tuple[str, float] | None = None
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU time of a process, all threads, from ``/proc/PID/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    async def _send(self, ws: Any, name: str, payload: dict[str, Any]) -> None:
-        self.sequence += 1
-        await ws.send(
-            json.dumps(
-                {
-                    "specversion": "1.0",
-                    "type": f"vocero.{name}",
-                    "id": f"e{self.sequence}",
-                    "time": "2026-01-01T00:00:00Z",
-                    "source": "web-client",
-                    "data": {
-                        "session_id": self.session_id,
-                        "sequence": self.sequence,
-                        "payload": payload,
-                    },
-                }
-            )
-        )
 
-    async def run(self, until: float) -> None:
-        try:
-            await self._run(until)
-        except* (websockets.ConnectionClosed, OSError, TimeoutError):
-            if time.monotonic() < until - 0.5:
-                self.counters["dropped"] += 1
+def _machine_busy_s() -> float:
+    """CPU seconds the whole machine spent busy (all cores), from ``/proc/stat``."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]
+    return (sum(values[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
-    async def _run(self, until: float) -> None:
-        async with websockets.connect(
-            self.url, max_size=2**20, open_timeout=30, ping_interval=None
-        ) as ws:
-            await self._send(ws, "session.connect.v1", {"token": "demo-token"})
-            applied = json.loads(await ws.recv())
-            self.session_id = applied["data"]["payload"]["session_id"]
-            await self._send(
-                ws,
-                "session.update_requested.v1",
-                {"client_capabilities": {"supports_playout_ack": True}},
-            )
-            await self._send(ws, "input.text.v1", {"text": "where is my order"})
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._speak, ws, until)
-                tg.start_soon(self._report, ws, until)
-                await self._listen(ws, until)
-                tg.cancel_scope.cancel()
 
-    async def _speak(self, ws: Any, until: float) -> None:
-        next_at = time.monotonic()
-        while time.monotonic() < until:
-            await self._send(ws, "audio.input.delta.v1", {"audio": SILENCE, "sample_rate": 16000})
-            self.counters["sent"] += 1
-            next_at += 0.02
-            await anyio.sleep(max(0.0, next_at - time.monotonic()))
+def default_workers(n: int) -> int:
+    return max(1, min(os.cpu_count() or 1, math.ceil(n / SESSIONS_PER_WORKER)))
 
-    async def _report(self, ws: Any, until: float) -> None:
-        """Like a browser's playback worklet: report real-time playout every 50 ms."""
-        while time.monotonic() < until:
-            await anyio.sleep(0.05)
-            if self.playing:
-                gen, started = self.playing
-                played = int((time.monotonic() - started) * 1000)
-                await self._send(
-                    ws,
-                    "output.playout_progress.v1",
-                    {"generation_id": gen, "played_ms": played, "buffered_ms": 0},
-                )
 
-    async def _listen(self, ws: Any, until: float) -> None:
-        while time.monotonic() < until:
-            frame: dict[str, Any] | None = None
-            with anyio.move_on_after(max(0.01, until - time.monotonic())):
-                frame = json.loads(await ws.recv())
-            if frame is None:
-                return
-            kind = frame["type"]
-            if kind == "vocero.response.audio_delta.v1":
-                sent_at = datetime.fromisoformat(frame["time"].replace("Z", "+00:00")).timestamp()
-                self.lags.append((time.time() - sent_at) * 1000)
-                self.counters["received"] += 1
-                gen = frame["data"]["payload"]["generation_id"]
-                if self.playing is None or self.playing[0] != gen:
-                    self.playing = (gen, time.monotonic())
-            elif kind == "vocero.response.completed.v1":
-                self.playing = None
-                await self._send(ws, "input.text.v1", {"text": "and my other order?"})
-            elif kind == "vocero.error.v1":
-                self.counters["errors"] += 1
+def split(n: int, parts: int) -> list[int]:
+    """``n`` sessions over ``parts`` workers, as evenly as possible."""
+    return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
+
+
+@dataclass
+class _Worker:
+    process: anyio.abc.Process
+    lines: BufferedByteReceiveStream
+    ready: Ready | None = None
+    result: WorkerResult | None = None
+
+    async def line(self) -> bytes:
+        return await self.lines.receive_until(b"\n", MAX_LINE)
+
+
+@dataclass
+class _Probe:
+    """The server's resources, sampled while the benchmark runs."""
+
+    pid: int
+    peak_rss_mb: float = 0.0
+    marks: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+
+    def sample(self) -> None:
+        self.peak_rss_mb = max(self.peak_rss_mb, _proc_status_mb(self.pid, "VmRSS"))
+
+    def mark(self, name: str) -> None:
+        self.marks[name] = (time.monotonic(), _proc_cpu_s(self.pid), _machine_busy_s())
+
+    def between(self, first: str, last: str) -> tuple[float, float, float]:
+        (t0, cpu0, busy0), (t1, cpu1, busy1) = self.marks[first], self.marks[last]
+        return t1 - t0, cpu1 - cpu0, busy1 - busy0
 
 
 async def _wait_ready(port: int) -> None:
@@ -162,9 +145,7 @@ async def _wait_ready(port: int) -> None:
     raise RuntimeError("server never became ready")
 
 
-async def run_sessions(n: int, *, duration_s: float = 10.0) -> dict[str, Any]:
-    port = _free_port()
-    workdir = Path(tempfile.mkdtemp(prefix="vocero-bench-"))
+async def _start_server(port: int, n: int, workdir: Path) -> anyio.abc.Process:
     script = workdir / "script.yaml"
     script.write_text(yaml.safe_dump(SCRIPT))
     env = {**os.environ, "VOCERO_MAX_SESSIONS": str(n + 10)}
@@ -184,38 +165,192 @@ async def run_sessions(n: int, *, duration_s: float = 10.0) -> dict[str, Any]:
         "--log-format",
         "json",
     ]
-    server = await anyio.open_process(
+    return await anyio.open_process(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
     )
+
+
+async def _start_workers(plans: list[WorkerPlan]) -> list[_Worker]:
+    workers = []
+    for plan in plans:
+        process = await anyio.open_process(
+            [
+                sys.executable,
+                "-m",
+                "vocero.app.bench_client",
+                msgspec.json.encode(plan).decode(),
+            ],
+            stderr=None,
+        )
+        assert process.stdout is not None
+        workers.append(_Worker(process, BufferedByteReceiveStream(process.stdout)))
+    return workers
+
+
+async def run_sessions(
+    n: int, *, duration_s: float = 10.0, workers: int | None = None
+) -> dict[str, Any]:
+    count = workers or int(os.environ.get("VOCERO_BENCH_WORKERS", "0")) or default_workers(n)
+    port = _free_port()
+    workdir = Path(tempfile.mkdtemp(prefix="vocero-bench-"))
+    server = await _start_server(port, n, workdir)
+    pool: list[_Worker] = []
     try:
         await _wait_ready(port)
-        lags: list[float] = []
-        counters = {"sent": 0, "received": 0, "errors": 0, "dropped": 0}
-        peak_rss = 0.0
-        until = time.monotonic() + duration_s
-        async with anyio.create_task_group() as tg:
-            for _ in range(n):
-                tg.start_soon(
-                    _Client(f"ws://127.0.0.1:{port}/v1/realtime", lags, counters).run, until
-                )
-                await anyio.sleep(0.005)
-            while time.monotonic() < until:
-                peak_rss = max(peak_rss, _rss_mb(server.pid))
-                await anyio.sleep(0.5)
-        warm = lags[len(lags) // 5 :]
-        return {
-            "benchmark": "sessions",
-            "sessions": n,
-            "duration_s": duration_s,
-            "outbound_frame_lag_ms": percentiles(warm),
-            "frames_received_per_s": round(counters["received"] / duration_s, 1),
-            "frames_sent_per_s": round(counters["sent"] / duration_s, 1),
-            "errors": counters["errors"],
-            "dropped_sessions": counters["dropped"],
-            "server_peak_rss_mb": round(peak_rss, 1),
-            "goal": "500 sessions, p95 lag <= 20 ms",
-        }
+        shares = split(n, count)
+        plans = [
+            WorkerPlan(
+                host="127.0.0.1",
+                port=port,
+                sessions=share,
+                first_index=sum(shares[:i]),
+                total=n,
+                warmup_s=WARMUP_S,
+                duration_s=duration_s,
+            )
+            for i, share in enumerate(shares)
+            if share
+        ]
+        pool = await _start_workers(plans)
+        probe = _Probe(server.pid)
+        with anyio.fail_after(120 + n * 0.2):
+            for worker in pool:
+                worker.ready = msgspec.json.decode(await worker.line(), type=Ready)
+        start = time.time() + 0.2
+        for worker in pool:
+            assert worker.process.stdin is not None
+            await worker.process.stdin.send(msgspec.json.encode(Start(at=start)) + b"\n")
+        parent_cpu = time.process_time()
+        with anyio.fail_after(WARMUP_S + duration_s + 60):
+            await _measure(pool, probe, start + WARMUP_S, duration_s)
+        parent_cpu = time.process_time() - parent_cpu
+        probe.sample()
+        peak = max(probe.peak_rss_mb, _proc_status_mb(server.pid, "VmHWM"))
+        return _report(n, duration_s, pool, probe, peak, parent_cpu)
     finally:
+        for worker in pool:
+            if worker.process.returncode is None:
+                worker.process.kill()
         server.terminate()
         with anyio.move_on_after(15):
             await server.wait()
+
+
+def _summary(samples: list[float]) -> dict[str, float]:
+    """p50, p95, max, mean (as the other benchmarks) and p99."""
+    summary = percentiles(samples)
+    if samples:
+        ordered = sorted(samples)
+        summary["p99"] = round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 4)
+    return summary
+
+
+async def _measure(
+    pool: list[_Worker], probe: _Probe, window_start: float, duration_s: float
+) -> None:
+    """Sample the server through the measured window while the workers report."""
+    async with anyio.create_task_group() as tg:
+        for worker in pool:
+            tg.start_soon(_collect, worker)
+        await anyio.sleep(max(0.0, window_start - time.time()))
+        probe.mark("start")
+        while time.time() < window_start + duration_s:
+            probe.sample()
+            await anyio.sleep(0.25)
+        probe.mark("end")
+
+
+async def _collect(worker: _Worker) -> None:
+    worker.result = msgspec.json.decode(await worker.line(), type=WorkerResult)
+    await worker.process.wait()
+
+
+def _report(
+    n: int,
+    duration_s: float,
+    pool: list[_Worker],
+    probe: _Probe,
+    peak_rss_mb: float,
+    parent_cpu_s: float,
+) -> dict[str, Any]:
+    results = [w.result for w in pool if w.result is not None]
+    errors: Counter[str] = Counter()
+    for r in results:
+        errors.update(r.errors)
+    wall_s, server_cpu_s, machine_busy_s = probe.between("start", "end")
+    generator_cpu_s = sum(r.cpu_s for r in results) + parent_cpu_s * duration_s / wall_s
+    target = n * FRAMES_PER_S
+    connected = sum(r.connected for r in results)
+    dropped = sum(r.dropped for r in results)
+    sent = sum(r.sent for r in results)
+    received = sum(r.received for r in results)
+    reports = sum(r.reports for r in results)
+    late = sum(r.late_frames for r in results)
+    lag = _summary([lag for r in results for lag in r.lags_ms])
+    checks = {
+        "all_connected": connected == n,
+        "none_dropped": dropped == 0,
+        "no_errors": not errors,
+        "sent_flowing": sent / duration_s >= SENT_FLOWING * target,
+        "received_flowing": received / duration_s >= RECEIVED_FLOWING * target,
+        "few_late_frames": late <= LATE_FLOWING * max(1, received),
+        "p95_lag": lag.get("p95", math.inf) <= GOAL_P95_MS,
+    }
+    within = all(checks.values())
+    cores = os.cpu_count() or 1
+    return {
+        "benchmark": "sessions",
+        "sessions": {
+            "requested": n,
+            "connected": connected,
+            "dropped": dropped,
+            "permessage_deflate": sum(w.ready.deflate for w in pool if w.ready is not None),
+        },
+        "duration_s": duration_s,
+        "warmup_s": WARMUP_S,
+        "frames_per_s": {
+            "target_each_way": target,
+            "sent": round(sent / duration_s, 1),
+            "received": round(received / duration_s, 1),
+            "sent_ratio": round(sent / duration_s / target, 4),
+            "received_ratio": round(received / duration_s / target, 4),
+            "playout_reports": round(reports / duration_s, 1),
+        },
+        "outbound_frame_lag_ms": lag,
+        "late_frames": {
+            "count": late,
+            "ratio": round(late / max(1, received), 5),
+            "gap_ms_total": round(sum(r.gap_ms for r in results), 1),
+        },
+        "errors": dict(errors),
+        "server": {
+            "peak_rss_mb": round(peak_rss_mb, 1),
+            "cpu_s": round(server_cpu_s, 2),
+            "cpu_share_of_one_core": round(server_cpu_s / wall_s, 3),
+            "cpu_us_per_message": round(server_cpu_s / max(1, sent + received + reports) * 1e6, 1),
+        },
+        "generator": {
+            "workers": len(pool),
+            "cpu_s": round(generator_cpu_s, 2),
+            "cpu_share_of_one_core": round(generator_cpu_s / wall_s, 3),
+            "send_slip_ms": _summary([slip for r in results for slip in r.send_slip_ms]),
+        },
+        "machine": {
+            "cores": cores,
+            "busy_share": round(machine_busy_s / (wall_s * cores), 3),
+            "other_cpu_s": round(max(0.0, machine_busy_s - server_cpu_s - generator_cpu_s), 2),
+        },
+        "checks": checks,
+        "within_limits": within,
+        "goal": f"{GOAL_SESSIONS} sessions, p95 lag <= {GOAL_P95_MS:g} ms, all frames flowing",
+        "goal_met": within and n >= GOAL_SESSIONS,
+        "note": (
+            f"the load generator ({len(pool)} process{'es' if len(pool) != 1 else ''}) runs on "
+            f"the same {cores} cores as "
+            "the server (one process, one event loop); its CPU use is reported above, and "
+            "'other_cpu_s' is what the rest of the machine used in the window. Lag is arrival "
+            "minus the server's envelope time (1 ms resolution); a late frame arrived after the "
+            "caller's playout buffer ran dry. cpu_us_per_message counts caller audio, agent "
+            "audio and playout reports alike."
+        ),
+    }

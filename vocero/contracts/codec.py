@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
+import os
+import random
+import time
 from typing import Any, get_args, get_type_hints
 
 import msgspec
@@ -41,12 +42,29 @@ def decode_server(frame: str | bytes) -> ev.ServerEvent:
     return _server_decoder.decode(frame)
 
 
+_ids = random.Random(os.urandom(32))
+"""Event ids must be unique, not secret: drawn in process, not with a system call per frame."""
+
+
 def new_event_id() -> str:
-    return "evt_" + uuid.uuid4().hex
+    """``evt_`` and 128 random bits in hex (the shape of a UUID4 hex)."""
+    return f"evt_{_ids.getrandbits(128):032x}"
+
+
+_minute_prefix: tuple[int, str] = (-1, "")
 
 
 def now_rfc3339() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """UTC now as ``2026-01-01T12:34:56.789Z`` (milliseconds, truncated). Every server frame is
+    stamped, so the date and time up to the minute are formatted once a minute."""
+    global _minute_prefix
+    minute, ms = divmod(time.time_ns() // 1_000_000, 60_000)
+    cached_minute, prefix = _minute_prefix
+    if minute != cached_minute:
+        prefix = time.strftime("%Y-%m-%dT%H:%M:", time.gmtime(minute * 60))
+        _minute_prefix = (minute, prefix)
+    second, ms = divmod(ms, 1000)
+    return f"{prefix}{second:02d}.{ms:03d}Z"
 
 
 def server_envelope(

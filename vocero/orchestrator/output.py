@@ -5,7 +5,9 @@
   enough to fill it, :class:`ControlLaneFull` is raised and the connection is closed; nothing is
   silently lost.
 * Data lane (text and audio deltas): bounded; producers wait when it is full (backpressure reaches
-  the TTS and the model). Frames of a stopped generation are removed at once and refused after.
+  the TTS and the model) until it has drained to half, so a paced stream wakes its producer once
+  per half lane rather than once per frame. Frames of a stopped generation are removed at once
+  and refused after.
 * Partial transcripts: one slot; a newer partial replaces an unsent one (stale partials coalesce).
 * Pacing: an audio frame leaves only while at most ``max_lead_ms`` of that generation's audio would
   be unplayed, measured against the client's last ``played_ms`` (or, for clients that cannot
@@ -69,6 +71,7 @@ class OutputChannel:
         self.max_lead_ms = max_lead_ms
         self.playout_acks = playout_acks
         self._data_capacity = data_capacity
+        self._low_water = data_capacity // 2
         self._control_capacity = control_capacity
         self._monotonic = monotonic
         self._control: deque[OutFrame] = deque()
@@ -104,7 +107,8 @@ class OutputChannel:
             self.dropped += 1
             return False
         self._data.append(frame)
-        self._wake()
+        if len(self._data) == 1:  # behind other frames it changes nothing the consumer waits on
+            self._wake()
         return True
 
     def stop_generation(self, generation_id: str) -> int:
@@ -124,7 +128,10 @@ class OutputChannel:
     # ------------------------------------------------------------------------ playout
 
     def playout_of(self, generation_id: str) -> Playout:
-        return self._playout.setdefault(generation_id, Playout())
+        track = self._playout.get(generation_id)
+        if track is None:  # no throwaway Playout (and its Event) per lookup: this is per frame
+            track = self._playout[generation_id] = Playout()
+        return track
 
     def report_playout(self, generation_id: str, played_ms: float) -> None:
         track = self._playout.get(generation_id)
@@ -162,7 +169,11 @@ class OutputChannel:
                 return frame
             if until is not None and until():
                 return None
-            self._changed = anyio.Event()
+            if self._changed.is_set():  # a wake-up already acted on by the pick above
+                self._changed = anyio.Event()
+            if wait_s is None:  # no cancel scope when there is no deadline (the usual case)
+                await self._changed.wait()
+                continue
             with anyio.move_on_after(wait_s):
                 await self._changed.wait()
 
@@ -179,7 +190,8 @@ class OutputChannel:
         if wait_s > 0:
             return None, wait_s if not self.playout_acks else None
         self._data.popleft()
-        self._space.set()
+        if len(self._data) <= self._low_water:
+            self._space.set()
         if head.audio_ms:
             self._account_sent(head)
         elif head.generation_id:

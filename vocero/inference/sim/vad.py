@@ -12,12 +12,16 @@ from vocero.contracts.ports import VadEvent
 
 FRAME_MS = 20
 SAMPLE_RATE = 16000
-_FRAME_BYTES = SAMPLE_RATE * FRAME_MS // 1000 * 2
+_FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000
+_FRAME_BYTES = _FRAME_SAMPLES * 2
 
 
 class EnergyVadStream:
     def __init__(self, threshold: float, start_ms: int, stop_ms: int) -> None:
         self._threshold = threshold
+        # RMS >= threshold (full scale 1.0), compared as a sum of squared int16 samples: no
+        # scaling, mean or square root per frame.
+        self._energy_floor = (threshold * 32768.0) ** 2 * _FRAME_SAMPLES
         self._start_frames = max(1, start_ms // FRAME_MS)
         self._stop_frames = max(1, stop_ms // FRAME_MS)
         self.reset()
@@ -30,19 +34,18 @@ class EnergyVadStream:
         self.voiced_ms = 0
 
     def push(self, pcm16: bytes) -> list[VadEvent]:
-        data = self._pending + pcm16
+        data = self._pending + pcm16 if self._pending else pcm16
         whole = len(data) - len(data) % _FRAME_BYTES
-        self._pending = data[whole:]
+        self._pending = data[whole:] if whole < len(data) else b""
         events: list[VadEvent] = []
         for offset in range(0, whole, _FRAME_BYTES):
-            event = self._frame(data[offset : offset + _FRAME_BYTES])
+            samples = np.frombuffer(data, "<i2", _FRAME_SAMPLES, offset).astype(np.float64)
+            event = self._frame(float(np.dot(samples, samples)) >= self._energy_floor)
             if event is not None:
                 events.append(event)
         return events
 
-    def _frame(self, frame: bytes) -> VadEvent | None:
-        samples = np.frombuffer(frame, dtype="<i2").astype(np.float32) / 32768.0
-        loud = float(np.sqrt(np.mean(samples * samples))) >= self._threshold
+    def _frame(self, loud: bool) -> VadEvent | None:
         self._elapsed_ms += FRAME_MS
         if loud:
             self.voiced_ms += FRAME_MS
