@@ -270,6 +270,21 @@ async def test_long_speech_gets_partial_transcripts_before_the_final() -> None:
         assert final.text == "what is the status of my order"
 
 
+async def test_a_stale_early_transcription_does_not_hold_up_the_next() -> None:
+    """The recogniser takes one job at a time; the first early transcription (at a pause the
+    caller spoke on after) never finishes by itself. Going stale, it must leave the queue."""
+    runners, stt, *_ = fake_runners(stt=["book it", "thanks"], rules=RULES)
+    stt.hang_first = True
+    async with running(runners) as h:
+        for frame in tone_frames(400) + silence_frames(SPECULATE_AFTER_MS + 40):
+            h.session.on_audio(frame)
+        await _stt_called(stt, 1)
+        for frame in tone_frames(300) + silence_frames(500):
+            h.session.on_audio(frame)
+        final = await h.until_frame("transcript.final.v1")
+        assert final.text == "book it"
+
+
 async def test_a_runner_that_asks_for_no_partials_gets_only_finals() -> None:
     runners, stt, *_ = fake_runners(stt=["what is the status of my order"], rules=RULES)
     stt.partial_interval_ms = 0

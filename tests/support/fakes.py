@@ -21,6 +21,10 @@ class FakeStt(SimStt):
         self.fail = False
         self.calls: list[str] = []
         """The ``utterance_id`` of every ``transcribe`` call."""
+        self.one_at_a_time = anyio.Lock()
+        """Recognitions run one at a time, like a model with capacity 1."""
+        self.hang_first = False
+        """The first recognition never finishes (until cancelled)."""
 
     def status(self) -> RunnerStatus:
         return RunnerStatus(health=self.health)
@@ -29,12 +33,15 @@ class FakeStt(SimStt):
         self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = ""
     ) -> Transcription:
         self.calls.append(utterance_id)
-        if self.fail:
-            self.health = "unavailable"
-            raise RuntimeError("stt crashed")
-        return await super().transcribe(
-            pcm16, sample_rate=sample_rate, locale=locale, utterance_id=utterance_id
-        )
+        async with self.one_at_a_time:
+            if self.hang_first and len(self.calls) == 1:
+                await anyio.sleep_forever()
+            if self.fail:
+                self.health = "unavailable"
+                raise RuntimeError("stt crashed")
+            return await super().transcribe(
+                pcm16, sample_rate=sample_rate, locale=locale, utterance_id=utterance_id
+            )
 
 
 class FakeLlm(SimLlm):

@@ -1,8 +1,9 @@
 """``vocero bench ttfs --runners cpu``: end of caller speech → first playable audio frame.
 
 The full path on the real runners: Piper speaks each fixture request as 16 kHz caller audio; the
-session hears it through VAD (silence is fed in real time, so endpointing counts), STT transcribes,
-the LLM routes, the tool runs through the MCP gateway on the fixture servers, and the TTS speaks.
+session hears it in real time through VAD (and the silence after it, so endpointing counts), STT
+transcribes, the LLM routes, the tool runs through the MCP gateway on the fixture servers, and the
+TTS speaks.
 Per-stage contributions come from the same metric hooks the server exports.
 """
 
@@ -87,7 +88,10 @@ async def _one_turn(
 ) -> None:
     for key in list(clock.latest):
         clock.latest[key].clear()
-    for offset in range(0, len(audio), FRAME):
+    started = time.perf_counter()
+    for index, offset in enumerate(range(0, len(audio), FRAME)):
+        # The caller speaks in real time: 20 ms of audio every 20 ms, as a browser sends it.
+        await anyio.sleep(max(0.0, started + index * 0.02 - time.perf_counter()))
         session.on_audio(audio[offset : offset + FRAME])
     ended = time.perf_counter()
     first_audio: float | None = None

@@ -55,6 +55,9 @@ class Speculation:
     voiced_ms: float
     done: anyio.Event = field(default_factory=anyio.Event)
     result: Transcription | None = None
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    """Cancelled when the speculation goes stale: if it is still queued for the recogniser, it
+    leaves the queue at once instead of delaying the next one."""
 
 
 @dataclass(slots=True)

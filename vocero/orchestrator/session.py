@@ -234,18 +234,21 @@ class Session:
             return
         if utterance.voiced_ms <= 0:
             return
+        if utterance.speculation is not None:
+            utterance.speculation.scope.cancel()
         speculation = Speculation(voiced_ms=utterance.voiced_ms)
         utterance.speculation = speculation
         self.spawn(self._speculate, speculation, bytes(utterance.audio), utterance.utterance_id)
 
     async def _speculate(self, speculation: Speculation, audio: bytes, utterance_id: str) -> None:
         try:
-            speculation.result = await self.runners.stt.transcribe(
-                audio,
-                sample_rate=16000,
-                locale=self.ctx.effective.locale,
-                utterance_id=utterance_id,
-            )
+            with speculation.scope:
+                speculation.result = await self.runners.stt.transcribe(
+                    audio,
+                    sample_rate=16000,
+                    locale=self.ctx.effective.locale,
+                    utterance_id=utterance_id,
+                )
         except Exception:
             speculation.result = None  # the final transcribes again and handles the error
         finally:
@@ -261,6 +264,7 @@ class Session:
                 self.metrics.count("stt_speculations", outcome="used")
                 return speculation.result
         elif speculation is not None:
+            speculation.scope.cancel()
             self.metrics.count("stt_speculations", outcome="stale")
         return await self.runners.stt.transcribe(
             bytes(utterance.audio),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+import numpy as np
 import structlog
 
 from vocero.contracts.errors import ErrorCode, VoceroError
@@ -53,7 +54,9 @@ class SpeechToText:
     async def warm_up(self) -> None:
         try:
             await threads.run(self._engine.load)
-            await threads.run(lambda: self._engine.recognise(_silence(0.5), words=False))
+            # The path a final takes, words included (their alignment is a second model pass
+            # whose first run is slow), on audio long enough to decode a few tokens.
+            await threads.run(lambda: self._engine.recognise(_murmur(2.0), words=True))
         except Exception as exc:
             self._health, self._detail = "unavailable", f"{type(exc).__name__}: {exc}"
             log.error("stt.warm_up_failed", runner=self.name, error=self._detail)
@@ -82,8 +85,11 @@ def _prepare(pcm16: bytes, sample_rate: int) -> Float32:
     return resample(pcm16_to_float(pcm16), sample_rate, SAMPLE_RATE)
 
 
-def _silence(seconds: float) -> Float32:
-    return pcm16_to_float(bytes(int(SAMPLE_RATE * seconds) * 2))
+def _murmur(seconds: float) -> Float32:
+    """Quiet noise, amplitude-modulated like syllables: something for the decoder to decode."""
+    t = np.arange(int(SAMPLE_RATE * seconds), dtype=np.float32) / SAMPLE_RATE
+    noise = np.random.default_rng(0).normal(0.0, 0.05, t.size).astype(np.float32)
+    return noise * (0.5 + 0.5 * np.sin(2 * np.pi * 4.0 * t)).astype(np.float32)
 
 
 class WhisperEngine:
