@@ -276,11 +276,7 @@ async def test_a_stale_early_transcription_does_not_hold_up_the_next() -> None:
     runners, stt, *_ = fake_runners(stt=["book it", "thanks"], rules=RULES)
     stt.hang_first = True
     async with running(runners) as h:
-        for frame in tone_frames(400) + silence_frames(SPECULATE_AFTER_MS + 40):
-            h.session.on_audio(frame)
-        await _stt_called(stt, 1)
-        for frame in tone_frames(300) + silence_frames(500):
-            h.session.on_audio(frame)
+        await pause_then_speak_on(h, stt)
         final = await h.until_frame("transcript.final.v1")
         assert final.text == "book it"
 
@@ -330,6 +326,16 @@ async def _stt_called(stt, count: int) -> None:  # type: ignore[no-untyped-def]
             await anyio.lowlevel.checkpoint()
 
 
+async def pause_then_speak_on(h, stt) -> None:  # type: ignore[no-untyped-def]
+    """Speech, a pause long enough to start an early transcription, then more speech and the end
+    of the turn."""
+    for frame in tone_frames(400) + silence_frames(SPECULATE_AFTER_MS + 40):
+        h.session.on_audio(frame)
+    await _stt_called(stt, 1)
+    for frame in tone_frames(300) + silence_frames(500):
+        h.session.on_audio(frame)
+
+
 async def test_a_pause_starts_the_final_transcription_before_the_endpoint() -> None:
     runners, stt, *_ = fake_runners(stt=["what is my order status", "thanks"], rules=RULES)
     async with running(runners) as h:
@@ -347,11 +353,7 @@ async def test_a_pause_starts_the_final_transcription_before_the_endpoint() -> N
 async def test_speech_after_the_pause_makes_the_early_transcription_stale() -> None:
     runners, stt, *_ = fake_runners(stt=["check order A123", "thanks"], rules=RULES)
     async with running(runners) as h:
-        for frame in tone_frames(400) + silence_frames(SPECULATE_AFTER_MS + 40):
-            h.session.on_audio(frame)
-        await _stt_called(stt, 1)
-        for frame in tone_frames(300) + silence_frames(500):
-            h.session.on_audio(frame)
+        await pause_then_speak_on(h, stt)
         final = await h.until_frame("transcript.final.v1")
         assert final.text == "check order A123"
         assert len(stt.calls) == 2 and stt.calls[0] == stt.calls[1]  # one utterance, twice
