@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 import anyio
+import structlog
 
 from vocero.app.runtime import Runtime
 from vocero.contracts.domain import DEFAULT_VOICE, AgentProfile, Caller, ToolDefinition, VoiceRef
@@ -31,6 +32,7 @@ from vocero.policy import SessionCoordinator
 from vocero.policy.builtins import SCHEMA as FOLLOWUP_SCHEMA
 from vocero.store.records import SessionRecord
 
+log = structlog.get_logger(__name__)
 TAKE_OVER_S = 5.0
 """How long a resume waits for the old connection of its session to let go."""
 
@@ -47,21 +49,24 @@ class OpenSession:
 
     async def aclose(self, *, resumable: bool = False) -> None:
         """Release the session; ``resumable=False`` (the client closed it) withdraws its token."""
-        session = self.session
+        session, runtime = self.session, self.runtime
+        session_id = session.ctx.session_id
         if self.coordinator is not None:
             self.coordinator.close()
-        if not resumable:
-            await self.runtime.conversations.update_session(
-                session.ctx.session_id, resume_token_hash=""
+        try:
+            if not resumable:  # written now, not queued: the recorder may shed writes
+                await runtime.conversations.update_session(session_id, resume_token_hash="")
+        except Exception:
+            log.exception("session.resume_token_not_withdrawn", session_id=session_id)
+        finally:
+            runtime.live.pop(session_id, None)
+            runtime.recorder.close(session_id, session.machine.state)
+            released = runtime.released.pop(session_id, None)
+            if released is not None:
+                released.set()
+            runtime.audit_soon(
+                "session.closed", {"state": session.machine.state}, session_id=session_id
             )
-        self.runtime.live.pop(session.ctx.session_id, None)
-        self.runtime.recorder.close(session.ctx.session_id, session.machine.state)
-        released = self.runtime.released.pop(session.ctx.session_id, None)
-        if released is not None:
-            released.set()
-        self.runtime.audit_soon(
-            "session.closed", {"state": session.machine.state}, session_id=session.ctx.session_id
-        )
 
 
 class SessionFactory:
