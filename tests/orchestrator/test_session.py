@@ -119,7 +119,7 @@ async def test_server_vad_speech_longer_than_threshold_interrupts() -> None:
 
 
 async def test_short_noise_while_speaking_is_not_a_barge_in() -> None:
-    runners, *_ = fake_runners(stt=["should not be used"], rules=RULES, ms_per_char=5)
+    runners, stt, *_ = fake_runners(stt=["should not be used"], rules=RULES, ms_per_char=5)
     async with running(runners, prof=profile(min_interruption_ms=300)) as h:
         h.auto_ack = False
         h.session.on_text("tell me a story")
@@ -132,6 +132,7 @@ async def test_short_noise_while_speaking_is_not_a_barge_in() -> None:
         h.session.on_playout(audio.generation_id, 10**7)
         done = await h.until_frame("ResponseCompleted")
         assert done.status == "completed"
+        assert stt.calls == [], "a blip is not transcribed (not even early, at its pause)"
 
 
 async def test_backchannel_while_speaking_does_not_cancel() -> None:

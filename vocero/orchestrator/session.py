@@ -229,8 +229,11 @@ class Session:
             self.out.partial(frame)
 
     def _maybe_speculate(self, utterance: Utterance) -> None:
-        """At a pause, transcribe what was said so far, once per pause."""
+        """At a pause, transcribe what was said so far, once per pause. Not for a sound heard
+        while the agent speaks that is too short to count as a barge-in: it will not be a turn."""
         if utterance.pause_ms < SPECULATE_AFTER_MS or utterance.speculation_holds():
+            return
+        if utterance.candidate and not utterance.judged:
             return
         if utterance.voiced_ms <= 0:
             return
