@@ -22,20 +22,18 @@ from typing import Any, Literal
 
 import structlog
 
-from vocero.contracts.errors import ErrorCode, VoceroError
+from vocero.contracts.errors import ErrorCode
 from vocero.contracts.ports import (
-    Health,
     IntentClassified,
     LlmOutput,
     LlmRequest,
-    RunnerStatus,
     TextChunk,
     ToolIntent,
 )
-from vocero.inference.admission import Admission
 from vocero.inference.cpu import confirmation, replies, router, schema, small_talk, threads
 from vocero.inference.cpu.llama import LlamaEngine
 from vocero.inference.cpu.settings import QueueSettings
+from vocero.inference.cpu.shell import RunnerShell
 
 log = structlog.get_logger(__name__)
 _TODAY = re.compile(r"\btoday(?: is|:)?\s*(?:\w+,?\s+)?(\d{4}-\d{2}-\d{2})", re.IGNORECASE)
@@ -50,29 +48,19 @@ _CLASSIFY_PROMPT = (
 )
 
 
-class LlmBase:
+class LlmBase(RunnerShell):
     """Admission, health, warm-up and confirmation classification shared by LLM runners."""
 
     def __init__(self, name: str, engine: LlamaEngine, queue: QueueSettings) -> None:
-        self.name = name
+        super().__init__(name, queue)
         self._engine = engine
-        self._queue = queue
-        self._admission = Admission(name, capacity=queue.capacity, max_queue=queue.max_queue)
-        self._health: Health = "starting"
-        self._detail = ""
 
     async def warm_up(self) -> None:
-        try:
-            await threads.run(self._engine.load)
-            await self._classify_with_model("yes")
-        except Exception as exc:
-            self._health, self._detail = "unavailable", f"{type(exc).__name__}: {exc}"
-            log.error("llm.warm_up_failed", runner=self.name, error=self._detail)
-            raise VoceroError(self._detail, code=ErrorCode.LLM_UNAVAILABLE) from exc
-        self._health, self._detail = "ready", ""
-
-    def status(self) -> RunnerStatus:
-        return self._admission.status(self._health, self._detail)
+        await self._warm(
+            ErrorCode.LLM_UNAVAILABLE,
+            lambda: threads.run(self._engine.load),
+            lambda: self._classify_with_model("yes"),
+        )
 
     async def generate(self, request: LlmRequest) -> AsyncGenerator[LlmOutput, None]:
         async with self._admission.slot(self._queue.deadline_s):

@@ -16,12 +16,12 @@ from typing import Any, Protocol
 import numpy as np
 import structlog
 
-from vocero.contracts.errors import ErrorCode, VoceroError
-from vocero.contracts.ports import Health, RunnerStatus, Transcription, Word
-from vocero.inference.admission import Admission
+from vocero.contracts.errors import ErrorCode
+from vocero.contracts.ports import Transcription, Word
 from vocero.inference.cpu import threads
 from vocero.inference.cpu.audio import Float32, pcm16_to_float, resample
 from vocero.inference.cpu.settings import QueueSettings
+from vocero.inference.cpu.shell import RunnerShell
 
 log = structlog.get_logger(__name__)
 SAMPLE_RATE = 16_000
@@ -37,34 +37,24 @@ class SttEngine(Protocol):
     def recognise(self, audio: Float32, *, words: bool) -> Transcription: ...
 
 
-class SpeechToText:
+class SpeechToText(RunnerShell):
     """The :class:`~vocero.contracts.ports.Stt` port over any :class:`SttEngine`."""
 
     def __init__(
         self, engine: SttEngine, queue: QueueSettings, *, partial_interval_ms: int = 600
     ) -> None:
-        self.name = engine.name
+        super().__init__(engine.name, queue)
         self.partial_interval_ms = partial_interval_ms
         self._engine = engine
-        self._queue = queue
-        self._admission = Admission(engine.name, capacity=queue.capacity, max_queue=queue.max_queue)
-        self._health: Health = "starting"
-        self._detail = ""
 
     async def warm_up(self) -> None:
-        try:
-            await threads.run(self._engine.load)
-            # The path a final takes, words included (their alignment is a second model pass
-            # whose first run is slow), on audio long enough to decode a few tokens.
-            await threads.run(lambda: self._engine.recognise(_murmur(2.0), words=True))
-        except Exception as exc:
-            self._health, self._detail = "unavailable", f"{type(exc).__name__}: {exc}"
-            log.error("stt.warm_up_failed", runner=self.name, error=self._detail)
-            raise VoceroError(self._detail, code=ErrorCode.STT_UNAVAILABLE) from exc
-        self._health, self._detail = "ready", ""
-
-    def status(self) -> RunnerStatus:
-        return self._admission.status(self._health, self._detail)
+        # The path a final takes, words included (their alignment is a second model pass whose
+        # first run is slow), on audio long enough to decode a few tokens.
+        await self._warm(
+            ErrorCode.STT_UNAVAILABLE,
+            lambda: threads.run(self._engine.load),
+            lambda: threads.run(lambda: self._engine.recognise(_murmur(2.0), words=True)),
+        )
 
     async def transcribe(
         self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = ""

@@ -20,11 +20,10 @@ import structlog
 
 from vocero.contracts.domain import VoiceRef
 from vocero.contracts.errors import ErrorCode, VoceroError
-from vocero.contracts.ports import Health, RunnerStatus
-from vocero.inference.admission import Admission
 from vocero.inference.cpu import threads
 from vocero.inference.cpu.audio import chunks
 from vocero.inference.cpu.settings import QueueSettings
+from vocero.inference.cpu.shell import RunnerShell
 
 log = structlog.get_logger(__name__)
 CHUNK_MS = 100
@@ -45,30 +44,20 @@ class TtsEngine(Protocol):
     def forget_voice(self, voice_profile_id: str) -> None: ...
 
 
-class TextToSpeech:
+class TextToSpeech(RunnerShell):
     """The :class:`~vocero.contracts.ports.Tts` port over any :class:`TtsEngine`."""
 
     def __init__(self, engine: TtsEngine, queue: QueueSettings) -> None:
-        self.name = engine.name
+        super().__init__(engine.name, queue)
         self.sample_rate = engine.sample_rate
         self._engine = engine
-        self._queue = queue
-        self._admission = Admission(engine.name, capacity=queue.capacity, max_queue=queue.max_queue)
-        self._health: Health = "starting"
-        self._detail = ""
 
     async def warm_up(self) -> None:
-        try:
-            await threads.run(self._engine.load)
-            await threads.run(lambda: list(self._engine.render("Ready.", _WARM_UP_VOICE)))
-        except Exception as exc:
-            self._health, self._detail = "unavailable", f"{type(exc).__name__}: {exc}"
-            log.error("tts.warm_up_failed", runner=self.name, error=self._detail)
-            raise VoceroError(self._detail, code=ErrorCode.TTS_UNAVAILABLE) from exc
-        self._health, self._detail = "ready", ""
-
-    def status(self) -> RunnerStatus:
-        return self._admission.status(self._health, self._detail)
+        await self._warm(
+            ErrorCode.TTS_UNAVAILABLE,
+            lambda: threads.run(self._engine.load),
+            lambda: threads.run(lambda: list(self._engine.render("Ready.", _WARM_UP_VOICE))),
+        )
 
     def forget_voice(self, voice_profile_id: str) -> None:
         """Drop every cached rendering state of a revoked voice."""
