@@ -36,6 +36,9 @@ class ToolPlan(msgspec.Struct, frozen=True, kw_only=True):
     fields: dict[str, Any] = {}
     expires_at: str = ""
     reason_code: str = ""
+    result: dict[str, Any] | None = None
+    """A denial's answer as the model sees it (a built-in tool's ``NOT recorded``); ``None``:
+    the model is not told of the call."""
 
 
 class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True):

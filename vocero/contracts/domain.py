@@ -78,6 +78,47 @@ class ToolSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     idempotent: bool = False
     description: str = ""
     lookup_tool: str = ""
+    readback: str = ""
+    """How a proposal of this tool is read back, with ``{field}`` placeholders of canonical
+    values (SPEC §5); empty: a generic read-back that never reads raw tool names."""
+    readout: str = ""
+    """How the tool's result is said, with ``{field}`` placeholders of result fields; empty: a
+    generic read-out that never speaks internal fields."""
+
+
+class ClaimSource(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The evidence behind a claim: never spoken, never sent to the browser."""
+
+    id: str
+    version: str
+    passage: str
+
+
+class Claim(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One approved claim of a profile's catalog (SPEC §8): ``text`` is spoken verbatim."""
+
+    key: str
+    text: str
+    sources: list[ClaimSource]
+    conditions: list[str] = []
+    """Phrases that must appear in ``text`` (checked at load) and in any paraphrase of it."""
+    locale: str = "en-US"
+    topics: list[str] = []
+    valid_until: str = ""
+    """RFC3339 date-time or plain date; empty: no end."""
+
+
+class FollowupSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The profile's follow-up queue (SPEC §5, §9)."""
+
+    call_tool: str = ""
+    """The profile tool that places an outbound call (e.g. an MCP ``calls.place``)."""
+    autonomy: Literal["auto", "approve"] = "auto"
+    max_per_tick: int = 2
+    daily_budget: int = 20
+    """Calls per tenant per day."""
+    blocked: list[str] = []
+    """Phone numbers never called."""
 
 
 class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -95,6 +136,13 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     word_budget: int = 60
     mcp_servers: dict[str, McpServerSpec] = {}
     tools: list[ToolSpec] = []
+    grounding: Literal["strict", "assisted"] = "strict"
+    claims: list[Claim] = []
+    """The approved claim catalog (SPEC §8). In the YAML file it is an inline list or a path
+    relative to the profile; the identity plane loads the file before decoding."""
+    unit_max_age_ms: int = 4000
+    """A planned spoken unit older than this when its turn to play comes is dropped."""
+    followups: FollowupSettings = FollowupSettings()
 
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == name), None)

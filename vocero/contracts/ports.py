@@ -131,10 +131,21 @@ class ToolIntent(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class IntentClassified(msgspec.Struct, frozen=True, kw_only=True):
-    intent: Literal["confirm", "reject", "uncertain"]
+    intent: Literal["confirm", "reject", "uncertain", "new_request"]
+    """How a turn relates to a pending question: an answer (``confirm``, ``reject``,
+    ``uncertain``) or ``new_request`` (a changed value, another task: served as a new turn)."""
 
 
-LlmOutput = TextChunk | ToolIntent | IntentClassified
+class ClaimAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """The model answers with approved claims of the profile's catalog (SPEC §6, §8): the planner
+    speaks their approved wording, or, with ``paraphrase`` (``grounding: assisted`` profiles),
+    the model's own wording held to the critical-value and condition checks."""
+
+    claim_keys: list[str]
+    paraphrase: str = ""
+
+
+LlmOutput = TextChunk | ToolIntent | IntentClassified | ClaimAnswer
 
 
 class Llm(Runner, Protocol):

@@ -54,6 +54,16 @@ class Actor:
             self.s.try_fire(Event.DENIED)
             self.tool_status(plan.tool_call_id, plan.proposal_id, "rejected", plan.reason_code)
             self.s.metrics.count("denials", reason_code=plan.reason_code)
+            if plan.result is not None:
+                self.s.history.append(
+                    Message(
+                        role="tool",
+                        content="",
+                        tool_name=plan.tool,
+                        tool_result=dict(plan.result),
+                        tool_status="rejected",
+                    )
+                )
             await speaker.say(plan.summary)
             return False
         if plan.kind == "confirm":
@@ -149,7 +159,7 @@ class Actor:
         with anyio.fail_after(self.s.timeouts.llm_s):
             async for output in self.s.runners.llm.generate(request):
                 if isinstance(output, IntentClassified):
-                    return output.intent
+                    return "uncertain" if output.intent == "new_request" else output.intent
         return "uncertain"
 
     async def button_confirmation(

@@ -19,6 +19,7 @@ from vocero.contracts import events as ev
 from vocero.contracts.actions import ActionCoordinator, ToolPlan, TurnRef
 from vocero.contracts.errors import CODES, CapacityError, ErrorCode
 from vocero.contracts.ports import (
+    ClaimAnswer,
     IntentClassified,
     LlmRequest,
     Message,
@@ -430,7 +431,7 @@ class Session:
             if isinstance(output, ToolIntent):
                 await speaker.flush()
                 return output
-            if isinstance(output, IntentClassified):
+            if isinstance(output, IntentClassified | ClaimAnswer):
                 continue
             await speaker.feed(output.text)
         await speaker.flush()

@@ -17,11 +17,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from vocero.contracts.builtins import Canonical, CanonicalError, Context, zone_of
+
+__all__ = [
+    "Canonical", "CanonicalError", "Context", "canonicalize", "observed_versions", "resolve_when",
+    "zone_of",
+]
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MONTHS = (
@@ -42,53 +48,6 @@ _MONTH_DAY = re.compile(
 )
 _DAY_MONTH = re.compile(r"^([a-z]+)\s+(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(\d{4}))?$")
 _AMOUNT = re.compile(r"^([€$£¥])?\s*(-?\d+(?:[.,]\d{1,2})?)\s*([A-Za-z]{3})?$")
-
-
-class CanonicalError(ValueError):
-    """A value cannot be made explicit without guessing; ``question`` asks the caller."""
-
-    def __init__(self, field: str, problem: str, question: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.problem = problem
-        self.question = question
-
-
-@dataclass(frozen=True, slots=True)
-class Canonical:
-    arguments: dict[str, Any]
-    target_resource: str = ""
-    object_version: str = ""
-    claimed_tenant: str = ""
-    """A tenant the model's arguments named other than the caller's ("" when none)."""
-    dropped: tuple[str, ...] = ()
-    """Principal keys the model tried to set; never forwarded."""
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    """The trusted facts canonicalisation resolves against."""
-
-    tenant: str
-    timezone: str
-    now: datetime
-    server: str = ""
-    observed_versions: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def zone(self) -> ZoneInfo:
-        return zone_of(self.timezone)
-
-    @property
-    def today(self) -> date:
-        return self.now.astimezone(self.zone).date()
-
-
-def zone_of(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return ZoneInfo("UTC")
 
 
 def canonicalize(

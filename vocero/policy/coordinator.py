@@ -151,12 +151,14 @@ class SessionCoordinator:
             try:
                 canonical = self._canonical(tool, intent.arguments, schema)
             except CanonicalError as exc:
+                lead = explain(exc.reason_code) if exc.result is None else ""
                 return await self._deny(
                     intent.name,
                     call_id,
-                    "arguments_unresolved",
+                    exc.reason_code,
                     "propose",
-                    summary=f"{explain('arguments_unresolved')} {exc.question}",
+                    summary=f"{lead} {exc.question}".strip(),
+                    result=exc.result,
                 )
             decision = permit(replace(request, claimed_tenant=canonical.claimed_tenant))
         if decision.outcome == "deny" or tool is None or canonical is None:
@@ -601,7 +603,13 @@ class SessionCoordinator:
         )
 
     async def _deny(
-        self, name: str, call_id: str, reason: str, stage: str, summary: str = ""
+        self,
+        name: str,
+        call_id: str,
+        reason: str,
+        stage: str,
+        summary: str = "",
+        result: dict[str, Any] | None = None,
     ) -> ToolPlan:
         tool = resolve(self.profile, name)
         await self._audit(
@@ -620,6 +628,7 @@ class SessionCoordinator:
             tool_call_id=call_id,
             reason_code=reason,
             summary=summary or explain(reason),
+            result=result,
         )
 
     async def _audit(self, kind: str, data: dict[str, Any]) -> None:

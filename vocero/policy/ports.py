@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from vocero.contracts.builtins import BuiltinTools
 from vocero.contracts.ports import CallMeta, ToolResult
-from vocero.policy.canonical import Canonical, Context
+
+__all__ = ["BuiltinTools", "Counter", "NullCounter", "StepHook", "SupportsLookup"]
 
 
 @runtime_checkable
@@ -14,22 +16,6 @@ class SupportsLookup(Protocol):
     """A gateway that can reconcile an operation through the tool's ``lookup_tool``."""
 
     async def lookup(self, tool: str, meta: CallMeta) -> ToolResult: ...
-
-
-class BuiltinTools(Protocol):
-    """Vocero's own tools (``server: vocero``): dispatched here, never through MCP."""
-
-    def handles(self, tool: str) -> bool: ...
-
-    def schema(self, tool: str) -> dict[str, Any]: ...
-
-    def canonicalize(self, tool: str, arguments: dict[str, Any], ctx: Context) -> Canonical: ...
-
-    async def call(
-        self, tool: str, arguments: dict[str, Any], meta: CallMeta, *, session_id: str
-    ) -> ToolResult:
-        """Idempotent by ``meta.operation_id``: a repeat returns the first result."""
-        ...
 
 
 class Counter(Protocol):
