@@ -18,7 +18,7 @@ from vocero.contracts.errors import ConfigError
 VOCERO_SERVER = "vocero"
 """The ``server`` of Vocero's own built-in tools."""
 
-BUILTIN_TOOLS = frozenset({"followups.record"})
+BUILTIN_TOOLS = frozenset({"followups.record", "knowledge.search"})
 """Built-in tools a profile may list with ``server: vocero`` (by ``resolves_to``)."""
 
 PYTHON_COMMANDS = frozenset({"python", "python3"})

@@ -11,6 +11,7 @@ import msgspec
 
 from vocero.contracts.domain import AgentProfile, Caller, McpServerSpec
 from vocero.contracts.errors import AuthError, ConfigError, ErrorCode
+from vocero.identity.claims import load_claims, read_catalog
 from vocero.identity.config_files import ROOT, convert, read_yaml
 from vocero.identity.profile_checks import check_profile, resolve_servers
 
@@ -77,10 +78,12 @@ def load_profile(file: Path) -> AgentProfile:
         raise ConfigError(str(file), ROOT, "expected a mapping")
     data = _normalise_versions(data)
     data["mcp_servers"] = _convert_servers(file, data.get("mcp_servers", {}))
+    catalog = read_catalog(file, data.pop("claims", None))
     profile = convert(data, AgentProfile, file)
     check_profile(file, profile)
+    claims = load_claims(catalog, word_budget=profile.word_budget)
     servers = resolve_servers(file, profile.mcp_servers)
-    return msgspec.structs.replace(profile, mcp_servers=servers)
+    return msgspec.structs.replace(profile, mcp_servers=servers, claims=claims)
 
 
 def _normalise_versions(data: dict[str, Any]) -> dict[str, Any]:
