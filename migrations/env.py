@@ -18,7 +18,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from vocero.store.engine import async_url, create_engine
-from vocero.store.models import metadata
+from vocero.store.models import metadata, schema_compared
 
 config = context.config
 
@@ -40,7 +40,9 @@ def database_url() -> str:
 
 def configure(**options: Any) -> None:
     context.configure(
-        target_metadata=metadata, render_as_batch=True, compare_type=True, **options
+        target_metadata=metadata, render_as_batch=True, compare_type=True,
+        include_name=schema_compared,  # the FTS5 index is not a modelled table
+        **options,
     )
 
 

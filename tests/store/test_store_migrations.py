@@ -12,7 +12,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from vocero.store import MigrationsNotFoundError, Store, downgrade, migrate, upgrade, upgrade_async
-from vocero.store.models import metadata
+from vocero.store.models import metadata, schema_compared
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +33,8 @@ async def drift(url: str, target: sa.MetaData) -> list[Any]:
     store = Store.open(url)
 
     def compare(connection: sa.Connection) -> list[Any]:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        opts = {"compare_type": True, "include_name": schema_compared}
+        context = MigrationContext.configure(connection, opts=opts)
         return list(compare_metadata(context, target))
 
     try:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 from vocero.contracts.domain import Claim, ClaimSource
 from vocero.contracts.errors import ConfigError
 from vocero.identity.config_files import ROOT, convert, read_yaml
+from vocero.store.knowledge import parse_valid_until
 
 FIELD = "claims"
 
@@ -151,16 +152,3 @@ def _check_condition(path: str, where: str, condition: str, text: str) -> None:
 def squash(text: str) -> str:
     """Case- and spacing-insensitive form used to find a condition inside a text."""
     return " ".join(text.casefold().split())
-
-
-def parse_valid_until(value: str) -> datetime | None:
-    """``valid_until`` as an aware datetime: RFC3339, or a plain date meaning the end of that
-    day in UTC (as the operator API reads dates). ``None`` when it is neither."""
-    try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
-            day = date.fromisoformat(value.strip())
-            return datetime.combine(day, time(23, 59, 59), UTC)
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else None

@@ -21,8 +21,23 @@ from vocero.store.models.conversation import (
     TurnSource,
 )
 from vocero.store.models.followups import FollowupRow
-from vocero.store.models.knowledge import ApprovedClaimRow, EvidenceSourceRow
+from vocero.store.models.knowledge import (
+    CLAIMS_FTS,
+    ApprovedClaimRow,
+    ClaimEvidenceRow,
+    ClaimStatus,
+    EvidenceSourceRow,
+    is_search_index,
+    schema_compared,
+)
 from vocero.store.models.tools import ToolPinRow, ToolPinStatus
+from vocero.store.models.units import (
+    UNIT_DISPOSITIONS,
+    UNIT_KINDS,
+    SpokenUnitRow,
+    UnitAudioRow,
+    UnitDisposition,
+)
 from vocero.store.models.voices import (
     VoiceApprovalRow,
     VoiceProfileRow,
@@ -33,12 +48,17 @@ from vocero.store.models.voices import (
 metadata = Base.metadata
 
 __all__ = [
+    "CLAIMS_FTS",
     "DEFAULT_CHAIN",
     "NAMING_CONVENTION",
+    "UNIT_DISPOSITIONS",
+    "UNIT_KINDS",
     "ApprovedClaimRow",
     "AuditChainHeadRow",
     "AuditEventRow",
     "Base",
+    "ClaimEvidenceRow",
+    "ClaimStatus",
     "ConfirmationRow",
     "ConfirmationStatus",
     "EvidenceSourceRow",
@@ -53,14 +73,19 @@ __all__ = [
     "ProposalRevisionRow",
     "ProposalRow",
     "SessionRow",
+    "SpokenUnitRow",
     "ToolPinRow",
     "ToolPinStatus",
     "TurnRow",
     "TurnSource",
+    "UnitAudioRow",
+    "UnitDisposition",
     "UtcDateTime",
     "VoiceApprovalRow",
     "VoiceProfileRow",
     "VoiceVersionRow",
     "VoiceVersionStatus",
+    "is_search_index",
     "metadata",
+    "schema_compared",
 ]
