@@ -146,7 +146,7 @@ async def run_ttfs(runners: str = "cpu", limit: int | None = None) -> dict[str, 
                 caller, profile, out, turn_mode="server_vad", locale="en-US"
             )
             session = handle.session
-            session.metrics = clock
+            session.core.metrics = clock
             turn = Turn(text=request["text"])
             async with anyio.create_task_group() as tg:
                 await tg.start(session.run)

@@ -9,13 +9,13 @@ bind. Execution reports every status change through a callback so the caller see
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
 import msgspec
 
 from vocero.contracts.events import ToolStatus
-from vocero.contracts.ports import ToolIntent
+from vocero.contracts.ports import Message, ToolIntent
 
 
 class TurnRef(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,7 +63,11 @@ StatusCallback = Callable[[str, str, ToolStatus, str], None]
 
 
 class ActionCoordinator(Protocol):
-    async def propose(self, turn: TurnRef, intent: ToolIntent) -> ToolPlan: ...
+    async def propose(
+        self, turn: TurnRef, intent: ToolIntent, *, history: Sequence[Message] = ()
+    ) -> ToolPlan:
+        """Decide on a tool intent; ``history`` is the conversation as the caller heard it."""
+        ...
 
     async def execute(self, plan: ToolPlan, on_status: StatusCallback) -> ToolOutcome: ...
 
@@ -82,11 +86,23 @@ class ActionCoordinator(Protocol):
         ...
 
     async def record_delivery(
-        self, generation_id: str, *, delivered: bool, observable: bool = True
+        self, generation_id: str, *, heard_text: str, complete: bool, observable: bool = True
     ) -> None:
-        """Evidence: the generation's speech was (or was not) fully delivered by playout.
-        ``observable`` is false when the client cannot report playout: then delivery can be
-        neither proven nor denied."""
+        """Evidence: what the caller heard of a generation (by playout), and whether it played
+        to its end. ``observable`` is false when the client cannot report playout: then
+        delivery can be neither proven nor denied."""
+        ...
+
+    async def drop_question(self, proposal_id: str, revision: int) -> None:
+        """The conversation gives up on the question: it can no longer be confirmed."""
+        ...
+
+    def withdrawable(self) -> ToolPlan | None:
+        """A confirmed operation of the session that has not been sent yet."""
+        ...
+
+    async def withdraw(self, turn: TurnRef) -> str:
+        """Withdraw it (if still unsent); returns what to tell the caller."""
         ...
 
     async def readback_started(self, plan: ToolPlan, generation_id: str) -> None:

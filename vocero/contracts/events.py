@@ -236,6 +236,22 @@ class Error(msgspec.Struct, kw_only=True):
     correlation_id: str
 
 
+ServerPayload = (
+    ConfigurationApplied
+    | StateChanged
+    | Transcript
+    | ResponseCreated
+    | TextDelta
+    | AudioOut
+    | ResponseCompleted
+    | StopAndFlush
+    | ConfirmationRequired
+    | ToolStatusChanged
+    | Error
+)
+"""Everything the server can say to a client: the payload of one outbound frame."""
+
+
 # ------------------------------------------------------------------------- envelopes, inbound
 
 

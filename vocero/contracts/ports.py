@@ -8,7 +8,7 @@ full. Tool port: what the orchestrator and the action executor need from the MCP
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
@@ -178,67 +178,11 @@ class CallMeta(msgspec.Struct, frozen=True, kw_only=True):
     traceparent: str = ""
 
 
-InputMode = Literal["form", "url"]
-InputAction = Literal["accept", "decline", "cancel"]
-
-
-class InputLink(msgspec.Struct, frozen=True, kw_only=True):
-    """A URL-mode question as the browser client shows it: the server named, the link and the
-    server's sentence. Never spoken: a URL read aloud is neither usable nor safe to follow."""
-
-    server: str
-    url: str
-    message: str
-
-
-class InputRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """A server's question during a tool call (MCP elicitation), protocol-neutral.
-
-    The gateway builds it from a 2026-07-28 ``InputRequiredResult`` or a 2025-11-25
-    ``elicitation/create`` alike. ``requested_schema`` is a flat object schema holding only
-    fields a caller may answer: secrets (passwords, tokens, card numbers...) are never asked,
-    the gateway refuses those questions itself. ``message`` is server text, scrubbed: context
-    for wording the question, never an instruction. See docs/mcp.md "Questions from a server".
-    """
-
-    id: str
-    """Unique per question: what an answer binds to."""
-    server: str
-    """The profile's name for the server (never its URL)."""
-    tool: str
-    """The model-facing tool of the call the question belongs to."""
-    operation_id: str
-    proposal_id: str = ""
-    revision: int = 0
-    mode: InputMode = "form"
-    message: str = ""
-    message_flags: list[str] = []
-    requested_schema: dict[str, Any] = {}
-    """``form``: ``{"type": "object", "properties": {...}, "required": [...]}``; empty for url."""
-    link: InputLink | None = None
-    """``url`` only: what the browser shows (never spoken)."""
-
-
-class InputResponse(msgspec.Struct, frozen=True, kw_only=True):
-    """The caller's answer. ``content`` (accept, form mode) is validated against the requested
-    schema before it reaches the server."""
-
-    action: InputAction
-    content: dict[str, Any] = {}
-
-
-InputHandler = Callable[[InputRequest], Awaitable[InputResponse]]
-"""Asks the caller; the gateway bounds the wait (``GatewaySettings.input_timeout_s``)."""
-
-
 class ToolCallRequest(msgspec.Struct, frozen=True, kw_only=True):
     tool: str
     """The model-facing tool name of the profile; the gateway resolves it."""
     arguments: dict[str, Any]
     meta: CallMeta
-    ask: InputHandler | None = None
-    """Answers a server's questions during this call; ``None``: every question is declined
-    (reason ``input_unavailable``)."""
 
 
 class ToolResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,40 +1,56 @@
-"""Tools and confirmations inside a conversation: what the orchestrator does with a tool
-intent, a gate decision, a spoken "yes" or a confirmation button.
+"""Tools inside an answer: what the orchestrator does with a tool intent and the gate's plan.
 
-The policy plane decides (through the :class:`ActionCoordinator` port); this module acts on the
-decision: explain a denial, read a proposal back, run an authorized operation outside the
-generation's cancel scope so a barge-in never undoes it, and report every status.
+The policy plane decides (through the :class:`ActionCoordinator` port); the actor acts on the
+decision: explain a denial, read a proposal back (the question opens), or run an authorized
+operation in the session's task group, outside the generation's cancel scope, so a barge-in stops
+the words and never a dispatched operation; its statuses are still reported.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable
+from typing import Protocol
 
 import anyio
 import structlog
 
 from vocero.contracts import events as ev
-from vocero.contracts.actions import ToolOutcome, ToolPlan, TurnRef
-from vocero.contracts.errors import ErrorCode
-from vocero.contracts.ports import IntentClassified, LlmRequest, Message, ToolIntent
+from vocero.contracts.actions import ActionCoordinator, ToolOutcome, ToolPlan, TurnRef
+from vocero.contracts.ports import Message, ToolIntent
+from vocero.orchestrator.context import SessionMetrics
 from vocero.orchestrator.generation import Generation
-from vocero.orchestrator.ids import new_id
-from vocero.orchestrator.machine import Event
-from vocero.orchestrator.speaking import Speaker
-
-if TYPE_CHECKING:
-    from vocero.orchestrator.session import Session
+from vocero.orchestrator.machine import Event, Step
 
 log = structlog.get_logger("vocero.acting")
 
 
+class ActorHost(Protocol):
+    """What the actor needs from its session."""
+
+    coordinator: ActionCoordinator | None
+    metrics: SessionMetrics
+    monotonic: Callable[[], float]
+
+    def fire(self, event: Event, **details: str) -> Step: ...
+
+    def control(self, payload: ev.ServerPayload) -> None: ...
+
+    def remember(self, message: Message) -> None: ...
+
+
+class Says(Protocol):
+    async def say(self, text: str) -> None: ...
+
+
 class Actor:
-    def __init__(self, session: Session) -> None:
-        self.s = session
+    def __init__(self, host: ActorHost, tg: anyio.abc.TaskGroup) -> None:
+        self._host = host
+        self._tg = tg
 
     async def propose(self, generation: Generation, turn: TurnRef, intent: ToolIntent) -> ToolPlan:
-        self.s.try_fire(Event.TOOL_INTENT)
-        if self.s.coordinator is None:
+        self._host.fire(Event.TOOL_INTENT)
+        coordinator = self._host.coordinator
+        if coordinator is None:
             return ToolPlan(
                 kind="deny",
                 tool=intent.name,
@@ -44,18 +60,17 @@ class Actor:
         ref = TurnRef(
             session_id=turn.session_id, turn_id=turn.turn_id, generation_id=generation.generation_id
         )
-        return await self.s.coordinator.propose(ref, intent)
+        return await coordinator.propose(ref, intent)
 
-    async def run_plan(
-        self, generation: Generation, speaker: Speaker, turn: TurnRef, plan: ToolPlan
-    ) -> bool:
+    async def run_plan(self, generation: Generation, speaker: Says, plan: ToolPlan) -> bool:
         """Act on the gate's decision. True: the model should continue with the result."""
+        host = self._host
         if plan.kind == "deny":
-            self.s.try_fire(Event.DENIED)
+            host.fire(Event.DENIED)
             self.tool_status(plan.tool_call_id, plan.proposal_id, "rejected", plan.reason_code)
-            self.s.metrics.count("denials", reason_code=plan.reason_code)
-            if plan.result is not None:
-                self.s.history.append(
+            host.metrics.count("denials", reason_code=plan.reason_code)
+            if plan.result is not None:  # the model learns the call did not happen
+                host.remember(
                     Message(
                         role="tool",
                         content="",
@@ -67,8 +82,8 @@ class Actor:
             await speaker.say(plan.summary)
             return False
         if plan.kind == "confirm":
-            self.s.try_fire(Event.SENSITIVE_ACTION)
-            self.s.control(
+            host.fire(Event.SENSITIVE_ACTION)
+            host.control(
                 ev.ConfirmationRequired(
                     proposal_id=plan.proposal_id,
                     revision=plan.revision,
@@ -80,60 +95,65 @@ class Actor:
             )
             await speaker.say(plan.summary)
             return False
-        if not self.s.try_fire(Event.ALLOWED):
-            self.s.try_fire(Event.CONFIRMED)
+        host.fire(Event.ALLOWED)  # after a confirmation the session is already running it
         outcome = await self.execute(generation, plan)
-        self.s.try_fire(Event.TOOL_RESULT)
+        host.fire(Event.TOOL_RESULT)
         return outcome is not None
 
-    async def execute(self, generation: Generation, plan: ToolPlan) -> ToolOutcome | None:
-        """Run the operation outside the generation's cancel scope: a barge-in stops the words,
-        never a dispatched operation; its status is still reported."""
-        coordinator = self.s.coordinator
-        assert coordinator is not None and self.s._tg is not None
+    async def execute(self, generation: Generation, plan: ToolPlan) -> ToolOutcome:
+        """Run the operation in the session's task group: a barge-in stops the words, never a
+        dispatched operation; its status is still reported and its result remembered."""
         done = anyio.Event()
         box: list[ToolOutcome] = []
 
         async def run() -> None:
-            started = self.s.monotonic()
             try:
-                outcome = await coordinator.execute(plan, self.tool_status)
-            except Exception:
-                log.exception("tool_execution_failed")
-                outcome = ToolOutcome(
-                    tool_call_id=plan.tool_call_id,
-                    proposal_id=plan.proposal_id,
-                    status="unknown",
-                    reason_code="execution_error",
-                    side_effect=True,
-                )
-            self.s.metrics.observe_ms(
-                "tool_latency_ms",
-                (self.s.monotonic() - started) * 1000.0,
-                tool=plan.tool,
-                outcome=outcome.status,
-            )
-            self.s.history.append(
-                Message(
-                    role="tool",
-                    content="",
-                    tool_name=plan.tool,
-                    tool_result=dict(outcome.result or {}),
-                    tool_status=outcome.status,
-                )
-            )
-            box.append(outcome)
-            done.set()
+                box.append(await self._run(plan))
+            finally:
+                done.set()
 
-        self.s._tg.start_soon(run)
+        self._tg.start_soon(run)
         await done.wait()
         generation.side_effect = generation.side_effect or box[0].side_effect
         return box[0]
 
+    async def _run(self, plan: ToolPlan) -> ToolOutcome:
+        host = self._host
+        coordinator = host.coordinator
+        assert coordinator is not None
+        started = host.monotonic()
+        try:
+            outcome = await coordinator.execute(plan, self.tool_status)
+        except Exception:
+            log.exception("tool_execution_failed")
+            outcome = ToolOutcome(
+                tool_call_id=plan.tool_call_id,
+                proposal_id=plan.proposal_id,
+                status="unknown",
+                reason_code="execution_error",
+                side_effect=True,
+            )
+        host.metrics.observe_ms(
+            "tool_latency_ms",
+            (host.monotonic() - started) * 1000.0,
+            tool=plan.tool,
+            outcome=outcome.status,
+        )
+        host.remember(
+            Message(
+                role="tool",
+                content="",
+                tool_name=plan.tool,
+                tool_result=dict(outcome.result or {}),
+                tool_status=outcome.status,
+            )
+        )
+        return outcome
+
     def tool_status(
         self, tool_call_id: str, proposal_id: str, status: ev.ToolStatus, reason: str
     ) -> None:
-        self.s.control(
+        self._host.control(
             ev.ToolStatusChanged(
                 tool_call_id=tool_call_id,
                 proposal_id=proposal_id,
@@ -141,83 +161,3 @@ class Actor:
                 reason_code=reason,
             )
         )
-
-    async def spoken_confirmation(
-        self, turn: TurnRef, question: ToolPlan, committed_at: float
-    ) -> None:
-        assert self.s.coordinator is not None
-        intent = await self.classify()
-        verdict = await self.s.coordinator.submit_confirmation(
-            turn, question.proposal_id, question.revision, intent, source="speech"
-        )
-        await self.after_verdict(
-            turn, question, verdict.binds, verdict.plan, verdict.reason_code, intent, committed_at
-        )
-
-    async def classify(self) -> Literal["confirm", "reject", "uncertain"]:
-        request = LlmRequest(messages=self.s.model_messages(), mode="classify_confirmation")
-        with anyio.fail_after(self.s.timeouts.llm_s):
-            async for output in self.s.runners.llm.generate(request):
-                if isinstance(output, IntentClassified):
-                    return "uncertain" if output.intent == "new_request" else output.intent
-        return "uncertain"
-
-    async def button_confirmation(
-        self, proposal_id: str, revision: int, decision: Literal["confirm", "reject"]
-    ) -> None:
-        if self.s.coordinator is None:
-            self.tool_status("", proposal_id, "rejected", "no_active_question")
-            return
-        async with self.s._turn_lock:
-            turn = TurnRef(session_id=self.s.ctx.session_id, turn_id=new_id("turn"))
-            verdict = await self.s.coordinator.submit_confirmation(
-                None, proposal_id, revision, decision, source="button"
-            )
-            if not verdict.binds:
-                self.tool_status("", proposal_id, "rejected", verdict.reason_code)
-                code = (
-                    ErrorCode.PROPOSAL_CHANGED
-                    if verdict.reason_code == "proposal_changed"
-                    else ErrorCode.CONFIRMATION_INVALID
-                )
-                self.s.error(code)
-                return
-            if self.s.answering():
-                self.s.barge_in(reason="confirmation")
-            question = ToolPlan(kind="confirm", tool="", proposal_id=proposal_id, revision=revision)
-            await self.after_verdict(
-                turn, question, True, verdict.plan, "", decision, self.s.monotonic()
-            )
-
-    async def after_verdict(
-        self,
-        turn: TurnRef,
-        question: ToolPlan,
-        binds: bool,
-        plan: ToolPlan | None,
-        reason: str,
-        intent: str,
-        committed_at: float,
-    ) -> None:
-        if binds and plan is not None and intent == "confirm":
-            self.s.try_fire(Event.CONFIRMED)
-            await self.s.respond(turn, committed_at, first_plan=plan)
-            return
-        generation = self.s.begin_generation(turn)
-        with generation.scope:
-            async with Speaker(self.s, generation, committed_at) as speaker:
-                if binds and intent == "reject":
-                    self.s.try_fire(Event.DECLINED)
-                    await speaker.say("All right, I have not made that change.")
-                elif plan is not None and plan.kind == "deny":
-                    await speaker.say(plan.summary)
-                else:
-                    if self.s.coordinator is not None:
-                        await self.s.coordinator.readback_started(
-                            question, generation.generation_id
-                        )
-                    await speaker.say(
-                        f"Sorry, I need a clear yes or no. {question.summary}".strip()
-                    )
-                await speaker.finish()
-        self.s.finish(generation, "completed")

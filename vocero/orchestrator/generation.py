@@ -16,6 +16,13 @@ class UnitRecord:
     start_ms: float = 0.0
     audio_ms: float = 0.0
     voiced: bool = True
+    separator: str = ""
+    """What goes before this unit's text on the wire: a space after the first unit, so the text
+    deltas of a generation concatenate to exactly what is spoken (SPEC §2)."""
+
+    @property
+    def wire_text(self) -> str:
+        return self.separator + self.text
 
 
 @dataclass(slots=True)
@@ -29,13 +36,16 @@ class Generation:
     had_audio: bool = False
     side_effect: bool = False
     status: str = ""
+    heard: str = ""
+    """What the caller heard of it, once it completed."""
 
     @property
     def text(self) -> str:
         return " ".join(u.text for u in self.units if u.text)
 
     def begin_unit(self, text: str) -> UnitRecord:
-        unit = UnitRecord(text=text, start_ms=self.audio_ms)
+        separator = " " if any(u.text for u in self.units) else ""
+        unit = UnitRecord(text=text, start_ms=self.audio_ms, separator=separator)
         self.units.append(unit)
         return unit
 

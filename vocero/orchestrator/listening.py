@@ -35,6 +35,9 @@ BACKCHANNELS: frozenset[str] = frozenset(
 )
 SAMPLE_RATE = 16000
 _BYTES_PER_MS = SAMPLE_RATE * 2 // 1000
+MAX_UTTERANCE_MS = 30_000
+"""An utterance is never longer than 30 s of audio (what a recogniser takes in one pass): one
+that reaches it ends there and is taken as a turn; the caller's next words start the next one."""
 
 
 def is_backchannel(text: str) -> bool:
@@ -131,6 +134,9 @@ class Listener:
                 segment.ended, self.current = self.current, None
         if self.current is not None:
             self._voiced(self.current, self._vad.voiced_ms)
+            if self.current.duration_ms >= MAX_UTTERANCE_MS:
+                segment.ended, self.current = self.current, None
+                self._vad.reset()
         return segment
 
     @staticmethod
@@ -146,6 +152,8 @@ class Listener:
             segment.started = self.current
         self.current.audio.extend(pcm16)
         self._voiced(self.current, self.current.duration_ms)
+        if self.current.duration_ms >= MAX_UTTERANCE_MS:
+            segment.ended, self.current = self.current, None
         return segment
 
     def commit(self) -> Utterance | None:

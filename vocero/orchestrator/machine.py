@@ -1,38 +1,79 @@
-"""The session state machine of seed 004 §7.1 as one sans-IO transition table.
+"""The session state machine of seed 004 §7.1, sans-IO: it decides, the shell performs.
 
-No awaits and no effects here: the async shell (:mod:`vocero.orchestrator.session`) feeds events
-and performs effects. A transition not in the table raises :class:`InvalidTransition`.
+Like h11's ``_state.py``: one table of ``(state, event) -> rule`` in one file, no awaits and no
+effects here. :meth:`SessionMachine.process` returns a :class:`Step` naming the effects the async
+shell (:mod:`vocero.orchestrator.session`) must perform, or raises :class:`InvalidTransition` for
+a pair the table does not hold. Every pair the shell may send is in the table, the deliberately
+ignored ones included (a late completion after the caller closed, speech heard while the agent
+is already being stopped...): the property tests in ``tests/orchestrator`` check the table whole.
+
+Besides its state the machine holds one flag, whether a confirmation question is open (a proposal
+revision the caller was asked about and has not yet answered). ``AWAITING_CONFIRMATION`` is the
+idle state of an open question: its read-back has been spoken and the agent waits for the answer.
+Two targets and one effect depend on the flag, and are resolved here, not in the shell:
+
+* :data:`IDLE` is where a finished or stopped answer leaves the session: ``AWAITING_CONFIRMATION``
+  while a question is open, ``LISTENING`` otherwise;
+* :attr:`Effect.TAKE_TURN` is ``CLASSIFY_ANSWER`` while a question is open (is the turn an answer,
+  or a new request?), ``RESPOND`` otherwise.
+
+``CONNECTING`` and ``AUTHENTICATING`` are not session states here: the relay authenticates a
+connection before any session exists (no ``session_id`` to report a state for); see
+``docs/protocol.md``. ``FAILED`` is entered for real when a session's own work fails.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import get_args
+from dataclasses import dataclass
+from typing import Final, Literal, get_args
 
-from vocero.contracts.events import SessionState
-
-STATES: frozenset[str] = frozenset(get_args(SessionState))
-TERMINAL: frozenset[str] = frozenset({"CLOSING", "FAILED"})
+State = Literal[
+    "CONFIGURING",
+    "LISTENING",
+    "TRANSCRIBING",
+    "THINKING",
+    "TOOL_PENDING",
+    "AWAITING_CONFIRMATION",
+    "TOOL_RUNNING",
+    "SPEAKING",
+    "INTERRUPTING",
+    "DEGRADED",
+    "CLOSING",
+    "FAILED",
+]
+STATES: Final[tuple[State, ...]] = get_args(State)
+TERMINAL: Final[frozenset[State]] = frozenset({"CLOSING", "FAILED"})
 
 
 class Event(enum.StrEnum):
-    TRANSPORT_READY = "transport_ready"
-    IDENTITY_VALID = "identity_valid"
-    IDENTITY_REJECTED = "identity_rejected"
     CONFIGURED = "configured"
     SPEECH_STARTED = "speech_started"
+    """Server VAD heard the caller begin (while answering: a possible barge-in, judged later)."""
+    SPEECH_HINT = "speech_hint"
+    """The client's VAD says the caller began: while answering, that is a barge-in at once."""
+    INTERRUPTION = "interruption"
+    """Caller speech long enough (and not a backchannel) to take the turn."""
+    BARGE_IN = "barge_in"
+    """Anything else that takes the turn from the agent: a typed turn, a click, a cancel."""
+    OUTPUT_STOPPED = "output_stopped"
+    """The stopped generation's work has unwound: nothing of it can reach the client."""
     SPEECH_DISCARDED = "speech_discarded"
     TURN_COMMITTED = "turn_committed"
+    ANSWER = "answer"
+    """The turn answers the open question (confirm, reject or unclear)."""
+    NEW_REQUEST = "new_request"
+    """The turn asks for something (a changed value, another task): served as a new turn."""
     TOOL_INTENT = "tool_intent"
-    SENSITIVE_ACTION = "sensitive_action"
     ALLOWED = "allowed"
+    SENSITIVE_ACTION = "sensitive_action"
     DENIED = "denied"
     CONFIRMED = "confirmed"
     DECLINED = "declined"
+    QUESTION_CLOSED = "question_closed"
+    """The open question ended without an answer that binds (expired, given up, withdrawn)."""
     TOOL_RESULT = "tool_result"
     AUDIO_FIRST_CHUNK = "audio_first_chunk"
-    BARGE_IN = "barge_in"
-    OUTPUT_STOPPED = "output_stopped"
     RESPONSE_COMPLETED = "response_completed"
     DEPENDENCY_FAILED = "dependency_failed"
     DEPENDENCY_RECOVERED = "dependency_recovered"
@@ -40,81 +81,209 @@ class Event(enum.StrEnum):
     FAIL = "fail"
 
 
-E = Event
+class Effect(enum.StrEnum):
+    EMIT_STATE = "emit_state"
+    """Tell the client (``session.state.v1``) and the store; added whenever the state changes."""
+    STOP_OUTPUT = "stop_output"
+    """Flush the client, cancel the current generation, complete it as heard."""
+    WATCH_INTERRUPTION = "watch_interruption"
+    """Speech while answering: judge it once it is long enough (barge-in or backchannel)."""
+    TAKE_TURN = "take_turn"
+    """Resolved by the machine into ``CLASSIFY_ANSWER`` or ``RESPOND``; never returned."""
+    CLASSIFY_ANSWER = "classify_answer"
+    RESPOND = "respond"
+    SUBMIT_ANSWER = "submit_answer"
+    RESET_LISTENING = "reset_listening"
+    """Drop the caller speech in progress (the recogniser is gone: text mode)."""
 
-TRANSITIONS: dict[tuple[str, Event], str] = {
-    ("CONNECTING", E.TRANSPORT_READY): "AUTHENTICATING",
-    ("AUTHENTICATING", E.IDENTITY_VALID): "CONFIGURING",
-    ("AUTHENTICATING", E.IDENTITY_REJECTED): "FAILED",
-    ("CONFIGURING", E.CONFIGURED): "LISTENING",
-    ("CONFIGURING", E.IDENTITY_REJECTED): "FAILED",
-    # Listening: caller speech, typed or push-to-talk turns, a confirmation button.
-    ("LISTENING", E.SPEECH_STARTED): "TRANSCRIBING",
-    ("LISTENING", E.TURN_COMMITTED): "THINKING",
-    ("LISTENING", E.CONFIRMED): "TOOL_RUNNING",
-    ("LISTENING", E.DEPENDENCY_FAILED): "DEGRADED",
-    ("TRANSCRIBING", E.TURN_COMMITTED): "THINKING",
-    ("TRANSCRIBING", E.SPEECH_DISCARDED): "LISTENING",
-    ("TRANSCRIBING", E.DEPENDENCY_FAILED): "DEGRADED",
-    # Thinking: the model answers, asks for a tool, or the caller's "yes" binds.
-    ("THINKING", E.TOOL_INTENT): "TOOL_PENDING",
-    ("THINKING", E.AUDIO_FIRST_CHUNK): "SPEAKING",
-    ("THINKING", E.RESPONSE_COMPLETED): "LISTENING",
-    ("THINKING", E.CONFIRMED): "TOOL_RUNNING",
-    ("THINKING", E.BARGE_IN): "INTERRUPTING",
-    ("THINKING", E.DEPENDENCY_FAILED): "DEGRADED",
-    # The gate decides: run, ask the caller, or explain a denial.
-    ("TOOL_PENDING", E.ALLOWED): "TOOL_RUNNING",
-    ("TOOL_PENDING", E.SENSITIVE_ACTION): "AWAITING_CONFIRMATION",
-    ("TOOL_PENDING", E.DENIED): "THINKING",
-    ("TOOL_PENDING", E.BARGE_IN): "INTERRUPTING",
-    ("AWAITING_CONFIRMATION", E.AUDIO_FIRST_CHUNK): "SPEAKING",
-    ("AWAITING_CONFIRMATION", E.CONFIRMED): "TOOL_RUNNING",
-    ("AWAITING_CONFIRMATION", E.DECLINED): "THINKING",
-    ("AWAITING_CONFIRMATION", E.RESPONSE_COMPLETED): "LISTENING",
-    ("AWAITING_CONFIRMATION", E.BARGE_IN): "INTERRUPTING",
-    ("TOOL_RUNNING", E.TOOL_RESULT): "THINKING",
-    ("TOOL_RUNNING", E.BARGE_IN): "INTERRUPTING",
-    # Speaking: finish, get interrupted, or chain into a tool after a preamble.
-    ("SPEAKING", E.RESPONSE_COMPLETED): "LISTENING",
-    ("SPEAKING", E.BARGE_IN): "INTERRUPTING",
-    ("SPEAKING", E.TOOL_INTENT): "TOOL_PENDING",
-    ("SPEAKING", E.CONFIRMED): "TOOL_RUNNING",
-    ("SPEAKING", E.DEPENDENCY_FAILED): "DEGRADED",
-    ("INTERRUPTING", E.OUTPUT_STOPPED): "LISTENING",
-    # Degraded: text mode keeps the conversation going until the dependency is back.
-    ("DEGRADED", E.TURN_COMMITTED): "THINKING",
-    ("DEGRADED", E.DEPENDENCY_RECOVERED): "LISTENING",
-    ("DEGRADED", E.CONFIRMED): "TOOL_RUNNING",
-}
 
-for _state in STATES - TERMINAL:
-    TRANSITIONS[(_state, E.CLOSE)] = "CLOSING"
-    TRANSITIONS[(_state, E.FAIL)] = "FAILED"
+Intent = Literal["confirm", "reject", "uncertain", "new_request"]
+"""How a turn relates to the open question, as the model classified it."""
+ANSWERS: Final[frozenset[str]] = frozenset({"confirm", "reject", "uncertain"})
+"""The intents that answer the open question; anything else is a new request (SPEC §2)."""
+
+
+def routing_event(intent: str) -> Event:
+    """A classified turn while a question is open: an answer, or a new request."""
+    return Event.ANSWER if intent in ANSWERS else Event.NEW_REQUEST
+
+
+IDLE: Final = "IDLE"
+"""Pseudo-target: ``AWAITING_CONFIRMATION`` while a question is open, else ``LISTENING``."""
+
+Target = State | Literal["IDLE"] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    target: Target
+    """The next state; ``None`` stays (the event is deliberately ignored, or effect-only)."""
+    effects: tuple[Effect, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    previous: State
+    state: State
+    effects: tuple[Effect, ...]
+
+    @property
+    def changed(self) -> bool:
+        return self.previous != self.state
 
 
 class InvalidTransition(Exception):
-    def __init__(self, state: str, event: Event) -> None:
+    """The shell sent an event the table does not allow in the current state: a bug."""
+
+    def __init__(self, state: State, event: Event) -> None:
         super().__init__(f"no transition from {state} on {event.value}")
         self.state = state
         self.event = event
 
 
-class SessionMachine:
-    """Current state plus the table. ``fire`` returns ``(previous, new)``."""
+E = Event
+X = Effect
+STAY: Final = Rule(None)
 
-    def __init__(self, state: str = "CONNECTING") -> None:
+ANSWERING_STATES: Final[tuple[State, ...]] = (
+    "THINKING",
+    "TOOL_PENDING",
+    "TOOL_RUNNING",
+    "SPEAKING",
+)
+"""Where the agent holds the turn; the shell sends barge-in events only while a generation is
+live, and the table says what they do."""
+
+TABLE: dict[tuple[State, Event], Rule] = {
+    ("CONFIGURING", E.CONFIGURED): Rule("LISTENING"),
+    # Idle, with or without an open question: the caller speaks, types, clicks.
+    ("LISTENING", E.SPEECH_STARTED): Rule("TRANSCRIBING"),
+    ("LISTENING", E.SPEECH_HINT): Rule("TRANSCRIBING"),
+    ("LISTENING", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
+    ("LISTENING", E.DEPENDENCY_FAILED): Rule("DEGRADED", (X.RESET_LISTENING,)),
+    ("AWAITING_CONFIRMATION", E.SPEECH_STARTED): Rule("TRANSCRIBING"),
+    ("AWAITING_CONFIRMATION", E.SPEECH_HINT): Rule("TRANSCRIBING"),
+    ("AWAITING_CONFIRMATION", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
+    ("AWAITING_CONFIRMATION", E.QUESTION_CLOSED): Rule("LISTENING"),
+    ("AWAITING_CONFIRMATION", E.DEPENDENCY_FAILED): Rule("DEGRADED", (X.RESET_LISTENING,)),
+    ("TRANSCRIBING", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
+    ("TRANSCRIBING", E.SPEECH_DISCARDED): Rule(IDLE),
+    ("TRANSCRIBING", E.DEPENDENCY_FAILED): Rule("DEGRADED", (X.RESET_LISTENING,)),
+    ("DEGRADED", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
+    ("DEGRADED", E.DEPENDENCY_RECOVERED): Rule("LISTENING"),
+    # Thinking: the turn is routed (an answer to the open question, or a request), the model
+    # answers or asks for a tool.
+    ("THINKING", E.ANSWER): Rule(None, (X.SUBMIT_ANSWER,)),
+    ("THINKING", E.NEW_REQUEST): Rule(None, (X.RESPOND,)),
+    ("THINKING", E.TOOL_INTENT): Rule("TOOL_PENDING"),
+    ("THINKING", E.AUDIO_FIRST_CHUNK): Rule("SPEAKING"),
+    ("THINKING", E.RESPONSE_COMPLETED): Rule(IDLE),
+    # The gate decides: run, open a question (its read-back is spoken next), or deny.
+    ("TOOL_PENDING", E.ALLOWED): Rule("TOOL_RUNNING"),
+    ("TOOL_PENDING", E.SENSITIVE_ACTION): Rule(None),
+    ("TOOL_PENDING", E.DENIED): Rule("THINKING"),
+    ("TOOL_PENDING", E.AUDIO_FIRST_CHUNK): Rule("SPEAKING"),
+    ("TOOL_PENDING", E.RESPONSE_COMPLETED): Rule(IDLE),
+    ("TOOL_RUNNING", E.ALLOWED): STAY,
+    ("TOOL_RUNNING", E.TOOL_RESULT): Rule("THINKING"),
+    ("TOOL_RUNNING", E.AUDIO_FIRST_CHUNK): Rule("SPEAKING"),
+    ("TOOL_RUNNING", E.RESPONSE_COMPLETED): Rule(IDLE),
+    # Speaking: finish (waiting on the open question, if any) or chain into a tool.
+    ("SPEAKING", E.RESPONSE_COMPLETED): Rule(IDLE),
+    ("SPEAKING", E.TOOL_INTENT): Rule("TOOL_PENDING"),
+    # Every unit's first audio is reported; only the first of an answer moves the state.
+    ("SPEAKING", E.AUDIO_FIRST_CHUNK): STAY,
+    ("INTERRUPTING", E.AUDIO_FIRST_CHUNK): STAY,
+    # Interrupting lasts until the stopped generation has unwound.
+    ("INTERRUPTING", E.OUTPUT_STOPPED): Rule(IDLE),
+}
+
+# An answer binds, or is declined, from a spoken turn (THINKING) or a click in any idle state.
+for _s in ("LISTENING", "AWAITING_CONFIRMATION", "TRANSCRIBING", "THINKING", "DEGRADED"):
+    TABLE[(_s, E.CONFIRMED)] = Rule("TOOL_RUNNING")
+    TABLE[(_s, E.DECLINED)] = Rule("THINKING")
+
+# While the agent holds the turn: caller speech is watched, a barge-in stops the output.
+for _s in ANSWERING_STATES:
+    TABLE[(_s, E.SPEECH_STARTED)] = Rule(None, (X.WATCH_INTERRUPTION,))
+    for _e in (E.SPEECH_HINT, E.INTERRUPTION, E.BARGE_IN):
+        TABLE[(_s, _e)] = Rule("INTERRUPTING", (X.STOP_OUTPUT,))
+
+# Every live state closes (stopping any output first) or fails.
+for _s in STATES:
+    if _s not in TERMINAL:
+        TABLE[(_s, E.CLOSE)] = Rule("CLOSING", (X.STOP_OUTPUT,))
+        TABLE[(_s, E.FAIL)] = Rule("FAILED", (X.STOP_OUTPUT,))
+
+_IDLE_STATES: frozenset[State] = frozenset(
+    {"LISTENING", "AWAITING_CONFIRMATION", "TRANSCRIBING", "DEGRADED"}
+)
+_BUSY: frozenset[State] = frozenset({*ANSWERING_STATES, "INTERRUPTING"})
+IGNORED: dict[Event, frozenset[State]] = {
+    # Speech that cannot start a turn now: already transcribing, being stopped, text mode.
+    E.SPEECH_STARTED: frozenset({"TRANSCRIBING", "INTERRUPTING", "DEGRADED", "CONFIGURING"}),
+    E.SPEECH_HINT: frozenset({"TRANSCRIBING", "INTERRUPTING", "DEGRADED", "CONFIGURING"}),
+    # A barge-in judgement that lands once the agent has already stopped.
+    E.INTERRUPTION: _IDLE_STATES | {"INTERRUPTING"},
+    E.BARGE_IN: _IDLE_STATES | {"INTERRUPTING"},
+    # An utterance ends without a turn while the agent was answering (a blip, a backchannel).
+    E.SPEECH_DISCARDED: (_IDLE_STATES - {"TRANSCRIBING"}) | _BUSY,
+    # The question ends while the session is busy: only the flag changes.
+    E.QUESTION_CLOSED: frozenset(STATES) - {"AWAITING_CONFIRMATION"} - TERMINAL,
+    # A dependency failure noticed while answering is acted on once the answer is over.
+    E.DEPENDENCY_FAILED: _BUSY | {"DEGRADED"},
+    E.DEPENDENCY_RECOVERED: frozenset(STATES) - {"DEGRADED"} - TERMINAL,
+}
+for _e, _states in IGNORED.items():
+    for _i in _states:
+        TABLE.setdefault((_i, _e), STAY)
+# Once closing or failed, whatever still reports (a late completion, a tool result) is ignored.
+for _s in TERMINAL:
+    for _e in Event:
+        TABLE.setdefault((_s, _e), STAY)
+
+QUESTION_OPENS: Final = frozenset({E.SENSITIVE_ACTION})
+QUESTION_ENDS: Final = frozenset({E.CONFIRMED, E.DECLINED, E.QUESTION_CLOSED, E.CLOSE, E.FAIL})
+
+ANSWERING: Final[frozenset[State]] = frozenset(
+    s for s in STATES if X.STOP_OUTPUT in TABLE.get((s, E.BARGE_IN), STAY).effects
+)
+"""States in which a barge-in stops output, derived from the table."""
+
+
+class SessionMachine:
+    """The current state, whether a question is open, and the table."""
+
+    def __init__(self, state: State = "CONFIGURING", *, question_open: bool = False) -> None:
         if state not in STATES:
             raise ValueError(f"unknown state {state!r}")
-        self.state = state
+        self.state: State = state
+        self.question_open = question_open
 
-    def can(self, event: Event) -> bool:
-        return (self.state, event) in TRANSITIONS
+    def allows(self, event: Event) -> bool:
+        return (self.state, event) in TABLE
 
-    def fire(self, event: Event) -> tuple[str, str]:
+    def process(self, event: Event) -> Step:
+        previous = self.state
         try:
-            new = TRANSITIONS[(self.state, event)]
+            rule = TABLE[(previous, event)]
         except KeyError:
-            raise InvalidTransition(self.state, event) from None
-        previous, self.state = self.state, new
-        return previous, new
+            raise InvalidTransition(previous, event) from None
+        if event in QUESTION_OPENS:
+            self.question_open = True
+        elif event in QUESTION_ENDS:
+            self.question_open = False
+        target = rule.target
+        if target == IDLE:
+            target = "AWAITING_CONFIRMATION" if self.question_open else "LISTENING"
+        if target is not None:
+            self.state = target
+        effects = tuple(self._resolve(e) for e in rule.effects)
+        if self.state != previous:  # after a stop: the client hears the flush first
+            effects = (*effects, X.EMIT_STATE)
+        return Step(previous, self.state, effects)
+
+    def _resolve(self, effect: Effect) -> Effect:
+        if effect is X.TAKE_TURN:
+            return X.CLASSIFY_ANSWER if self.question_open else X.RESPOND
+        return effect

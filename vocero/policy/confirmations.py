@@ -2,8 +2,10 @@
 
 The model only says what the answer sounded like (``confirm`` / ``reject`` / ``uncertain``). The
 code here decides whether that answer applies: it must answer the *active* question (the exact
-proposal revision the caller was last asked about), come in a later turn than the question, arrive
-before the question expires, and, for a "yes", only after the caller heard the whole read-back.
+proposal revision the caller was last asked about, and the last thing the agent said: a "yes"
+after another answer may answer that one), come in a later turn than the question, arrive before
+the question expires, and, for a "yes", only after the caller heard every consequential value of
+the read-back.
 "I think so", overlapping speech and anything uncertain lead to a clarification, never a Boolean.
 """
 
@@ -29,6 +31,8 @@ class Question:
     asked_turn_id: str
     fields: Mapping[str, Any] = field(default_factory=dict)
     expires_at_text: str = ""
+    parts: tuple[str, ...] = ()
+    """The spoken form of every consequential value of the read-back, in order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +53,7 @@ def judge(
     turn_id: str,
     now: float,
     delivered: bool,
+    last_heard: bool = True,
     current_revisions: Mapping[str, int],
     used: Set[tuple[str, int]],
 ) -> Judgement:
@@ -62,6 +67,8 @@ def judge(
                          keep_question=question is not None)
     if source == "speech" and turn_id == question.asked_turn_id:
         return Judgement(False, "confirmation_unclear")
+    if source == "speech" and not last_heard:
+        return Judgement(False, "different_question")
     if now >= question.expires_at:
         return Judgement(False, "authorization_expired", keep_question=False)
     if answer == "reject":

@@ -11,8 +11,9 @@ the operation and its outbox row in one transaction; the worker does the rest.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 import anyio
@@ -31,6 +32,7 @@ from vocero.contracts.events import ToolStatus
 from vocero.contracts.ports import (
     CallMeta,
     Clock,
+    Message,
     ToolCallRequest,
     ToolGateway,
     ToolIntent,
@@ -43,6 +45,7 @@ from vocero.policy.canonical import (
     Context,
     canonicalize,
     observed_versions,
+    zone_of,
 )
 from vocero.policy.confirmations import Answer, Question, Source, judge
 from vocero.policy.delivery import DeliveryEvidence
@@ -98,6 +101,8 @@ class _State:
     answered: set[tuple[str, int]] = field(default_factory=set)
     observed: dict[str, int] = field(default_factory=dict)
     watches: list[Watch] = field(default_factory=list)
+    unsent: dict[str, OperationRecord] = field(default_factory=dict)
+    """Confirmed operations not yet sent: the caller may still withdraw them."""
 
 
 class SessionCoordinator:
@@ -140,7 +145,11 @@ class SessionCoordinator:
 
     # ------------------------------------------------------------------------- propose
 
-    async def propose(self, turn: TurnRef, intent: ToolIntent) -> ToolPlan:
+    async def propose(
+        self, turn: TurnRef, intent: ToolIntent, *, history: Sequence[Message] = ()
+    ) -> ToolPlan:
+        """``history`` is the conversation as heard: built-in tools judge against it (the
+        call-back rule takes the time from the caller's own words)."""
         tool = resolve(self.profile, intent.name)
         call_id = new_id("call")
         schema, schema_ver, available = self._definition(tool)
@@ -149,7 +158,7 @@ class SessionCoordinator:
         canonical: Canonical | None = None
         if decision.outcome != "deny" and tool is not None:
             try:
-                canonical = self._canonical(tool, intent.arguments, schema)
+                canonical = self._canonical(tool, intent.arguments, schema, history)
             except CanonicalError as exc:
                 lead = explain(exc.reason_code) if exc.result is None else ""
                 return await self._deny(
@@ -192,7 +201,13 @@ class SessionCoordinator:
     ) -> ToolPlan:
         now = self.clock.now()
         expires = datetime.fromtimestamp(now + self.settings.confirmation_ttl_s, UTC)
-        summary = readback.readback(tool.tool, canonical.arguments)
+        spoken = readback.readback(
+            tool.tool,
+            canonical.arguments,
+            template=self._readback_template(tool),
+            today=self._today(),
+        )
+        summary = spoken.text
         opened = await self.repo.open_revision(
             RevisionDraft(
                 session_id=self.session_id,
@@ -241,8 +256,9 @@ class SessionCoordinator:
             asked_turn_id=turn.turn_id,
             fields=fields,
             expires_at_text=expires_text,
+            parts=spoken.parts,
         )
-        await self.evidence.asked(key, turn.generation_id, first=True)
+        await self.evidence.asked(key, turn.generation_id, first=True, parts=spoken.parts)
         return self.active_question() or ToolPlan(kind="deny", tool=name)
 
     # ---------------------------------------------------------------------- confirmation
@@ -276,6 +292,7 @@ class SessionCoordinator:
     ) -> ConfirmationVerdict:
         delivered = await self.evidence.satisfied((proposal_id, revision))
         question = self._s.question
+        current = source == "button" or self.evidence.last_heard_was((proposal_id, revision))
         judgement = judge(
             question,
             proposal_id=proposal_id,
@@ -285,6 +302,7 @@ class SessionCoordinator:
             turn_id=turn.turn_id if turn else "",
             now=self.clock.now(),
             delivered=delivered,
+            last_heard=current,
             current_revisions=self._s.revisions,
             used=self._s.answered,
         )
@@ -370,10 +388,61 @@ class SessionCoordinator:
     # ---------------------------------------------------------------------------- evidence
 
     async def record_delivery(
-        self, generation_id: str, *, delivered: bool, observable: bool = True
+        self, generation_id: str, *, heard_text: str, complete: bool, observable: bool = True
     ) -> None:
-        """Playout evidence of one generation."""
-        await self.evidence.delivered(generation_id, delivered, observable=observable)
+        """Playout evidence of one generation: what the caller heard of it."""
+        await self.evidence.delivered(
+            generation_id, heard_text=heard_text, complete=complete, observable=observable
+        )
+
+    async def drop_question(self, proposal_id: str, revision: int) -> None:
+        """The conversation gives up on the question (it could not get a clear answer): it can
+        no longer be confirmed, and nothing was done."""
+        question = self._s.question
+        if question is None or (question.proposal_id, question.revision) != (
+            proposal_id,
+            revision,
+        ):
+            return
+        self._s.question = None
+        self.evidence.supersede((proposal_id, revision))
+        try:
+            await self.repo.close_proposal(proposal_id, "abandoned")
+        except Exception:  # the question is gone from the conversation either way
+            log.exception("policy.drop_failed")
+        await self._audit(
+            "confirmation.abandoned", {"proposal_id": proposal_id, "revision": revision}
+        )
+
+    # ---------------------------------------------------------------------------- withdrawal
+
+    def withdrawable(self) -> ToolPlan | None:
+        """The confirmed operation of this session that has not been dispatched yet, if any."""
+        for op in reversed(self._s.unsent.values()):
+            return ToolPlan(kind="run", tool=op.tool, proposal_id=op.proposal_id or "",
+                            revision=op.revision or 0, tool_call_id=op.id)
+        return None
+
+    async def withdraw(self, turn: TurnRef) -> str:
+        """The caller takes back a confirmed action before it was sent: the operation is
+        rejected ``withdrawn`` unless it already left (then its status is told as it is)."""
+        plan = self.withdrawable()
+        if plan is None:
+            return "There is nothing waiting to be sent."
+        op = await self.repo.withdraw(plan.tool_call_id)
+        await self._audit(
+            "action.withdrawn" if op.status == "rejected" else "action.withdrawal_too_late",
+            {"operation_id": op.id, "proposal_id": op.proposal_id, "revision": op.revision,
+             "status": op.status, "turn_id": turn.turn_id},
+        )
+        self.executor.publish(op)
+        if op.status == "rejected" and op.reason_code == "withdrawn":
+            return "All right, I've withdrawn that request before it was sent; nothing changed."
+        tool = resolve(self.profile, op.tool)
+        return readback.outcome(
+            tool.tool if tool else op.tool, op.arguments, op.status, op.reason_code,
+            today=self._today(),
+        )
 
     # ----------------------------------------------------------------------------- execute
 
@@ -393,6 +462,7 @@ class SessionCoordinator:
         self, plan: ToolPlan, run: _Runnable, on_status: StatusCallback
     ) -> ToolOutcome:
         def forward(op: OperationRecord) -> None:
+            self._track_unsent(op)
             on_status(plan.tool_call_id, run.proposal_id, op.status, op.reason_code)
 
         watch = Watch(self.executor, run.operation_id, forward)
@@ -416,6 +486,7 @@ class SessionCoordinator:
             self.metrics.count("denials", reason_code=reason)
             return self._refused(plan, reason, on_status)
         op = authorization.operation
+        self._track_unsent(op)
         if authorization.created:
             on_status(plan.tool_call_id, run.proposal_id, "authorized", "")
             self.executor.step("authorized", op.id)
@@ -513,7 +584,9 @@ class SessionCoordinator:
         if isinstance(receipt, dict):
             self._observe(receipt)
         result: dict[str, Any] = {
-            "summary": readback.outcome(run.tool.tool, run.arguments, op.status, op.reason_code),
+            "summary": readback.outcome(
+                run.tool.tool, run.arguments, op.status, op.reason_code, today=self._today()
+            ),
             "operation_id": op.id,
         }
         if isinstance(receipt, dict):
@@ -579,7 +652,11 @@ class SessionCoordinator:
         )
 
     def _canonical(
-        self, tool: ResolvedTool, arguments: dict[str, Any], schema: dict[str, Any]
+        self,
+        tool: ResolvedTool,
+        arguments: dict[str, Any],
+        schema: dict[str, Any],
+        history: Sequence[Message] = (),
     ) -> Canonical:
         ctx = Context(
             tenant=self.caller.tenant,
@@ -587,10 +664,34 @@ class SessionCoordinator:
             now=datetime.fromtimestamp(self.clock.now(), UTC),
             server=tool.server,
             observed_versions=self._s.observed,
+            history=tuple(history),
+            locale=self.caller.locale,
+            subject_ref=self.caller.subject_ref,
         )
         if tool.builtin and self.builtins is not None:
             return self.builtins.canonicalize(tool.tool, arguments, ctx)
         return canonicalize(arguments, schema, ctx)
+
+    def _track_unsent(self, op: OperationRecord) -> None:
+        if op.status in ("authorized", "dispatch_pending"):
+            self._s.unsent[op.id] = op
+        else:
+            self._s.unsent.pop(op.id, None)
+
+    def _readback_template(self, tool: ResolvedTool) -> str:
+        """The profile's read-back wording for the tool, only when every profile tool resolving
+        to the same server tool says the same: an alias must never read back as something else
+        than what will actually happen (then the generic read-back of the resolved tool)."""
+        same = {
+            t.readback
+            for t in self.profile.tools
+            if (t.server, t.resolves_to) == (tool.server, tool.tool)
+        }
+        return same.pop() if len(same) == 1 else ""
+
+    def _today(self) -> date:
+        moment = datetime.fromtimestamp(self.clock.now(), UTC)
+        return moment.astimezone(zone_of(self.caller.timezone)).date()
 
     def _binding(self, proposal_id: str, revision: int, args_hash: str, expires_at: float) -> str:
         return binding_hash(

@@ -28,7 +28,7 @@ from vocero.contracts.errors import ToolCallError
 from vocero.contracts.events import ToolStatus
 from vocero.contracts.ports import CallMeta, ToolCallRequest, ToolGateway, ToolResult
 from vocero.policy.gate import ResolvedTool, resolve
-from vocero.policy.operations import TERMINAL
+from vocero.policy.operations import TERMINAL, InvalidOperationTransition
 from vocero.policy.ports import BuiltinTools, StepHook, SupportsLookup
 from vocero.policy.records import OperationRecord
 from vocero.policy.repository import ActionRepository
@@ -238,7 +238,14 @@ class OperationExecutor:
         return await self._send(op, target)
 
     async def _send(self, op: OperationRecord, target: Target) -> tuple[OperationRecord, bool]:
-        op = await self._move(op, "in_flight", sent=True)
+        try:
+            op = await self._move(op, "in_flight", sent=True)
+        except InvalidOperationTransition:  # withdrawn meanwhile: consent is checked here last
+            current = await self.repo.get(op.id)
+            if current is None or current.status not in TERMINAL:
+                raise
+            self._publish(current)
+            return current, False
         try:
             with anyio.fail_after(target.tool.timeout_ms / 1000 + self.settings.call_margin_s):
                 result = await self._call(op, target)
@@ -344,6 +351,10 @@ class OperationExecutor:
     def _expired(self, op: OperationRecord) -> bool:
         ttl = timedelta(seconds=self.settings.authorization_ttl_s)
         return op.proposal_id is not None and self.repo.now() >= op.created_at + ttl
+
+    def publish(self, op: OperationRecord) -> None:
+        """Tell the operation's listeners of a change made outside the worker (a withdrawal)."""
+        self._publish(op)
 
     def _publish(self, op: OperationRecord) -> None:
         for listener in list(self._listeners.get(op.id, [])):

@@ -9,7 +9,9 @@ After execution the wording follows the owning service's receipt, never the mode
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
@@ -52,16 +54,110 @@ def fields_of(arguments: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in arguments.items() if not is_sensitive(k)}
 
 
-def readback(tool: str, arguments: Mapping[str, Any]) -> str:
-    verb, noun = action_words(tool)
-    return f"Please confirm: {verb} {_object(noun, arguments)}{_details(arguments)}. " \
-           "Shall I go ahead? Please say yes or no."
+@dataclass(frozen=True, slots=True)
+class Readback:
+    """A read-back and the spoken form of every consequential value in it, in order: a "yes"
+    binds once the caller has heard all of them (SPEC §2), even if it cuts off the question."""
+
+    text: str
+    parts: tuple[str, ...]
 
 
-def outcome(tool: str, arguments: Mapping[str, Any], status: str, reason: str = "") -> str:
+QUESTION = "Shall I go ahead?"
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*)\}")
+
+
+def readback(
+    tool: str,
+    arguments: Mapping[str, Any],
+    *,
+    template: str = "",
+    today: date | None = None,
+) -> Readback:
+    """What the caller is asked: the profile's ``readback`` wording with its ``{field}``
+    placeholders filled with spoken canonical values, or a generic one built from the resolved
+    tool's verb and noun (never its raw name) and every consequential field."""
+    speak = _Speaker(arguments, today)
+    if template:
+        phrase = _PLACEHOLDER.sub(lambda m: speak.field(m.group(1)), template).strip()
+    else:
+        verb, noun = action_words(tool)
+        phrase = f"{verb} {speak.object(noun)}{speak.details()}"
+    phrase = phrase.rstrip(" .")
+    text = f"To confirm: {phrase}. {QUESTION}"
+    return Readback(text=text, parts=tuple(p for p in speak.parts if p))
+
+
+class _Speaker:
+    """Spoken forms of canonical values, remembering each one used (the read-back's parts)."""
+
+    def __init__(self, arguments: Mapping[str, Any], today: date | None) -> None:
+        self.arguments = arguments
+        self.today = today
+        self.parts: list[str] = []
+
+    def _said(self, text: str) -> str:
+        self.parts.append(text)
+        return text
+
+    def field(self, name: str) -> str:
+        args = self.arguments
+        if name == "when":
+            return self._said(_when(args, self.today).removeprefix("to ").removeprefix("on "))
+        if name not in args or is_sensitive(name):
+            return "{" + name + "}" if name not in args else ""
+        value = args[name]
+        kind = kind_of(name, {})
+        if kind == "date":
+            return self._said(speak_date(str(value), self.today))
+        if kind == "time":
+            return self._said(speak_time(str(value)))
+        if kind == "timezone":
+            return self._said(f"{speak_zone(str(value))} time")
+        if kind == "amount":
+            return self._said(speak_amount(value, args.get("currency")))
+        return self._said(str(value))
+
+    def object(self, noun: str) -> str:
+        ids = [str(v) for k, v in self.arguments.items() if kind_of(k, {}) == "id"]
+        if ids:
+            self._said(ids[0])
+        return " ".join([noun, *ids[:1]]).strip()
+
+    def details(self) -> str:
+        args = self.arguments
+        parts: list[str] = []
+        when = _when(args, self.today) or _instant(args, self.today)
+        if when:
+            parts.append(self._said(when))
+        skip = {k for k in args if kind_of(k, {}) in ("date", "time", "timezone", "id")}
+        skip |= set(VERSION_KEYS) | {"currency", "due_exact"}
+        skip |= {k for k in args if k.endswith("_at")}
+        if _instant(args, self.today):
+            skip.add("when")
+        for key, value in args.items():
+            if key in skip or is_sensitive(key):
+                continue
+            if kind_of(key, {}) == "amount":
+                parts.append("for " + self._said(speak_amount(value, args.get("currency"))))
+            elif isinstance(value, str | int | float) and not isinstance(value, bool):
+                label = LABELS.get(key, key.replace("_", " "))
+                parts.append(f"{label} {self._said(str(value))}")
+        return (" " + ", ".join(parts)) if parts else ""
+
+
+def outcome(
+    tool: str,
+    arguments: Mapping[str, Any],
+    status: str,
+    reason: str = "",
+    *,
+    today: date | None = None,
+) -> str:
     verb, noun = action_words(tool)
-    target = _object(noun, arguments)
-    details = _details(arguments)
+    speak = _Speaker(arguments, today)
+    target = speak.object(noun)
+    details = speak.details()
     if status == "committed":
         return f"Done: your {target} is {past_tense(verb)}{details}."
     if status == "rejected":
@@ -77,35 +173,11 @@ def outcome(tool: str, arguments: Mapping[str, Any], status: str, reason: str = 
 # ------------------------------------------------------------------------------ rendering
 
 
-def _object(noun: str, arguments: Mapping[str, Any]) -> str:
-    ids = [str(v) for k, v in arguments.items() if kind_of(k, {}) == "id"]
-    return " ".join([noun, *ids[:1]]).strip()
-
-
 LABELS = {"reason": "about", "channel": "by"}
 NOUNS = {"followup": "call-back"}
 
 
-def _details(arguments: Mapping[str, Any]) -> str:
-    parts: list[str] = []
-    when = _when(arguments) or _instant(arguments)
-    if when:
-        parts.append(when)
-    skip = {k for k in arguments if kind_of(k, {}) in ("date", "time", "timezone", "id")}
-    skip |= set(VERSION_KEYS) | {"currency"} | {k for k in arguments if k.endswith("_at")}
-    if _instant(arguments):
-        skip.add("when")
-    for key, value in arguments.items():
-        if key in skip or is_sensitive(key):
-            continue
-        if kind_of(key, {}) == "amount":
-            parts.append(f"for {speak_amount(value, arguments.get('currency'))}")
-        elif isinstance(value, str | int | float) and not isinstance(value, bool):
-            parts.append(f"{LABELS.get(key, key.replace('_', ' '))} {value}")
-    return (" " + ", ".join(parts)) if parts else ""
-
-
-def _instant(arguments: Mapping[str, Any]) -> str:
+def _instant(arguments: Mapping[str, Any], today: date | None = None) -> str:
     """An ISO date-time (``due_at``) spoken as "for Friday, December 4, 2026 at 10 AM"."""
     for key, value in arguments.items():
         if not key.endswith("_at"):
@@ -115,12 +187,13 @@ def _instant(arguments: Mapping[str, Any]) -> str:
         except ValueError:
             continue
         zone = next((str(v) for k, v in arguments.items() if kind_of(k, {}) == "timezone"), "")
-        text = f"for {speak_date(moment.date().isoformat())} at {speak_time(f'{moment:%H:%M}')}"
+        day = speak_date(moment.date().isoformat(), today)
+        text = f"for {day} at {speak_time(f'{moment:%H:%M}')}"
         return text + (f", {speak_zone(zone)} time" if zone else "")
     return ""
 
 
-def _when(arguments: Mapping[str, Any]) -> str:
+def _when(arguments: Mapping[str, Any], today: date | None = None) -> str:
     day_key = next((k for k in arguments if kind_of(k, {}) == "date"), None)
     time_key = next((k for k in arguments if kind_of(k, {}) == "time"), None)
     if day_key is None and time_key is None:
@@ -129,7 +202,7 @@ def _when(arguments: Mapping[str, Any]) -> str:
     preposition = "to" if (day_key or time_key or "").startswith("new_") else "on"
     text = preposition
     if day_key is not None:
-        text += " " + speak_date(str(arguments[day_key]))
+        text += " " + speak_date(str(arguments[day_key]), today)
     if time_key is not None:
         text += " at " + speak_time(str(arguments[time_key]))
     if zone:
@@ -137,12 +210,15 @@ def _when(arguments: Mapping[str, Any]) -> str:
     return text
 
 
-def speak_date(iso: str) -> str:
+def speak_date(iso: str, today: date | None = None) -> str:
+    """ "Friday, December 4" (weekday, month and day: never ambiguous between month and day);
+    the year too unless it is the caller's current year."""
     try:
         day = date.fromisoformat(iso)
     except ValueError:
         return iso
-    return f"{day:%A}, {day:%B} {day.day}, {day.year}"
+    text = f"{day:%A}, {day:%B} {day.day}"
+    return text if today is not None and day.year == today.year else f"{text}, {day.year}"
 
 
 def speak_time(hhmm: str) -> str:

@@ -375,6 +375,23 @@ class ActionRepository:
                 outbox.available_at = now + timedelta(seconds=release_after_s)
             return operation_record(op)
 
+    async def withdraw(self, operation_id: str) -> OperationRecord:
+        """The caller withdrew consent: an operation not yet sent (``authorized``,
+        ``dispatch_pending``) is rejected ``withdrawn`` and its outbox row finished, in one
+        transaction; one already sent is returned as it stands (it cannot be taken back)."""
+        now = self.now()
+        async with self.write() as session:
+            op = await session.get(OperationRow, operation_id, with_for_update=True)
+            if op is None:
+                raise LookupError(f"no operation {operation_id!r}")
+            if op.status in ("authorized", "dispatch_pending"):
+                await move(session, op, "rejected", now=now, reason="withdrawn")
+                outbox = (await session.scalars(select(OutboxRow).where(
+                    OutboxRow.operation_id == operation_id))).first()
+                if outbox is not None:
+                    outbox.done = True
+            return operation_record(op)
+
     async def recover(self) -> list[OperationRecord]:
         """Start-up: in-flight work of a dead process becomes ``unknown`` (reconcile before any
         retry); every unfinished outbox row is handed back to the worker."""

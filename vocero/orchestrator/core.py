@@ -1,0 +1,201 @@
+"""What every part of a session shares: its context, runners, output, machine and memory.
+
+The parts (listening, turns, responding, acting, answers, completion) each hold the one
+:class:`SessionCore` of their session and nothing of each other. Events go through
+:meth:`SessionCore.fire`, which asks the machine, performs the effects that cannot wait (tell the
+client the new state; stop the output) through handlers the session registers, and returns the
+step so the caller performs the rest. Every structure that grows with the call is bounded here,
+with its rule next to it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import overload
+
+import structlog
+
+from vocero.contracts import events as ev
+from vocero.contracts.actions import ActionCoordinator
+from vocero.contracts.errors import CODES, ErrorCode
+from vocero.contracts.ports import Message
+from vocero.inference.runner_set import RunnerSet
+from vocero.orchestrator.context import (
+    NullMetrics,
+    NullRecorder,
+    SessionContext,
+    SessionMetrics,
+    SessionRecorder,
+    Timeouts,
+)
+from vocero.orchestrator.generation import Generation
+from vocero.orchestrator.ids import new_id
+from vocero.orchestrator.machine import Effect, Event, SessionMachine, Step
+from vocero.orchestrator.output import OutFrame, OutputChannel
+
+log = structlog.get_logger("vocero.session")
+
+MAX_HISTORY_MESSAGES = 64
+MAX_HISTORY_CHARS = 24_000
+"""The model sees at most the last 64 messages and 24,000 characters of the call (the oldest go
+first); the store keeps the whole call, so nothing is lost for review or resumption."""
+MAX_GENERATIONS = 16
+"""Finished generations are remembered (for late cancels, playout reports and delivery) only
+while they are among the last 16 of the session."""
+
+
+class History:
+    """What the model may see: caller turns, assistant text as heard, tool messages. Bounded."""
+
+    def __init__(self, messages: list[Message] | None = None) -> None:
+        self._messages: list[Message] = []
+        self._chars = 0
+        for message in messages or []:
+            self.append(message)
+
+    def append(self, message: Message) -> None:
+        self._messages.append(message)
+        self._chars += len(message.content)
+        while len(self._messages) > 1 and (
+            len(self._messages) > MAX_HISTORY_MESSAGES or self._chars > MAX_HISTORY_CHARS
+        ):
+            self._chars -= len(self._messages.pop(0).content)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self._messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        return self._messages[index]
+
+    def messages(self) -> list[Message]:
+        return list(self._messages)
+
+
+class Generations:
+    """The current generation and the recent ones, by id (bounded by :data:`MAX_GENERATIONS`)."""
+
+    def __init__(self, out: OutputChannel) -> None:
+        self._out = out
+        self._by_id: OrderedDict[str, Generation] = OrderedDict()
+        self.current: Generation | None = None
+
+    def begin(self, turn_id: str) -> Generation:
+        generation = Generation(generation_id=new_id("gen"), turn_id=turn_id)
+        self.current = generation
+        self._by_id[generation.generation_id] = generation
+        while len(self._by_id) > MAX_GENERATIONS:
+            old_id, old = self._by_id.popitem(last=False)
+            if old.done:
+                self._out.forget(old_id)
+            else:  # still running (a stuck task): keep it, it will be forgotten later
+                self._by_id[old_id] = old
+                self._by_id.move_to_end(old_id, last=False)
+                break
+        return generation
+
+    def get(self, generation_id: str) -> Generation | None:
+        return self._by_id.get(generation_id)
+
+    def live(self) -> Generation | None:
+        """The current generation while it has not finished."""
+        current = self.current
+        return current if current is not None and not current.done else None
+
+    def ids(self) -> list[str]:
+        return list(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+
+class SessionCore:
+    """One session's shared state and plumbing."""
+
+    def __init__(
+        self,
+        ctx: SessionContext,
+        runners: RunnerSet,
+        out: OutputChannel,
+        *,
+        coordinator: ActionCoordinator | None,
+        recorder: SessionRecorder | None,
+        metrics: SessionMetrics | None,
+        timeouts: Timeouts,
+        monotonic: Callable[[], float],
+    ) -> None:
+        self.ctx = ctx
+        self.runners = runners
+        self.out = out
+        self.coordinator = coordinator
+        self.recorder: SessionRecorder = recorder or NullRecorder()
+        self.metrics: SessionMetrics = metrics or NullMetrics()
+        self.timeouts = timeouts
+        self.monotonic = monotonic
+        self.machine = SessionMachine("CONFIGURING")
+        self.history = History()
+        self.generations = Generations(out)
+        self._handlers: dict[Effect, Callable[..., None]] = {}
+        self.barge_ins = 0
+        self.false_barge_ins = 0
+        self.caller_speaking = False
+        """The caller is speaking now (an utterance is in progress, or the client said so)."""
+
+    def on(self, effect: Effect, handler: Callable[..., None]) -> None:
+        """Register who performs a synchronous effect (stop the output, watch speech); it is
+        called with the details given to :meth:`fire`."""
+        self._handlers[effect] = handler
+
+    def fire(self, event: Event, **details: str) -> Step:
+        """Feed the machine one event; perform the immediate effects; return the step."""
+        step = self.machine.process(event)
+        for effect in step.effects:
+            if effect is Effect.EMIT_STATE:
+                self.control(ev.StateChanged(state=step.state, previous=step.previous))
+                self.recorder.state(self.ctx.session_id, step.state)
+            else:
+                handler = self._handlers.get(effect)
+                if handler is not None:
+                    handler(**details)
+        return step
+
+    def control(
+        self,
+        payload: ev.ServerPayload,
+        envelope: type[ev.ServerEnvelope] | None = None,
+        *,
+        turn_id: str = "",
+    ) -> None:
+        self.out.control(OutFrame(payload=payload, envelope=envelope, turn_id=turn_id))
+
+    def error(self, code: ErrorCode) -> None:
+        info = CODES[code]
+        self.metrics.count("errors", code=code.value)
+        self.control(
+            ev.Error(
+                code=code.value,
+                category=info.category.value,
+                retryable=info.retryable,
+                user_message_key=info.user_message_key,
+                correlation_id=new_id("corr"),
+            )
+        )
+
+    def remember(self, message: Message) -> None:
+        self.history.append(message)
+
+    def stt_down(self) -> bool:
+        return self.runners.stt.status().health == "unavailable"
+
+    def degrade(self, code: ErrorCode) -> None:
+        """The recogniser is down: say so once, drop the speech in progress, go to text mode."""
+        self.error(code)
+        self.fire(Event.SPEECH_DISCARDED)
+        self.fire(Event.DEPENDENCY_FAILED)

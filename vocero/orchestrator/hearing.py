@@ -1,0 +1,234 @@
+"""The listening policy: what caller audio means while the agent listens or speaks.
+
+* Barge-in: speech heard while the agent holds the turn is watched (the machine's
+  ``WATCH_INTERRUPTION``); once it has lasted ``min_interruption_ms`` it is judged on a partial
+  transcript, and, unless it is a backchannel ("mm-hmm"), it takes the turn (``INTERRUPTION``).
+  A client's own speech hint takes it at once.
+* Partials: after every ``partial_interval_ms`` of new speech (the recogniser's own cadence).
+* Speculation: at a pause, the final transcription starts while the VAD waits out its hangover,
+  and is reused when no speech followed.
+
+The handlers never await: a barge-in takes effect before the handler returns. Barge-in events
+are sent only while a generation is live; the machine says what they do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+
+from vocero.contracts import events as ev
+from vocero.contracts.ports import Transcription
+from vocero.orchestrator.core import SessionCore
+from vocero.orchestrator.listening import Listener, Speculation, Utterance, is_backchannel
+from vocero.orchestrator.machine import ANSWERING, Effect, Event
+from vocero.orchestrator.output import OutFrame
+
+SPECULATE_AFTER_MS = 160
+"""A pause this long starts the final transcription while the VAD still waits for the end of
+the turn (its ``min_silence_ms`` hangover); speech after it makes that transcription stale."""
+
+UtteranceSink = Callable[[Utterance, bool], None]
+"""Takes an ended utterance (and whether it must be checked for a backchannel) as a turn."""
+
+
+class Hearing:
+    def __init__(self, core: SessionCore, tg: anyio.abc.TaskGroup, on_turn: UtteranceSink) -> None:
+        self.core = core
+        self._tg = tg
+        self._on_turn = on_turn
+        self.turn_mode: str = core.ctx.effective.turn_mode
+        self.listener = self._new_listener()
+        self._speech_detected_at: float | None = None
+        core.on(Effect.WATCH_INTERRUPTION, self._watch)
+        core.on(Effect.RESET_LISTENING, self.reset)
+
+    def set_turn_mode(self, mode: str) -> None:
+        if mode != self.turn_mode:
+            self.turn_mode = mode
+            self.listener = self._new_listener()
+
+    def reset(self, **_: str) -> None:
+        self.core.caller_speaking = False
+        self.listener = self._new_listener()
+
+    def _new_listener(self) -> Listener:
+        vad = self.core.runners.vad.open() if self.turn_mode == "server_vad" else None
+        return Listener(vad)
+
+    # ------------------------------------------------------------------------ handlers
+
+    def audio(self, pcm16: bytes) -> None:
+        segment = self.listener.push(pcm16)
+        if segment.started is not None:
+            self._speech_detected_at = self.core.monotonic()
+            self.core.caller_speaking = True
+            self.core.fire(Event.SPEECH_STARTED)
+        current = self.listener.current
+        if current is not None and current.candidate and not current.judged:
+            if (
+                current.voiced_ms >= self.core.ctx.profile.min_interruption_ms
+                or self.turn_mode != "server_vad"
+            ):
+                current.judged = True
+                self._tg.start_soon(self._judge_interruption, current)
+        elif current is not None and not current.candidate:
+            self._maybe_partial(current)
+        if current is not None and self.turn_mode == "server_vad":
+            self._maybe_speculate(current)
+        if segment.ended is not None:
+            self._ended(segment.ended)
+
+    def hint(self) -> None:
+        """Client-side VAD: speech began. While answering this is a barge-in at once."""
+        self._speech_detected_at = self.core.monotonic()
+        self.core.caller_speaking = True
+        self._interrupt(Event.SPEECH_HINT)
+
+    def commit(self) -> Utterance | None:
+        self.core.caller_speaking = False
+        return self.listener.commit()
+
+    def interrupt(self, reason: str, status: str = "interrupted") -> None:
+        """Something other than speech takes the turn (a typed turn, a cancel request)."""
+        if self.core.generations.live() is not None:
+            self._speech_detected_at = None
+            self.core.fire(Event.BARGE_IN, reason=reason, status=status)
+
+    def not_a_turn(self, utterance: Utterance, backchannel_check: bool) -> None:
+        """The utterance's final was empty or a backchannel."""
+        if utterance.interrupted:
+            self.core.false_barge_ins += 1
+            self.core.metrics.count("false_barge_ins", kind="backchannel")
+        elif backchannel_check:
+            self.core.metrics.count("backchannels_ignored")
+
+    # ----------------------------------------------------------------------- barge-in
+
+    def _watch(self, **_: str) -> None:
+        current = self.listener.current
+        if current is not None:
+            current.candidate = True
+
+    def _interrupt(self, event: Event) -> None:
+        core = self.core
+        if core.generations.live() is None and core.machine.state in ANSWERING:
+            return  # nothing is speaking yet: the speech will be a turn of its own
+        step = core.fire(event)
+        if Effect.STOP_OUTPUT in step.effects:
+            started = self._speech_detected_at or core.monotonic()
+            self.core.barge_ins += 1
+            core.metrics.count("barge_ins")
+            core.metrics.observe_ms("barge_in_stop_ms", (core.monotonic() - started) * 1000.0)
+
+    async def _judge_interruption(self, utterance: Utterance) -> None:
+        """Long enough to be a barge-in: stop, unless it is only a backchannel."""
+        core = self.core
+        if self.turn_mode == "server_vad":
+            try:
+                partial = await core.runners.stt.partial(
+                    bytes(utterance.audio), sample_rate=16000, locale=core.ctx.effective.locale
+                )
+            except Exception:
+                partial = None
+            if partial is not None and is_backchannel(partial.text):
+                utterance.backchannel_suspected = True
+                core.metrics.count("backchannels_ignored")
+                return
+        if core.generations.live() is not None and self.listener.current is utterance:
+            utterance.interrupted = True
+            self._interrupt(Event.INTERRUPTION)
+
+    def _ended(self, utterance: Utterance) -> None:
+        self.core.caller_speaking = False
+        if utterance.candidate and not utterance.judged:
+            self.core.false_barge_ins += 1
+            self.core.metrics.count("false_barge_ins", kind="too_short")
+            self.core.fire(Event.SPEECH_DISCARDED)
+            return
+        self._on_turn(utterance, utterance.candidate)
+
+    # ----------------------------------------------------------------------- partials
+
+    def _maybe_partial(self, utterance: Utterance) -> None:
+        """After every ``partial_interval_ms`` of new speech (the STT runner's own cadence; none
+        when it is 0), transcribe what was said so far, one partial at a time."""
+        interval = self.core.runners.stt.partial_interval_ms
+        if interval <= 0 or utterance.partial_running:
+            return
+        if utterance.voiced_ms < max(utterance.next_partial_ms, interval):
+            return
+        utterance.partial_running = True
+        utterance.next_partial_ms = utterance.voiced_ms + interval
+        self._tg.start_soon(self._partial, utterance)
+
+    async def _partial(self, utterance: Utterance) -> None:
+        core = self.core
+        try:
+            result = await core.runners.stt.partial(
+                bytes(utterance.audio), sample_rate=16000, locale=core.ctx.effective.locale
+            )
+        except Exception:
+            return
+        finally:
+            utterance.partial_running = False
+        if result.text and self.listener.current is utterance:
+            frame = OutFrame(
+                payload=ev.Transcript(turn_id="", text=result.text), envelope=ev.TranscriptPartialV1
+            )
+            core.out.partial(frame)
+
+    # -------------------------------------------------------------------- speculation
+
+    def _maybe_speculate(self, utterance: Utterance) -> None:
+        """At a pause, transcribe what was said so far, once per pause. Not for a sound heard
+        while the agent speaks that is too short to count as a barge-in: it will not be a turn."""
+        if utterance.pause_ms < SPECULATE_AFTER_MS or utterance.speculation_holds():
+            return
+        if utterance.candidate and not utterance.judged:
+            return
+        if utterance.voiced_ms <= 0:
+            return
+        if utterance.speculation is not None:
+            utterance.speculation.scope.cancel()
+        speculation = Speculation(voiced_ms=utterance.voiced_ms)
+        utterance.speculation = speculation
+        self._tg.start_soon(
+            self._speculate, speculation, bytes(utterance.audio), utterance.utterance_id
+        )
+
+    async def _speculate(self, speculation: Speculation, audio: bytes, utterance_id: str) -> None:
+        core = self.core
+        try:
+            with speculation.scope:
+                speculation.result = await core.runners.stt.transcribe(
+                    audio,
+                    sample_rate=16000,
+                    locale=core.ctx.effective.locale,
+                    utterance_id=utterance_id,
+                )
+        except Exception:
+            speculation.result = None  # the final transcribes again and handles the error
+        finally:
+            speculation.done.set()
+
+    async def final_transcript(self, utterance: Utterance) -> Transcription:
+        """The utterance's final: the speculation started at its last pause when no speech came
+        after it, otherwise a transcription of the whole utterance."""
+        core = self.core
+        speculation = utterance.speculation
+        if speculation is not None and utterance.speculation_holds():
+            await speculation.done.wait()
+            if speculation.result is not None:
+                core.metrics.count("stt_speculations", outcome="used")
+                return speculation.result
+        elif speculation is not None:
+            speculation.scope.cancel()
+            core.metrics.count("stt_speculations", outcome="stale")
+        return await core.runners.stt.transcribe(
+            bytes(utterance.audio),
+            sample_rate=16000,
+            locale=core.ctx.effective.locale,
+            utterance_id=utterance.utterance_id,
+        )

@@ -1,0 +1,151 @@
+"""Answering a turn: one generation, the model and tool loop inside it, and its ending.
+
+A generation runs inside its own cancel scope: a stop cancels the model, the synthesis and the
+queued audio together, while operations run outside it (:mod:`.acting`). Whatever ends it, the
+generation is settled after its work has unwound (:meth:`Completion.settle`).
+"""
+
+from __future__ import annotations
+
+import anyio
+
+from vocero.contracts import events as ev
+from vocero.contracts.actions import ToolPlan, TurnRef
+from vocero.contracts.errors import CapacityError, ErrorCode
+from vocero.contracts.ports import (
+    ClaimAnswer,
+    IntentClassified,
+    LlmRequest,
+    Message,
+    ToolIntent,
+)
+from vocero.orchestrator.acting import Actor
+from vocero.orchestrator.completion import Completion
+from vocero.orchestrator.core import SessionCore
+from vocero.orchestrator.generation import Generation
+from vocero.orchestrator.speaking import Speaker, speaking
+
+MAX_TOOL_ROUNDS = 4
+"""Tool calls one answer may chain before the model must answer in words."""
+
+
+class Responder:
+    def __init__(self, core: SessionCore, actor: Actor, completion: Completion) -> None:
+        self.core = core
+        self.actor = actor
+        self.completion = completion
+
+    def begin(self, turn: TurnRef) -> Generation:
+        generation = self.core.generations.begin(turn.turn_id)
+        self.core.control(
+            ev.ResponseCreated(generation_id=generation.generation_id, turn_id=turn.turn_id)
+        )
+        return generation
+
+    async def respond(
+        self, turn: TurnRef, committed_at: float, first_plan: ToolPlan | None = None
+    ) -> None:
+        """Answer the turn with the model (after running ``first_plan``, a confirmed action)."""
+        generation = self.begin(turn)
+        failure: ErrorCode | None = None
+        with generation.scope:
+            try:
+                async with speaking(self.core, generation, committed_at) as speaker:
+                    proceed = True
+                    if first_plan is not None:
+                        proceed = await self.actor.run_plan(generation, speaker, first_plan)
+                    if proceed:
+                        await self._model_loop(generation, speaker, turn)
+                    await speaker.finish()
+            except* TimeoutError:
+                failure = ErrorCode.LLM_TIMEOUT
+            except* CapacityError:
+                failure = ErrorCode.CAPACITY_EXHAUSTED
+        await self._end(generation, failure)
+
+    async def say(
+        self, turn: TurnRef, committed_at: float, text: str, *, readback: ToolPlan | None = None
+    ) -> Generation:
+        """A short answer in the application's own words (a decline, a clarification); with
+        ``readback``, it asks that question again, and only its delivery can satisfy it."""
+        generation = self.begin(turn)
+        coordinator = self.core.coordinator
+        if readback is not None and coordinator is not None:
+            await coordinator.readback_started(readback, generation.generation_id)
+        with generation.scope:
+            async with speaking(self.core, generation, committed_at) as speaker:
+                await speaker.say(text)
+                await speaker.finish()
+        await self._end(generation, None)
+        return generation
+
+    async def _end(self, generation: Generation, failure: ErrorCode | None) -> None:
+        stopped = generation.done
+        if not stopped:
+            if failure is not None:
+                self.core.error(failure)
+            self.completion.finish(generation, "failed" if failure is not None else "completed")
+        await self.completion.settle(generation, stopped=stopped)
+
+    async def _model_loop(self, generation: Generation, speaker: Speaker, turn: TurnRef) -> None:
+        """Ask the model until it answers in words; run each tool it asks for in between."""
+        for _ in range(MAX_TOOL_ROUNDS):
+            intent = await self._model_with_retry(generation, speaker)
+            if intent is None:
+                return
+            plan = await self.actor.propose(generation, turn, intent)
+            if not await self.actor.run_plan(generation, speaker, plan):
+                return
+
+    async def _model_with_retry(
+        self, generation: Generation, speaker: Speaker
+    ) -> ToolIntent | None:
+        try:
+            return await self._stream_model(speaker)
+        except TimeoutError:
+            if generation.side_effect or generation.units:
+                raise
+            self.core.metrics.count("llm_retries")
+            return await self._stream_model(speaker)
+
+    async def _stream_model(self, speaker: Speaker) -> ToolIntent | None:
+        core = self.core
+        request = LlmRequest(
+            messages=self.model_messages(),
+            tools=list(core.ctx.tools),
+            max_words=core.ctx.profile.word_budget,
+            pending=self.pending(),
+        )
+        started = core.monotonic()
+        stream = aiter(core.runners.llm.generate(request))
+        first = True
+        while True:
+            with anyio.fail_after(core.timeouts.llm_s):
+                try:
+                    output = await anext(stream)
+                except StopAsyncIteration:
+                    break
+            if first:
+                core.metrics.observe_ms("llm_ttft_ms", (core.monotonic() - started) * 1000.0)
+                first = False
+            if isinstance(output, ToolIntent):
+                await speaker.flush()
+                return output
+            if isinstance(output, IntentClassified | ClaimAnswer):
+                continue
+            await speaker.feed(output.text)
+        await speaker.flush()
+        return None
+
+    def pending(self) -> ToolIntent | None:
+        """The proposal the caller is being asked about, so a correction can be made to it."""
+        coordinator = self.core.coordinator
+        question = coordinator.active_question() if coordinator is not None else None
+        if question is None:
+            return None
+        return ToolIntent(name=question.tool, arguments=dict(question.fields))
+
+    def model_messages(self) -> list[Message]:
+        profile = self.core.ctx.profile
+        system = "\n".join([profile.instructions, *profile.rules]).strip()
+        return [Message(role="system", content=system), *self.core.history]

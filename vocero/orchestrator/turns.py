@@ -1,0 +1,108 @@
+"""Caller turns, one at a time: transcribe, commit, route, answer.
+
+A turn is committed (``transcript.final.v1``, the store, the history) and the machine routes it:
+with no question open it is answered (``RESPOND``); with one open it is first classified, and
+only ``confirm``/``reject``/``uncertain`` are answers to it, anything else a new request served
+like any turn (a changed value makes a new proposal revision). Turns and clicks queue on one
+lock, so one answer is settled (its delivery recorded) before the next turn is judged.
+"""
+
+from __future__ import annotations
+
+import anyio
+import structlog
+
+from vocero.contracts import events as ev
+from vocero.contracts.actions import ToolPlan, TurnRef
+from vocero.contracts.errors import CapacityError, ErrorCode
+from vocero.contracts.ports import Message, Transcription
+from vocero.orchestrator.answers import Answers
+from vocero.orchestrator.core import SessionCore
+from vocero.orchestrator.hearing import Hearing
+from vocero.orchestrator.ids import new_id
+from vocero.orchestrator.listening import Utterance, is_backchannel
+from vocero.orchestrator.machine import Effect, Event, Intent, Step, routing_event
+from vocero.orchestrator.responding import Responder
+
+log = structlog.get_logger("vocero.turns")
+
+
+class Turns:
+    def __init__(
+        self, core: SessionCore, hearing: Hearing, answers: Answers, responder: Responder
+    ) -> None:
+        self.core = core
+        self.hearing = hearing
+        self.answers = answers
+        self.responder = responder
+        self._lock = anyio.Lock()
+
+    async def audio(self, utterance: Utterance, backchannel_check: bool = False) -> None:
+        async with self._lock:
+            core = self.core
+            started = core.monotonic()
+            result = await self._transcribe(utterance)
+            if result is None:
+                return
+            core.metrics.observe_ms("stt_final_ms", (core.monotonic() - started) * 1000.0)
+            text = result.text.strip()
+            if not text or (backchannel_check and is_backchannel(text)):
+                self.hearing.not_a_turn(utterance, backchannel_check)
+                core.fire(Event.SPEECH_DISCARDED)
+                return
+            await self._commit(text, "audio", endpoint_at=started)
+
+    async def text(self, text: str) -> None:
+        async with self._lock:
+            await self._commit(text, "text")
+
+    async def clicked(self, proposal_id: str, revision: int, decision: Intent) -> None:
+        async with self._lock:
+            await self.answers.clicked(proposal_id, revision, decision)
+
+    async def _transcribe(self, utterance: Utterance) -> Transcription | None:
+        core = self.core
+        try:
+            with anyio.fail_after(core.timeouts.stt_s):
+                return await self.hearing.final_transcript(utterance)
+        except CapacityError:
+            core.error(ErrorCode.CAPACITY_EXHAUSTED)
+            core.fire(Event.SPEECH_DISCARDED)
+        except Exception:
+            log.warning("stt_failed", exc_info=True)
+            core.degrade(ErrorCode.STT_UNAVAILABLE)
+        return None
+
+    async def _commit(self, text: str, source: str, endpoint_at: float | None = None) -> None:
+        """Commit a caller turn. ``endpoint_at`` (audio turns) is when the end of speech was
+        detected: time to first sound is measured from there, so it includes transcription."""
+        core = self.core
+        turn_id = new_id("turn")
+        committed_at = endpoint_at if endpoint_at is not None else core.monotonic()
+        core.control(
+            ev.Transcript(turn_id=turn_id, text=text), ev.TranscriptFinalV1, turn_id=turn_id
+        )
+        core.recorder.turn(core.ctx.session_id, turn_id, source, text)
+        core.remember(Message(role="user", content=text))
+        step = core.fire(Event.TURN_COMMITTED)
+        turn = TurnRef(session_id=core.ctx.session_id, turn_id=turn_id)
+        await self._route(turn, step, committed_at)
+
+    async def _route(self, turn: TurnRef, step: Step, committed_at: float) -> None:
+        core = self.core
+        question: ToolPlan | None = None
+        intent: Intent = "new_request"
+        if Effect.CLASSIFY_ANSWER in step.effects:
+            coordinator = core.coordinator
+            question = coordinator.active_question() if coordinator is not None else None
+            if question is None:  # it expired or ended meanwhile: the turn is a request
+                core.fire(Event.QUESTION_CLOSED)
+            else:
+                intent = await self.answers.classify()
+            step = core.fire(routing_event(intent))
+        if Effect.SUBMIT_ANSWER in step.effects and question is not None:
+            await self.answers.spoken(turn, question, intent, committed_at)
+            return
+        if await self.answers.withdrawal(turn, committed_at):
+            return
+        await self.responder.respond(turn, committed_at)
