@@ -8,7 +8,7 @@ the words and never a dispatched operation; its statuses are still reported.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import anyio
@@ -47,7 +47,14 @@ class Actor:
         self._host = host
         self._tg = tg
 
-    async def propose(self, generation: Generation, turn: TurnRef, intent: ToolIntent) -> ToolPlan:
+    async def propose(
+        self,
+        generation: Generation,
+        turn: TurnRef,
+        intent: ToolIntent,
+        history: Sequence[Message] = (),
+    ) -> ToolPlan:
+        """Hand the intent to the gate; ``history`` is the conversation as heard."""
         self._host.fire(Event.TOOL_INTENT)
         coordinator = self._host.coordinator
         if coordinator is None:
@@ -60,7 +67,7 @@ class Actor:
         ref = TurnRef(
             session_id=turn.session_id, turn_id=turn.turn_id, generation_id=generation.generation_id
         )
-        return await coordinator.propose(ref, intent)
+        return await coordinator.propose(ref, intent, history=history)
 
     async def run_plan(self, generation: Generation, speaker: Says, plan: ToolPlan) -> bool:
         """Act on the gate's decision. True: the model should continue with the result."""

@@ -93,7 +93,8 @@ class Responder:
             intent = await self._model_with_retry(generation, speaker)
             if intent is None:
                 return
-            plan = await self.actor.propose(generation, turn, intent)
+            history = self.core.history.messages()
+            plan = await self.actor.propose(generation, turn, intent, history)
             if not await self.actor.run_plan(generation, speaker, plan):
                 return
 

@@ -13,8 +13,8 @@ from typing import Literal
 Intent = Literal["confirm", "reject", "uncertain"]
 
 _HEDGE = re.compile(
-    r"\?|\b(?:maybe|perhaps|not sure|unsure|let me think|hmm+|hold on|wait|which|what|when|"
-    r"why|how|i don'?t know|depends)\b",
+    r"\?|\b(?:maybe|perhaps|probably|i think|i guess|i suppose|not sure|unsure|let me think|"
+    r"hmm+|hold on|wait|which|what|when|why|how|i don'?t know|depends)\b",
     re.IGNORECASE,
 )
 _REJECT = re.compile(

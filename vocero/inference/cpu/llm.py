@@ -30,7 +30,7 @@ from vocero.contracts.ports import (
     TextChunk,
     ToolIntent,
 )
-from vocero.inference.cpu import confirmation, replies, router, schema, small_talk, threads
+from vocero.inference.cpu import confirmation, replies, router, schema, small_talk, tasks, threads
 from vocero.inference.cpu.llama import LlamaEngine
 from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.cpu.shell import RunnerShell
@@ -65,7 +65,7 @@ class LlmBase(RunnerShell):
     async def generate(self, request: LlmRequest) -> AsyncGenerator[LlmOutput, None]:
         async with self._admission.slot(self._queue.deadline_s):
             if request.mode == "classify_confirmation":
-                yield await self._classify(replies.last_user_text(request))
+                yield await self._classify(request)
                 return
             async for output in self._respond(request):
                 yield output
@@ -73,7 +73,15 @@ class LlmBase(RunnerShell):
     def _respond(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
         raise NotImplementedError
 
-    async def _classify(self, answer: str) -> IntentClassified:
+    def _asks_something(self, request: LlmRequest, answer: str) -> bool:
+        """Whether a turn said while a question is open asks for something else: a changed
+        value, a tool of its own, a request the profile answers. Runners that route say so."""
+        return False
+
+    async def _classify(self, request: LlmRequest) -> IntentClassified:
+        answer = replies.last_user_text(request)
+        if self._asks_something(request, answer):
+            return IntentClassified(intent="new_request")
         intent = confirmation.classify(answer)
         if intent is None:
             intent = await self._classify_with_model(answer)
@@ -116,7 +124,15 @@ class RoutedLlm(LlmBase):
 
     async def _respond(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
         last = request.messages[-1] if request.messages else None
+        today = self._date(request)
         if last is not None and last.role == "tool":
+            opened = tasks.open_task(
+                request.messages[:-1], request.tools, today, before_last_turn=False
+            )
+            step = tasks.after_list(opened, last, request.tools)
+            if step is not None and (step.intent is not None or step.question):
+                yield step.intent or TextChunk(text=step.question)
+                return
             summary = replies.summarise_result(
                 last.tool_name, last.tool_result, last.content, status=last.tool_status
             )
@@ -124,33 +140,63 @@ class RoutedLlm(LlmBase):
                 yield chunk
             return
         utterance = replies.last_user_text(request)
+        corrected = tasks.correction(utterance, request.pending, request.tools, today)
+        if corrected is not None:
+            log.info("llm.correction", tool=corrected.name)
+            yield corrected
+            return
         decision = (
-            router.route(utterance, request.tools, self._date(request)) if utterance else None
+            router.route(utterance, request.tools, today) if utterance else router.Route(None)
         )
-        if decision is None or decision.tool is None:
-            replying = (
-                self._reply(request)
-                if self._free_text == "model"
-                else replies.within_budget(
-                    replies.one(small_talk.reply(utterance, request)), request.max_words
-                )
-            )
-            async for chunk in replying:
+        step = tasks.next_step(
+            tasks.open_task(request.messages, request.tools, today),
+            utterance,
+            decision,
+            request.tools,
+            today,
+        )
+        if step is None and confirmation.classify(utterance) == "confirm":
+            offer = tasks.accepted_offer(request.messages, request.tools, today)
+            step = tasks.Step(intent=offer) if offer is not None else None
+        if step is None:
+            async for chunk in self._conversational(request, utterance):
                 yield chunk
             return
-        if decision.missing:
-            yield TextChunk(text=replies.clarifying_question(decision.tool, decision.missing))
+        if step.question:
+            yield TextChunk(text=step.question)
             return
-        arguments = decision.arguments
-        if decision.model_fill:
+        assert step.intent is not None
+        tool = next((t for t in request.tools if t.name == step.intent.name), None)
+        arguments = step.intent.arguments
+        if tool is not None and decision.tool is tool and decision.model_fill:
             arguments = await self._fill(request, decision)
-            broken = tuple(schema.violations(decision.tool, arguments))
+            broken = tuple(schema.violations(tool, arguments))
             if broken:
-                log.warning("llm.arguments_invalid", tool=decision.tool.name, fields=broken)
-                yield TextChunk(text=replies.clarifying_question(decision.tool, broken))
+                log.warning("llm.arguments_invalid", tool=tool.name, fields=broken)
+                yield TextChunk(text=replies.clarifying_question(tool, broken[:1]))
                 return
-        log.info("llm.tool_routed", tool=decision.tool.name, runner_up=decision.runner_up)
-        yield ToolIntent(name=decision.tool.name, arguments=arguments)
+        log.info("llm.tool_routed", tool=step.intent.name, runner_up=decision.runner_up)
+        yield ToolIntent(name=step.intent.name, arguments=arguments)
+
+    def _conversational(self, request: LlmRequest, utterance: str) -> AsyncIterator[TextChunk]:
+        if self._free_text == "model":
+            return self._reply(request)
+        return replies.within_budget(
+            replies.one(small_talk.reply(utterance, request)), request.max_words
+        )
+
+    def _asks_something(self, request: LlmRequest, answer: str) -> bool:
+        today = self._date(request)
+        if tasks.correction(answer, request.pending, request.tools, today) is not None:
+            return True
+        if confirmation.classify(answer) in ("confirm", "reject") and len(answer.split()) <= 4:
+            return False
+        decision = router.route(answer, request.tools, today)
+        if decision.tool is not None and (
+            request.pending is None or decision.tool.name != request.pending.name
+        ):
+            return True
+        return small_talk.is_request(answer)
 
     async def _fill(self, request: LlmRequest, decision: router.Route) -> dict[str, Any]:
         assert decision.tool is not None

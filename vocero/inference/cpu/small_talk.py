@@ -81,10 +81,37 @@ class Persona:
         return cls(who=who, can=can, call_backs=call_backs)
 
 
+_BARE_ANSWER = re.compile(
+    r"^\W*(yes|yeah|yep|yup|sure|ok|okay|go ahead|please do|do it|no|nope|nah)\W*$", re.I
+)
+_QUESTION = re.compile(r"\?\s*$|^\W*(can|could|may|what|when|where|which|who|how|why|is|are|do|"
+                       r"does|will|would|should)\b", re.I)
+
+
+_BACK_REFERENCE = re.compile(
+    r"\b(that|it|this|which one|again|wait|hold on|sorry|did you say|you said|you mean)\b", re.I
+)
+
+
+def is_request(utterance: str) -> bool:
+    """A turn that asks for something of its own (a greeting, a question, thanks, goodbye), not
+    an answer to a yes-or-no question."""
+    if _BARE_ANSWER.search(utterance):
+        return False
+    acts = (_GREETING, _IDENTITY, _CAPABILITIES, _HOW_ARE_YOU, _THANKS, _GOODBYE, _REPEAT)
+    if any(act.search(utterance) for act in acts):
+        return True
+    if _BACK_REFERENCE.search(utterance):
+        return False  # "which appointment was that?" asks about the question: a clarification
+    return bool(_QUESTION.search(utterance)) and len(utterance.split()) >= 4
+
+
 def reply(utterance: str, request: LlmRequest) -> str:
     """A grounded reply to ``utterance``, a turn no tool answers."""
     persona = Persona.of(request)
     greeting = bool(_GREETING.search(utterance))
+    if _BARE_ANSWER.search(utterance) and request.pending is None:
+        return "What would you like me to do?"
     if _REPEAT.search(utterance):
         said = _last_assistant(request)
         return f"Of course. {said}" if said else "Sorry, I have not said anything yet."
