@@ -99,6 +99,7 @@ def test_fixture_demo_profile_content(tmp_path: Path) -> None:
         "appointments.cancel": ("appointments", "cancel_appointment", "irreversible"),
         "account.close": ("admin", "delete_account", "prohibited"),
         "followups.record": ("vocero", "followups.record", "reversible_write"),
+        "knowledge.search": ("vocero", "knowledge.search", "read"),
     }
     assert all(t.description for t in demo.tools)
 

@@ -1,0 +1,374 @@
+"""Critical values (SPEC §8): the numbers, amounts, dates, times, weekdays and identifiers of a
+text, each in a canonical form, and its restriction words.
+
+The check is lexical by design: every critical value of a spoken unit must be found, by its
+canonical form, in the unit's evidence (its claims' text, this turn's tool results, the caller's
+own words). Canonical forms make "December 3", "2026-12-03" and "Thursday, December 3" agree
+(a date; a weekday derived from it), "4:30 PM" and "16:30" agree, "thirty days" and "30 days"
+agree, "apt-1001" and "APT 1001" agree. What cannot be read unambiguously is kept as written, so
+it needs the same words in the evidence.
+
+Extraction goes from the most specific shape to the least (times, dates, amounts, identifiers,
+numbers) and a matched span is not read again, so "10:30" is one time and not two numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal
+
+ValueKind = Literal["number", "amount", "date", "time", "weekday", "identifier"]
+
+RESTRICTION_WORDS = ("not", "no", "never", "only", "unless", "except", "without")
+
+MONTHS = {
+    name: index
+    for index, names in enumerate(
+        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
+         ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
+         ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+         ("december", "dec")],
+        start=1,
+    )
+    for name in names
+}  # fmt: skip
+WEEKDAYS = {
+    "monday": 0, "mon": 0, "tuesday": 1, "tue": 1, "tues": 1, "wednesday": 2, "wed": 2,
+    "thursday": 3, "thu": 3, "thur": 3, "thurs": 3, "friday": 4, "fri": 4, "saturday": 5,
+    "sat": 5, "sunday": 6, "sun": 6,
+}  # fmt: skip
+WEEKDAY_CODES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+RELATIVE_DAYS = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}
+UNITS_WORDS = {
+    "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
+    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}  # fmt: skip
+""""one" is left out on purpose: "one of our team", "the one on Friday" carry no quantity."""
+TENS_WORDS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+    "eighty": 80, "ninety": 90,
+}  # fmt: skip
+ORDINAL_WORDS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+    "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13,
+    "fourteenth": 14, "fifteenth": 15, "sixteenth": 16, "seventeenth": 17, "eighteenth": 18,
+    "nineteenth": 19, "twentieth": 20, "thirtieth": 30,
+}  # fmt: skip
+_MEASURES = """second minute hour day night week month year inch foot feet mile meter metre km kg
+pound degree step page piece pack seat room person star point time"""
+MEASURE_WORDS = frozenset(_MEASURES.split())
+"""Words that make ``24-hour`` or ``3-day`` a number with its unit, not an identifier."""
+CURRENCIES = {
+    "$": "USD", "usd": "USD", "dollar": "USD", "dollars": "USD", "€": "EUR", "eur": "EUR",
+    "euro": "EUR", "euros": "EUR", "£": "GBP", "gbp": "GBP", "pound": "GBP", "pounds": "GBP",
+    "₹": "INR", "inr": "INR", "rupee": "INR", "rupees": "INR",
+}  # fmt: skip
+
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+_WEEKDAY = "|".join(sorted(WEEKDAYS, key=len, reverse=True))
+_NUMBER_WORD = "|".join(sorted([*UNITS_WORDS, *TENS_WORDS], key=len, reverse=True))
+_ORDINAL_WORD = "|".join(sorted(ORDINAL_WORDS, key=len, reverse=True))
+_DAY = rf"(?:\d{{1,2}}(?:st|nd|rd|th)?|(?:(?:twenty|thirty)[\s-])?(?:{_ORDINAL_WORD}))"
+_MERIDIEM = r"(?P<mer>a\.?\s?m\.?|p\.?\s?m\.?)(?![a-z])"
+
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("iso", re.compile(
+        r"\b(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})(?:[T ](?P<h>\d{2}):(?P<m>\d{2})"
+        r"(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b")),
+    ("time", re.compile(
+        rf"\b(?P<h>[01]?\d|2[0-3])(?::(?P<m>[0-5]\d))?\s?{_MERIDIEM}", re.IGNORECASE)),
+    ("time", re.compile(r"\b(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?::[0-5]\d)?\b")),
+    ("time", re.compile(r"\b(?P<word>noon|midday|midnight)\b", re.IGNORECASE)),
+    ("md", re.compile(
+        rf"\b(?P<mo>{_MONTH})\.?\s+(?P<d>{_DAY})\b(?:,?\s+(?P<y>\d{{4}}))?", re.IGNORECASE)),
+    ("dm", re.compile(
+        rf"\b(?P<d>{_DAY})\s+(?:of\s+)?(?P<mo>{_MONTH})\b\.?(?:,?\s+(?P<y>\d{{4}}))?",
+        re.IGNORECASE)),
+    ("slash", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?P<y>\d{2,4}))?\b")),
+    ("relative", re.compile(r"\b(?P<rel>today|tonight|tomorrow|yesterday)\b", re.IGNORECASE)),
+    ("weekday", re.compile(rf"\b(?P<wd>{_WEEKDAY})(?:s|'s)?\b\.?", re.IGNORECASE)),
+    ("amount", re.compile(
+        r"(?P<cur>[$€£₹])\s?(?P<v>\d[\d,]*(?:\.\d+)?)|"
+        r"\b(?P<v2>\d[\d,]*(?:\.\d+)?)\s?(?P<cur2>usd|eur|gbp|inr|dollars?|euros?|pounds?|"
+        r"rupees?)\b|\b(?P<cur3>usd|eur|gbp|inr)\s?(?P<v3>\d[\d,]*(?:\.\d+)?)",
+        re.IGNORECASE)),
+    ("identifier", re.compile(
+        r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*\b")),
+    ("identifier", re.compile(r"\b[A-Z]{1,4}\s\d{2,}\b")),
+    ("digits", re.compile(r"\b\d{2,}(?:[-\s]\d{2,})+\b")),
+    ("number", re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th)?\b")),
+    ("words", re.compile(
+        rf"\b(?:(?P<tens>{'|'.join(TENS_WORDS)})(?:[\s-](?P<unit>one|{'|'.join(UNITS_WORDS)}))?|"
+        rf"(?P<word>{_NUMBER_WORD}))\b(?:\s+(?P<mul>hundred|thousand))?", re.IGNORECASE)),
+]  # fmt: skip
+_NEGATIONS = re.compile(r"\b(?:cannot|can't|won't|n't)\b|n't\b", re.IGNORECASE)
+_RESTRICTION = re.compile(rf"\b(?:{'|'.join(RESTRICTION_WORDS)})\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """One critical value: its kind, its canonical form and the words it was read from."""
+
+    kind: ValueKind
+    canonical: str
+    raw: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.kind, self.canonical)
+
+
+def critical_values(text: str, *, today: date | None = None) -> list[Value]:
+    """Every critical value of ``text``, in order. ``today`` (the caller's date) resolves
+    "today", "tomorrow" and "yesterday" to dates; without it they stay words."""
+    found: list[tuple[int, Value]] = []
+    taken: list[tuple[int, int]] = []
+    for shape, pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            span = match.span()
+            if any(span[0] < end and start < span[1] for start, end in taken):
+                continue
+            values = list(_read(shape, match, today))
+            if values:
+                taken.append(span)
+                found.extend((span[0], value) for value in values)
+    return [value for _, value in sorted(found, key=lambda pair: pair[0])]
+
+
+def evidence_values(data: Any, *, today: date | None = None) -> set[tuple[str, str]]:
+    """The canonical values a tool result (any JSON value) supports: the values of its strings,
+    its numbers, and the length of its lists (a list of two is evidence for "two")."""
+    keys: set[tuple[str, str]] = set()
+    for item in _scalars(data):
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int | float):
+            keys.add(("number", _canonical_number(Decimal(str(item)))))
+            continue
+        keys.update(v.key for v in critical_values(str(item), today=today))
+    return expand(keys)
+
+
+def text_values(texts: Iterable[str], *, today: date | None = None) -> set[tuple[str, str]]:
+    keys = {v.key for text in texts for v in critical_values(text, today=today)}
+    return expand(keys)
+
+
+def expand(keys: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """What a set of evidence values also supports: a full date supports its month-day and its
+    weekday; a time supports its hour as said on a 12- or 24-hour clock ("at 4" for 16:00); an
+    amount supports its number."""
+    extra: set[tuple[str, str]] = set()
+    for kind, canonical in keys:
+        if kind == "date" and len(canonical) == 10:
+            day = date.fromisoformat(canonical)
+            extra.add(("date", canonical[5:]))
+            extra.add(("weekday", WEEKDAY_CODES[day.weekday()]))
+        elif kind == "time":
+            hour = int(canonical[:2])
+            extra.update({("number", str(hour)), ("number", str(hour % 12 or 12))})
+        elif kind == "amount":
+            extra.add(("number", canonical.split(":", 1)[1]))
+    return keys | extra
+
+
+def supported(value: Value, evidence: set[tuple[str, str]]) -> bool:
+    """Whether ``evidence`` (expanded canonical keys) supports ``value``. A date with a year
+    needs that date; a date without one, the same month and day. An amount needs the same
+    amount, or the same number where the evidence names no other currency for it."""
+    if value.key in evidence:
+        return True
+    if value.kind != "amount":
+        return False
+    currency, number = value.canonical.split(":", 1)
+    if ("number", number) not in evidence:
+        return False
+    others = {c.split(":", 1)[0] for k, c in evidence if k == "amount" and c.endswith(":" + number)}
+    return not currency or not (others - {"", currency})
+
+
+def unsupported(text: str, evidence: set[tuple[str, str]], *, today: date | None) -> list[Value]:
+    return [v for v in critical_values(text, today=today) if not supported(v, evidence)]
+
+
+def restriction_words(text: str) -> frozenset[str]:
+    """The restriction words of ``text``; contractions and "cannot" count as "not"."""
+    words = {w.casefold() for w in _RESTRICTION.findall(text)}
+    if _NEGATIONS.search(text):
+        words.add("not")
+    return frozenset(words)
+
+
+# ------------------------------------------------------------------------------ readers
+
+
+def _read(shape: str, match: re.Match[str], today: date | None) -> Iterator[Value]:
+    raw = match.group(0)
+    reader = _READERS[shape]
+    for kind, canonical in reader(match, today):
+        yield Value(kind=kind, canonical=canonical, raw=raw)
+
+
+def _time(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
+    groups = match.groupdict()
+    if groups.get("word"):
+        word = groups["word"].casefold()
+        yield ("time", "00:00" if word == "midnight" else "12:00")
+        return
+    hour, minute = int(groups["h"]), int(groups.get("m") or 0)
+    meridiem = (groups.get("mer") or "").casefold().replace(".", "").replace(" ", "")
+    if meridiem:
+        if hour > 12 or hour == 0:
+            return
+        hour = hour % 12 + (12 if meridiem == "pm" else 0)
+    yield ("time", f"{hour:02d}:{minute:02d}")
+
+
+def _iso(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
+    try:
+        day = date(int(match["y"]), int(match["mo"]), int(match["d"]))
+    except ValueError:
+        return
+    if match["h"] is not None:
+        try:  # with an offset: the local date and time as written, not converted
+            moment = datetime.fromisoformat(match.group(0).replace("Z", "+00:00"))
+        except ValueError:
+            return
+        yield ("date", moment.date().isoformat())
+        yield ("time", f"{moment.hour:02d}:{moment.minute:02d}")
+        return
+    yield ("date", day.isoformat())
+
+
+def _month_day(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
+    month = MONTHS[match["mo"].casefold().rstrip(".")]
+    day = _day_number(match["d"])
+    if day is None or not 1 <= day <= 31:
+        return
+    if match["y"]:
+        try:
+            yield ("date", date(int(match["y"]), month, day).isoformat())
+        except ValueError:
+            return
+        return
+    yield ("date", f"{month:02d}-{day:02d}")
+
+
+def _slash(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
+    """``12/03`` is ambiguous between locales: kept as written, it needs the same in evidence."""
+    yield ("date", match.group(0))
+
+
+def _relative(match: re.Match[str], today: date | None) -> Iterator[tuple[ValueKind, str]]:
+    word = match["rel"].casefold()
+    if today is None:
+        yield ("date", word)
+        return
+    yield ("date", (today + timedelta(days=RELATIVE_DAYS[word])).isoformat())
+
+
+def _weekday(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
+    word = match["wd"].casefold()
+    if word in ("sat", "sun", "wed", "mon", "fri", "thu", "tue") and match["wd"].islower():
+        return  # "sat down", "sun", "wed": short forms count only when capitalised
+    yield ("weekday", WEEKDAY_CODES[WEEKDAYS[word]])
+
+
+def _amount(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
+    symbol = match["cur"] or match["cur2"] or match["cur3"] or ""
+    value = _decimal(match["v"] or match["v2"] or match["v3"] or "")
+    if value is None:
+        return
+    yield ("amount", f"{CURRENCIES.get(symbol.casefold(), '')}:{_canonical_number(value)}")
+
+
+def _identifier(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
+    """A token mixing letters and digits (``A123``, ``apt-1001``), but not an ordinal (``3rd``)
+    nor a compound of a number and a word (``24-hour``: its number is read on its own)."""
+    raw = match.group(0)
+    if re.fullmatch(r"\d+(?:st|nd|rd|th)", raw, re.IGNORECASE):
+        yield ("number", raw[:-2])
+        return
+    groups = raw.casefold().split("-")
+    if len(groups) > 1 and any(g.rstrip("s") in MEASURE_WORDS for g in groups):
+        return
+    yield ("identifier", re.sub(r"[-\s]", "", raw).upper())
+
+
+def _digits(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
+    raw = match.group(0)
+    digits = re.sub(r"\D", "", raw)
+    if len(digits) < 5:
+        for part in re.findall(r"\d+", raw):
+            yield ("number", _canonical_number(Decimal(part)))
+        return
+    yield ("identifier", digits)
+
+
+def _number(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
+    raw = re.sub(r"(st|nd|rd|th)$", "", match.group(0), flags=re.IGNORECASE)
+    value = _decimal(raw)
+    if value is not None:
+        yield ("number", _canonical_number(value))
+
+
+def _words(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
+    groups = match.groupdict()
+    if groups.get("tens"):
+        value = TENS_WORDS[groups["tens"].casefold()]
+        if groups.get("unit"):
+            value += UNITS_WORDS.get(groups["unit"].casefold(), 1)  # "one" only after tens
+    else:
+        value = UNITS_WORDS[groups["word"].casefold()]
+    multiplier = (groups.get("mul") or "").casefold()
+    value *= {"hundred": 100, "thousand": 1000}.get(multiplier, 1)
+    yield ("number", str(value))
+
+
+_READERS = {
+    "time": _time, "iso": _iso, "md": _month_day, "dm": _month_day, "slash": _slash,
+    "relative": _relative, "weekday": _weekday, "amount": _amount, "identifier": _identifier,
+    "digits": _digits, "number": _number, "words": _words,
+}  # fmt: skip
+
+
+def _day_number(text: str) -> int | None:
+    text = text.casefold().strip()
+    digits = re.match(r"\d+", text)
+    if digits:
+        return int(digits.group(0))
+    parts = re.split(r"[\s-]", text)
+    if len(parts) == 2:
+        return TENS_WORDS.get(parts[0], 0) + ORDINAL_WORDS.get(parts[1], 0)
+    return ORDINAL_WORDS.get(text)
+
+
+def _decimal(text: str) -> Decimal | None:
+    cleaned = text.replace(",", "")
+    try:
+        return Decimal(cleaned)
+    except InvalidOperation:
+        return None
+
+
+def _canonical_number(value: Decimal) -> str:
+    normal = value.normalize()
+    text = format(normal, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _scalars(data: Any) -> Iterator[Any]:
+    if isinstance(data, dict):
+        for value in data.values():
+            yield from _scalars(value)
+    elif isinstance(data, list | tuple):
+        yield len(data)
+        for value in data:
+            yield from _scalars(value)
+    elif data is not None:
+        yield data
