@@ -23,7 +23,7 @@ from vocero.contracts.ports import (
     Transcription,
 )
 from vocero.inference.runner_set import RunnerSet
-from vocero.inference.sim.script import Rule, SimScript, TtsScript
+from vocero.inference.sim.script import Rule, SimScript, TtsScript, claim_answer
 from vocero.inference.sim.vad import EnergyVad
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w.]*)\}")
@@ -140,6 +140,10 @@ class SimLlm:
             if result is not None:
                 data = result.tool_data()
                 values["result"] = data if isinstance(data, dict) else {}
+            if rule.answers_with_claims:
+                text = render(rule.paraphrase.text, values) if rule.paraphrase else ""
+                yield claim_answer(rule, text, values.get("result"))
+                return
             for word in _words(render(rule.reply, values)):
                 await anyio.lowlevel.checkpoint()
                 yield TextChunk(text=word)
