@@ -242,8 +242,11 @@ class Talk:
         plan = await self.coordinator.propose(turn, ToolIntent(name=tool, arguments=arguments))
         return plan, turn.generation_id
 
-    async def heard(self, generation_id: str, delivered: bool = True) -> None:
-        await self.coordinator.record_delivery(generation_id, delivered=delivered)
+    async def heard(self, generation_id: str, delivered: bool = True, heard: str = "") -> None:
+        """Playout evidence: the generation played to its end, or only ``heard`` of it."""
+        await self.coordinator.record_delivery(
+            generation_id, heard_text=heard, complete=delivered
+        )
 
     async def answer(self, decision: str, *, source: str = "speech",
                      question: ToolPlan | None = None) -> ConfirmationVerdict:

@@ -100,7 +100,7 @@ async def test_normal_confirmation(db_url: str, servers: FixtureServers) -> None
         friday = datetime.fromisoformat(fields["new_date"]).date()
         assert friday.weekday() == 4
         assert friday > clock_now.date()
-        assert f"{friday:%A}, {friday:%B} {friday.day}, {friday.year}" in plan.summary
+        assert f"{friday:%A}, {friday:%B} {friday.day}" in plan.summary  # no month/day doubt
         assert "3 PM" in plan.summary
         assert "Madrid" in plan.summary
 
@@ -274,7 +274,9 @@ async def test_read_back_to_a_client_that_cannot_report_playout_is_unobservable(
         talk, who = await h.talk()
         await listed(talk)
         _, generation = await ask_reschedule(talk)
-        await talk.coordinator.record_delivery(generation, delivered=True, observable=False)
+        await talk.coordinator.record_delivery(
+            generation, heard_text="", complete=True, observable=False
+        )
         verdict = await talk.answer("confirm")
         assert (verdict.binds, verdict.reason_code) == (False, "required_delivery_missing")
         async with h.store.read() as s:
@@ -377,7 +379,7 @@ async def test_alias_resolving_to_a_different_effect(db_url: str, servers: Fixtu
         plan, _ = await bob.propose("appointments.update", appointment_id=APT,
                                     expected_version=1)
         assert plan.kind == "confirm"  # irreversible: confirmation required whatever the alias
-        assert plan.summary.startswith("Please confirm: cancel appointment APT-1001")
+        assert plan.summary.startswith("To confirm: cancel appointment APT-1001")
         for subject in (who.subject_ref, bob_caller.subject_ref):
             assert h.servers.calls("appointments", subject) == []
 

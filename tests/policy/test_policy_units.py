@@ -3,7 +3,7 @@ evidence and operation tables, and the confirmation judgement."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 from hypothesis import given
@@ -149,9 +149,20 @@ def test_call_back_times(said: str, local: str, exact: bool) -> None:
 def test_readback_and_results_are_spoken_from_canonical_fields() -> None:
     args = {"appointment_id": "APT-1001", "new_date": "2026-12-04", "new_time": "15:30",
             "timezone": "Europe/Madrid", "expected_version": 2}
-    assert readback("reschedule_appointment", args) == (
-        "Please confirm: reschedule appointment APT-1001 to Friday, December 4, 2026 at "
-        "3:30 PM, Madrid time. Shall I go ahead? Please say yes or no.")
+    spoken = readback("reschedule_appointment", args)
+    assert spoken.text == (
+        "To confirm: reschedule appointment APT-1001 to Friday, December 4, 2026 at "
+        "3:30 PM, Madrid time. Shall I go ahead?")
+    assert spoken.parts == ("APT-1001", "to Friday, December 4, 2026 at 3:30 PM, Madrid time")
+    this_year = readback("reschedule_appointment", args, today=date(2026, 11, 30))
+    assert "Friday, December 4 at 3:30 PM" in this_year.text, "the year only when it is not now"
+    templated = readback("reschedule_appointment", args, today=date(2026, 11, 30),
+                         template="move your appointment {appointment_id} to {when}")
+    assert templated.text == ("To confirm: move your appointment APT-1001 to Friday, December 4 "
+                              "at 3:30 PM, Madrid time. Shall I go ahead?")
+    assert templated.parts == ("APT-1001", "Friday, December 4 at 3:30 PM, Madrid time")
+    raw = readback("crm_update_v2", {"ticket_id": "T-9", "priority": "high"})
+    assert "crm" not in raw.text.lower() and "update_v2" not in raw.text
     assert outcome("reschedule_appointment", args, "committed").startswith(
         "Done: your appointment APT-1001 is rescheduled to Friday")
     assert outcome("reschedule_appointment", args, "unknown").startswith("I have requested")

@@ -29,18 +29,31 @@ REFUSALS = {
 }
 
 
+VERBS = frozenset({
+    "add", "approve", "book", "cancel", "change", "check", "close", "create", "delete", "get",
+    "issue", "list", "lookup", "move",
+    "open", "order", "pay", "place", "record", "refund", "register", "remove", "renew",
+    "reschedule", "reserve", "send", "set", "schedule", "submit", "transfer", "update",
+})  # fmt: skip
+NOISE = frozenset({"api", "svc", "crm", "erp", "tool", "do", "the", "rpc", "mcp", "v"})
+
+
 def action_words(tool: str) -> tuple[str, str]:
-    """``appointments.reschedule`` or ``reschedule_appointment`` -> ("reschedule",
-    "appointment"). Read-backs use the *resolved* server tool: what will actually happen."""
-    if "." in tool:
-        noun, _, verb = tool.rpartition(".")
-    else:
-        verb, _, noun = tool.partition("_")
-    noun = noun.replace("_", " ").replace(".", " ").strip()
-    if noun.endswith("s") and not noun.endswith("ss"):
+    """What a tool does, in words: ``appointments.reschedule`` or ``reschedule_appointment`` ->
+    ("reschedule", "appointment"); ``crm_update_v2`` -> ("update", ""). Never the raw name:
+    system prefixes and versions are dropped, and a name with no verb reads as "change".
+    Read-backs use the *resolved* server tool: what will actually happen."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", tool)
+    words = [w.lower() for w in re.split(r"[._\-\s]+", spaced) if w]
+    words = [w for w in words if w not in NOISE and not re.fullmatch(r"v?\d+", w)]
+    verb = next((w for w in words if w in VERBS), "")
+    if not verb:
+        verb = "change" if words else "make"
+    rest = [w for w in words if w != verb]
+    noun = " ".join(rest)
+    if noun.endswith("s") and not noun.endswith(("ss", "us")):
         noun = noun[:-1]
-    noun = NOUNS.get(noun, noun)
-    return (verb or tool).replace("_", " "), noun
+    return verb, NOUNS.get(noun, noun)
 
 
 def past_tense(verb: str) -> str:
@@ -119,10 +132,11 @@ class _Speaker:
         return self._said(str(value))
 
     def object(self, noun: str) -> str:
-        ids = [str(v) for k, v in self.arguments.items() if kind_of(k, {}) == "id"]
+        ids = [(k, str(v)) for k, v in self.arguments.items() if kind_of(k, {}) == "id"]
         if ids:
-            self._said(ids[0])
-        return " ".join([noun, *ids[:1]]).strip()
+            self._said(ids[0][1])
+            noun = noun or ids[0][0].removesuffix("_id").replace("_", " ")
+        return " ".join([noun, *(v for _, v in ids[:1])]).strip()
 
     def details(self) -> str:
         args = self.arguments
