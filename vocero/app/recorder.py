@@ -11,6 +11,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from vocero.store.models import GenerationStatus, TurnSource
 from vocero.store.repositories import Conversations
+from vocero.store.units import UnitAudioBuffer, UnitEntry, UnitRepository
 
 log = structlog.get_logger("vocero.recorder")
 
@@ -22,8 +23,15 @@ class StoreRecorder:
     """Implements the orchestrator's ``SessionRecorder``. When the queue is full (the database
     is far behind) a write is refused and counted, never allowed to block a conversation."""
 
-    def __init__(self, conversations: Conversations, on_drop: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        conversations: Conversations,
+        on_drop: Callable[[], None],
+        *,
+        units: UnitRepository | None = None,
+    ) -> None:
         self._conversations = conversations
+        self._units = units
         self._on_drop = on_drop
         self._send: MemoryObjectSendStream[Write]
         self._receive: MemoryObjectReceiveStream[Write]
@@ -102,5 +110,46 @@ class StoreRecorder:
         c = self._conversations
         self._submit(lambda: c.close_session(session_id, state=state))
 
+    def unit(self, entry: UnitEntry) -> None:
+        """A spoken unit planned, or decided (SPEC §8); without a unit store it is not kept."""
+        units = self._units
+        if units is not None:
+            self._submit(lambda: units.record(entry))
+
+    def unit_audio(self, session_id: str, unit_id: str, *, sample_rate: int) -> UnitAudioWriter:
+        """A writer for one admitted unit's audio as synthesized (for ``vocero review``): the
+        speaker writes each PCM chunk it submits and closes it when the unit ends; the audio is
+        kept in memory (bounded per unit) and saved in one queued write at close."""
+        buffer = UnitAudioBuffer(unit_id, sample_rate=sample_rate)
+        return UnitAudioWriter(buffer, self._save_audio(session_id))
+
+    def _save_audio(self, session_id: str) -> Callable[[UnitAudioBuffer], None]:
+        units = self._units
+
+        def save(buffer: UnitAudioBuffer) -> None:
+            if units is not None and buffer.size:
+                self._submit(lambda: units.save_audio(session_id, buffer))
+
+        return save
+
     def stop(self) -> None:
         self._send.close()
+
+
+class UnitAudioWriter:
+    """One unit's synthesized audio on its way to the store: ``write`` chunks, then ``close``
+    (idempotent; nothing is written after it)."""
+
+    def __init__(self, buffer: UnitAudioBuffer, save: Callable[[UnitAudioBuffer], None]) -> None:
+        self._buffer = buffer
+        self._save = save
+        self._closed = False
+
+    def write(self, pcm16: bytes) -> None:
+        if not self._closed:
+            self._buffer.write(pcm16)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._save(self._buffer)

@@ -14,7 +14,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
-from vocero.app import operator_api, voice_api
+from vocero.app import operator_api, units_api, voice_api
 from vocero.app.operators import load_operators
 from vocero.app.runtime import Runtime, open_runtime
 from vocero.app.sessions import SessionFactory
@@ -81,6 +81,7 @@ def create_app(
         Route("/metrics", metrics),
         WebSocketRoute("/v1/realtime", realtime),
         *operator_api.routes(),
+        *units_api.routes(),
         *voice_api.routes(),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
