@@ -34,13 +34,17 @@ RETURNS = [
 ]
 
 
+_IDS = itertools.count(1)
+
+
 class Ids:
+    """Readable unit ids, unique across every planner of a test run."""
+
     def __init__(self, prefix: str = "unt") -> None:
-        self._count = itertools.count(1)
         self._prefix = prefix
 
     def __call__(self) -> str:
-        return f"{self._prefix}_{next(self._count)}"
+        return f"{self._prefix}_{next(_IDS)}"
 
 
 def planner(

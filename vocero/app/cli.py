@@ -23,6 +23,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     db_commands = db.add_subparsers(dest="db_command", required=True)
     upgrade = db_commands.add_parser("upgrade", help="apply migrations up to head")
     upgrade.add_argument("--db", default=None)
+    review = commands.add_parser("review", help="write a listening-review bundle of a session")
+    review.add_argument("session_id")
+    review.add_argument("--out", required=True)
+    review.add_argument("--db", default=None)
     schema = commands.add_parser("schema", help="write the JSON Schemas of every wire event")
     schema.add_argument("--out", default=None)
     schema.add_argument("--check", action="store_true", help="fail if the committed files differ")
@@ -54,6 +58,11 @@ def _run(args: argparse.Namespace) -> int:
         upgrade(db_url(args.db or _env_db() or Settings().db))
         print("database at head")
         return 0
+    if args.command == "review":
+        from vocero.app.review import review_command
+        from vocero.app.settings import Settings
+
+        return review_command(args, db_url(args.db or _env_db() or Settings().db))
     if args.command == "schema":
         from vocero.app.schemas import check_schemas, write_schemas
 
