@@ -84,7 +84,7 @@ def test_only_confirm_reject_and_uncertain_answer_the_question(intent: str) -> N
 
 
 def test_answering_is_derived_from_the_barge_in_rows() -> None:
-    assert ANSWERING == frozenset(ANSWERING_STATES)
+    assert frozenset(ANSWERING_STATES) == ANSWERING
     for state in STATES:
         rule = TABLE.get((state, Event.BARGE_IN))
         stops = rule is not None and Effect.STOP_OUTPUT in rule.effects

@@ -220,7 +220,8 @@ async def test_llm_timeout_is_retried_once_without_side_effects() -> None:
     llm.hang_calls = 1
     async with running(runners) as h:
         h.session.on_text("hello")
-        done = await h.until_frame("ResponseCompleted", timeout=10)
+        await h.advance(2.0)  # the model's timeout (virtual time: reached, not waited for)
+        done = await h.until_frame("ResponseCompleted")
         assert done.status == "completed"
         assert llm.calls == 2
         assert not h.received.of("Error")
@@ -231,7 +232,10 @@ async def test_llm_timeout_twice_fails_the_generation_clearly() -> None:
     llm.hang_calls = 5
     async with running(runners) as h:
         h.session.on_text("hello")
-        done = await h.until_frame("ResponseCompleted", timeout=10)
+        await h.advance(2.0)
+        assert not h.received.of("ResponseCompleted"), "one timeout is retried"
+        await h.advance(2.0)
+        done = await h.until_frame("ResponseCompleted")
         assert done.status == "failed"
         assert [e.code for e in h.received.of("Error")] == ["LLM_TIMEOUT"]
         assert llm.calls == 2
@@ -329,9 +333,8 @@ async def test_a_voice_revoked_mid_answer_is_not_used_for_the_next_unit() -> Non
 
 
 async def _stt_called(stt, count: int) -> None:  # type: ignore[no-untyped-def]
-    with anyio.fail_after(5):
-        while len(stt.calls) < count:
-            await anyio.lowlevel.checkpoint()
+    await anyio.wait_all_tasks_blocked()
+    assert len(stt.calls) >= count
 
 
 async def pause_then_speak_on(h, stt) -> None:  # type: ignore[no-untyped-def]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ import anyio
 import msgspec
 
 from vocero.contracts import events as ev
+from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import DEFAULT_VOICE, AgentProfile, Caller, ProfileMatch
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.context import SessionContext, Timeouts
@@ -64,9 +64,10 @@ def frame_name(frame: OutFrame) -> str:
 
 
 class Harness:
-    def __init__(self, session: Session, out: OutputChannel) -> None:
+    def __init__(self, session: Session, out: OutputChannel, clock: VirtualClock) -> None:
         self.session = session
         self.out = out
+        self.clock = clock
         self.received = Recorded()
         self.auto_ack = True
         self.changed = anyio.Event()
@@ -82,6 +83,12 @@ class Harness:
             self.changed.set()
             self.changed = anyio.Event()
             await anyio.lowlevel.checkpoint()
+
+    async def advance(self, seconds: float) -> None:
+        """Let every task run until it waits, then move virtual time on by ``seconds``."""
+        await anyio.wait_all_tasks_blocked()
+        self.clock.advance(seconds)
+        await anyio.wait_all_tasks_blocked()
 
     async def until(self, predicate: Any, timeout: float = 5.0) -> None:
         with anyio.fail_after(timeout):
@@ -102,15 +109,15 @@ async def running(
     turn_mode: str = "server_vad",
     coordinator: Any = None,
     acks: bool = True,
+    clock: VirtualClock | None = None,
 ) -> AsyncIterator[Harness]:
+    """A running session on a virtual clock: time passes only when the test says
+    (:meth:`Harness.advance`), so every timeout is reached exactly, never waited for."""
     ctx = context(prof, turn_mode)
-    out = OutputChannel(
-        max_lead_ms=ctx.profile.max_lead_ms, playout_acks=acks, monotonic=time.monotonic
-    )
-    session = Session(
-        ctx, runners, out, coordinator=coordinator, timeouts=timeouts, monotonic=time.monotonic
-    )
-    harness = Harness(session, out)
+    clock = clock or VirtualClock()
+    out = OutputChannel(max_lead_ms=ctx.profile.max_lead_ms, playout_acks=acks, clock=clock)
+    session = Session(ctx, runners, out, coordinator=coordinator, timeouts=timeouts, clock=clock)
+    harness = Harness(session, out, clock)
     async with anyio.create_task_group() as tg:
         await tg.start(session.run)
         tg.start_soon(harness.consume)

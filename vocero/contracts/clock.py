@@ -1,24 +1,66 @@
-"""The real clock and a virtual one for tests."""
+"""The clock port's two implementations: the real one, and a virtual one tests move by hand.
+
+Everything that waits on time (model and synthesis timeouts, pacing, playout grace, how long a
+receipt is awaited, confirmation lifetimes) goes through a clock: ``monotonic``/``now`` to read
+it, ``sleep``, ``move_on_after`` and ``fail_after`` to wait on it. With :class:`VirtualClock` a test
+decides when time passes (:meth:`VirtualClock.advance`), so nothing waits on the wall clock and a
+timeout is reached exactly when the test says.
+"""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+
+import anyio
 
 
 class SystemClock:
-    def monotonic(self) -> float:
-        return time.monotonic()
+    """The real clock; ``monotonic`` may be another monotonic source (benchmarks use
+    ``time.perf_counter``)."""
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.monotonic = monotonic
 
     def now(self) -> float:
         return time.time()
 
+    async def sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+    def move_on_after(
+        self, seconds: float | None, *, shield: bool = False
+    ) -> AbstractContextManager[anyio.CancelScope]:
+        return anyio.move_on_after(seconds, shield=shield)
+
+    def fail_after(
+        self, seconds: float | None, *, shield: bool = False
+    ) -> AbstractContextManager[anyio.CancelScope]:
+        return anyio.fail_after(seconds, shield=shield)
+
+
+@dataclass(order=True, slots=True)
+class _Timer:
+    deadline: float
+    order: int
+    action: Callable[[], None] = field(compare=False)
+    fired: bool = field(default=False, compare=False)
+    dropped: bool = field(default=False, compare=False)
+
 
 class VirtualClock:
-    """A clock that only moves when told to."""
+    """A clock that only moves when told to. Its timers fire, in deadline order, when
+    :meth:`advance` passes their deadline."""
 
     def __init__(self, start: float = 1_780_000_000.0) -> None:
         self._mono = 0.0
         self._wall = start
+        self._timers: list[_Timer] = []
+        self._order = itertools.count()
 
     def monotonic(self) -> float:
         return self._mono
@@ -27,5 +69,61 @@ class VirtualClock:
         return self._wall
 
     def advance(self, seconds: float) -> None:
-        self._mono += seconds
-        self._wall += seconds
+        """Move time on, firing every timer whose deadline is passed (in order)."""
+        target = self._mono + seconds
+        while self._timers and self._timers[0].deadline <= target:
+            timer = heapq.heappop(self._timers)
+            if timer.dropped:
+                continue
+            self._wall += timer.deadline - self._mono
+            self._mono = timer.deadline
+            timer.fired = True
+            timer.action()
+        self._wall += target - self._mono
+        self._mono = target
+
+    def next_deadline(self) -> float | None:
+        """Seconds until the earliest pending timer, or ``None`` when none is pending."""
+        live = [t for t in self._timers if not t.dropped]
+        return None if not live else max(0.0, min(t.deadline for t in live) - self._mono)
+
+    def _schedule(self, seconds: float, action: Callable[[], None]) -> _Timer:
+        timer = _Timer(self._mono + max(0.0, seconds), next(self._order), action)
+        heapq.heappush(self._timers, timer)
+        return timer
+
+    async def sleep(self, seconds: float) -> None:
+        woken = anyio.Event()
+        timer = self._schedule(seconds, woken.set)
+        try:
+            await woken.wait()
+        finally:
+            timer.dropped = True
+
+    @contextmanager
+    def move_on_after(
+        self, seconds: float | None, *, shield: bool = False
+    ) -> Iterator[anyio.CancelScope]:
+        with anyio.CancelScope(shield=shield) as scope:
+            timer = None if seconds is None else self._schedule(seconds, scope.cancel)
+            try:
+                yield scope
+            finally:
+                if timer is not None:
+                    timer.dropped = True
+
+    @contextmanager
+    def fail_after(
+        self, seconds: float | None, *, shield: bool = False
+    ) -> Iterator[anyio.CancelScope]:
+        fired = False
+        with anyio.CancelScope(shield=shield) as scope:
+            timer = None if seconds is None else self._schedule(seconds, scope.cancel)
+            try:
+                yield scope
+            finally:
+                if timer is not None:
+                    timer.dropped = True
+                    fired = timer.fired
+        if fired and scope.cancelled_caught:
+            raise TimeoutError

@@ -14,8 +14,6 @@ which revision. Here the session acts on that decision:
 
 from __future__ import annotations
 
-import anyio
-
 from vocero.contracts.actions import ToolPlan, TurnRef
 from vocero.contracts.errors import ErrorCode
 from vocero.contracts.ports import IntentClassified, LlmRequest
@@ -49,7 +47,7 @@ class Answers:
             tools=list(core.ctx.tools),
             pending=self.responder.pending(),
         )
-        with anyio.fail_after(core.timeouts.llm_s):
+        with core.clock.fail_after(core.timeouts.llm_s):
             async for output in core.runners.llm.generate(request):
                 if isinstance(output, IntentClassified):
                     return output.intent

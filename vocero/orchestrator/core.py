@@ -19,7 +19,7 @@ import structlog
 from vocero.contracts import events as ev
 from vocero.contracts.actions import ActionCoordinator
 from vocero.contracts.errors import CODES, ErrorCode
-from vocero.contracts.ports import Message
+from vocero.contracts.ports import Message, Timers
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.context import (
     NullMetrics,
@@ -129,7 +129,7 @@ class SessionCore:
         recorder: SessionRecorder | None,
         metrics: SessionMetrics | None,
         timeouts: Timeouts,
-        monotonic: Callable[[], float],
+        clock: Timers,
     ) -> None:
         self.ctx = ctx
         self.runners = runners
@@ -138,7 +138,8 @@ class SessionCore:
         self.recorder: SessionRecorder = recorder or NullRecorder()
         self.metrics: SessionMetrics = metrics or NullMetrics()
         self.timeouts = timeouts
-        self.monotonic = monotonic
+        self.clock = clock
+        self.monotonic = clock.monotonic
         self.machine = SessionMachine("CONFIGURING")
         self.history = History()
         self.generations = Generations(out)

@@ -7,8 +7,6 @@ generation is settled after its work has unwound (:meth:`Completion.settle`).
 
 from __future__ import annotations
 
-import anyio
-
 from vocero.contracts import events as ev
 from vocero.contracts.actions import ToolPlan, TurnRef
 from vocero.contracts.errors import CapacityError, ErrorCode
@@ -121,7 +119,7 @@ class Responder:
         stream = aiter(core.runners.llm.generate(request))
         first = True
         while True:
-            with anyio.fail_after(core.timeouts.llm_s):
+            with core.clock.fail_after(core.timeouts.llm_s):
                 try:
                     output = await anext(stream)
                 except StopAsyncIteration:

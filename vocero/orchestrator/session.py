@@ -24,7 +24,8 @@ import anyio
 import structlog
 
 from vocero.contracts.actions import ActionCoordinator
-from vocero.contracts.ports import Message
+from vocero.contracts.clock import SystemClock
+from vocero.contracts.ports import Message, Timers
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.acting import Actor
 from vocero.orchestrator.answers import Answers
@@ -59,9 +60,12 @@ class Session:
         recorder: SessionRecorder | None = None,
         metrics: SessionMetrics | None = None,
         timeouts: Timeouts = Timeouts(),
-        monotonic: Callable[[], float],
+        monotonic: Callable[[], float] | None = None,
+        clock: Timers | None = None,
         history: Iterable[Message] = (),
     ) -> None:
+        """``clock`` drives every timeout and pause (a virtual one in tests); without one the
+        real clock, read through ``monotonic`` when given."""
         self.core = SessionCore(
             ctx,
             runners,
@@ -70,7 +74,7 @@ class Session:
             recorder=recorder,
             metrics=metrics,
             timeouts=timeouts,
-            monotonic=monotonic,
+            clock=clock or (SystemClock(monotonic) if monotonic else SystemClock()),
         )
         for message in history:
             self.core.remember(message)

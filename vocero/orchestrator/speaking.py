@@ -18,6 +18,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from vocero.contracts import events as ev
 from vocero.contracts.errors import CapacityError, ErrorCode
+from vocero.contracts.ports import Timers
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.context import SessionContext, SessionMetrics, Timeouts
 from vocero.orchestrator.generation import Generation, UnitRecord
@@ -39,6 +40,7 @@ class SpeakerHost(Protocol):
     out: OutputChannel
     metrics: SessionMetrics
     timeouts: Timeouts
+    clock: Timers
     monotonic: Callable[[], float]
 
     def fire(self, event: Event) -> Step: ...
@@ -140,7 +142,7 @@ class Speaker:
         rate = tts.sample_rate
         started = host.monotonic()
         index = 0
-        with anyio.fail_after(host.timeouts.tts_s):
+        with host.clock.fail_after(host.timeouts.tts_s):
             async for chunk in tts.synthesize(unit.text, host.ctx.voice):
                 audio_ms = len(chunk) / 2 / rate * 1000.0
                 if index == 0:

@@ -63,7 +63,7 @@ class Turns:
     async def _transcribe(self, utterance: Utterance) -> Transcription | None:
         core = self.core
         try:
-            with anyio.fail_after(core.timeouts.stt_s):
+            with core.clock.fail_after(core.timeouts.stt_s):
                 return await self.hearing.final_transcript(utterance)
         except CapacityError:
             core.error(ErrorCode.CAPACITY_EXHAUSTED)
