@@ -8,9 +8,11 @@ full. Tool port: what the orchestrator and the action executor need from the MCP
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol, runtime_checkable
 
+import anyio
 import msgspec
 
 from vocero.contracts.domain import Principal, ToolDefinition, VoiceRef
@@ -114,20 +116,24 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
         return {**outcome, **(self.tool_result or {})}
 
 
+class ToolIntent(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    arguments: dict[str, Any]
+
+
 class LlmRequest(msgspec.Struct, frozen=True, kw_only=True):
     messages: list[Message]
     tools: list[ToolDefinition] = []
     max_words: int = 60
     mode: Literal["respond", "classify_confirmation"] = "respond"
+    pending: ToolIntent | None = None
+    """The proposal the caller is being asked to confirm (its tool and canonical fields), while
+    one is open: a correction ("no wait, Friday") is a new intent for the same tool with the
+    changed value, never an answer to the old one."""
 
 
 class TextChunk(msgspec.Struct, frozen=True, kw_only=True):
     text: str
-
-
-class ToolIntent(msgspec.Struct, frozen=True, kw_only=True):
-    name: str
-    arguments: dict[str, Any]
 
 
 class IntentClassified(msgspec.Struct, frozen=True, kw_only=True):
@@ -165,6 +171,43 @@ class Tts(Runner, Protocol):
         ...
 
 
+# ------------------------------------------------------------------------------ turn-taking
+
+
+class TurnVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    """An end-of-turn judgement of the audio (and words) heard so far in one utterance."""
+
+    probability: float
+    """That the caller has finished their turn, from 0 (surely going on) to 1."""
+    heard_words: bool = False
+    """The judgement weighed a transcript besides the audio."""
+    model_ms: float = 0.0
+    """Time the judge itself took (its queue wait excluded)."""
+
+
+class TurnJudge(Runner, Protocol):
+    """Seed 004 §12.1 endpointing: has the caller finished, or only paused mid-sentence?
+
+    Asked by the orchestrator's turn policy at a pause; must answer within tens of ms, off the
+    event loop. A full queue raises ``CapacityError`` at once (the policy then falls back to a
+    fixed silence); judgements of one utterance may overlap its early transcription.
+    """
+
+    async def judge(
+        self,
+        pcm16: bytes,
+        *,
+        sample_rate: int,
+        transcript: str = "",
+        locale: str = "en-US",
+        utterance_id: str = "",
+    ) -> TurnVerdict:
+        """Judge the utterance so far: ``pcm16`` is its audio from speech start (a little
+        before) up to now, trailing silence included; ``transcript`` is what the recogniser
+        heard of it, when there is a transcript."""
+        ...
+
+
 # -------------------------------------------------------------------------------------- tools
 
 
@@ -178,11 +221,67 @@ class CallMeta(msgspec.Struct, frozen=True, kw_only=True):
     traceparent: str = ""
 
 
+InputMode = Literal["form", "url"]
+InputAction = Literal["accept", "decline", "cancel"]
+
+
+class InputLink(msgspec.Struct, frozen=True, kw_only=True):
+    """A URL-mode question as the browser client shows it: the server named, the link and the
+    server's sentence. Never spoken: a URL read aloud is neither usable nor safe to follow."""
+
+    server: str
+    url: str
+    message: str
+
+
+class InputRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """A server's question during a tool call (MCP elicitation), protocol-neutral.
+
+    The gateway builds it from a 2026-07-28 ``InputRequiredResult`` or a 2025-11-25
+    ``elicitation/create`` alike. ``requested_schema`` is a flat object schema holding only
+    fields a caller may answer: secrets (passwords, tokens, card numbers...) are never asked,
+    the gateway refuses those questions itself. ``message`` is server text, scrubbed: context
+    for wording the question, never an instruction. See docs/mcp.md "Questions from a server".
+    """
+
+    id: str
+    """Unique per question: what an answer binds to."""
+    server: str
+    """The profile's name for the server (never its URL)."""
+    tool: str
+    """The model-facing tool of the call the question belongs to."""
+    operation_id: str
+    proposal_id: str = ""
+    revision: int = 0
+    mode: InputMode = "form"
+    message: str = ""
+    message_flags: list[str] = []
+    requested_schema: dict[str, Any] = {}
+    """``form``: ``{"type": "object", "properties": {...}, "required": [...]}``; empty for url."""
+    link: InputLink | None = None
+    """``url`` only: what the browser shows (never spoken)."""
+
+
+class InputResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """The caller's answer. ``content`` (accept, form mode) is validated against the requested
+    schema before it reaches the server."""
+
+    action: InputAction
+    content: dict[str, Any] = {}
+
+
+InputHandler = Callable[[InputRequest], Awaitable[InputResponse]]
+"""Asks the caller; the gateway bounds the wait (``GatewaySettings.input_timeout_s``)."""
+
+
 class ToolCallRequest(msgspec.Struct, frozen=True, kw_only=True):
     tool: str
     """The model-facing tool name of the profile; the gateway resolves it."""
     arguments: dict[str, Any]
     meta: CallMeta
+    ask: InputHandler | None = None
+    """Answers a server's questions during this call; ``None``: every question is declined
+    (reason ``input_unavailable``)."""
 
 
 class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -208,6 +307,23 @@ class Clock(Protocol):
 
     def now(self) -> float:
         """Wall-clock seconds since the epoch."""
+        ...
+
+
+class Timers(Clock, Protocol):
+    """A clock that can also be waited on: every timeout and pause goes through one, so a
+    virtual clock (``vocero.contracts.clock.VirtualClock``) can drive them in tests."""
+
+    async def sleep(self, seconds: float) -> None: ...
+
+    def move_on_after(
+        self, seconds: float | None, *, shield: bool = False
+    ) -> AbstractContextManager[anyio.CancelScope]: ...
+
+    def fail_after(
+        self, seconds: float | None, *, shield: bool = False
+    ) -> AbstractContextManager[anyio.CancelScope]:
+        """Like ``anyio.fail_after``: raises ``TimeoutError`` when the deadline cancelled it."""
         ...
 
 

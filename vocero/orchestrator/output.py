@@ -2,8 +2,9 @@
 
 * Control lane (state, finals, created/completed, stop_and_flush, confirmations, tool status,
   errors): FIFO, never dropped and never behind data. Bounded: if a client stops reading long
-  enough to fill it, :class:`ControlLaneFull` is raised and the connection is closed; nothing is
-  silently lost.
+  enough to fill it, the channel sets :attr:`OutputChannel.overflowed` (never raising into the
+  producer, which is the session) and the relay closes the connection (1008); the consumer then
+  gets :class:`ControlLaneFull`. Nothing is silently lost on a connection that stays open.
 * Data lane (text and audio deltas): bounded; producers wait when it is full (backpressure reaches
   the TTS and the model) until it has drained to half, so a paced stream wakes its producer once
   per half lane rather than once per frame. Frames of a stopped generation are removed at once
@@ -21,9 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
-import msgspec
 
-from vocero.contracts.events import ServerEnvelope
+from vocero.contracts.clock import SystemClock
+from vocero.contracts.events import ServerEnvelope, ServerPayload
+from vocero.contracts.ports import Timers
 
 PLAYOUT_TOLERANCE_MS = 1.0
 """Clients report whole milliseconds; audio lengths are fractional."""
@@ -35,7 +37,7 @@ class ControlLaneFull(Exception):
 
 @dataclass(slots=True)
 class OutFrame:
-    payload: msgspec.Struct
+    payload: ServerPayload
     envelope: type[ServerEnvelope] | None = None
     generation_id: str = ""
     audio_ms: float = 0.0
@@ -66,14 +68,16 @@ class OutputChannel:
         data_capacity: int = 64,
         control_capacity: int = 512,
         playout_acks: bool = False,
-        monotonic: Callable[[], float],
+        monotonic: Callable[[], float] | None = None,
+        clock: Timers | None = None,
     ) -> None:
         self.max_lead_ms = max_lead_ms
         self.playout_acks = playout_acks
         self._data_capacity = data_capacity
         self._low_water = data_capacity // 2
         self._control_capacity = control_capacity
-        self._monotonic = monotonic
+        self._clock: Timers = clock or (SystemClock(monotonic) if monotonic else SystemClock())
+        self._monotonic = self._clock.monotonic
         self._control: deque[OutFrame] = deque()
         self._data: deque[OutFrame] = deque()
         self._partial: OutFrame | None = None
@@ -83,12 +87,16 @@ class OutputChannel:
         self._space = anyio.Event()
         self.dropped = 0
         self.coalesced = 0
+        self.overflowed = anyio.Event()
+        """Set once the control lane overflowed: the connection must be closed."""
 
     # ------------------------------------------------------------------------ producers
 
     def control(self, frame: OutFrame) -> None:
         if len(self._control) >= self._control_capacity:
-            raise ControlLaneFull
+            self.overflowed.set()  # the relay closes the connection; the producer carries on
+            self._wake()
+            return
         self._control.append(frame)
         self._wake()
 
@@ -124,6 +132,13 @@ class OutputChannel:
 
     def is_stopped(self, generation_id: str) -> bool:
         return generation_id in self._stopped
+
+    def forget(self, generation_id: str) -> None:
+        """Drop what is kept of a finished generation (its playout, its stop): the session
+        forgets generations past its bound, and so does the channel."""
+        if not self.has_pending_data(generation_id):
+            self._playout.pop(generation_id, None)
+            self._stopped.discard(generation_id)
 
     # ------------------------------------------------------------------------ playout
 
@@ -162,8 +177,11 @@ class OutputChannel:
 
     async def receive(self, until: Callable[[], bool] | None = None) -> OutFrame | None:
         """The next frame to send: control first, then a partial, then paced data.
-        Returns None when ``until()`` holds and nothing is ready."""
+        Returns None when ``until()`` holds and nothing is ready. Raises
+        :class:`ControlLaneFull` once the control lane overflowed."""
         while True:
+            if self.overflowed.is_set():
+                raise ControlLaneFull
             frame, wait_s = self._pick()
             if frame is not None:
                 return frame
@@ -174,7 +192,7 @@ class OutputChannel:
             if wait_s is None:  # no cancel scope when there is no deadline (the usual case)
                 await self._changed.wait()
                 continue
-            with anyio.move_on_after(wait_s):
+            with self._clock.move_on_after(wait_s):
                 await self._changed.wait()
 
     def _pick(self) -> tuple[OutFrame | None, float | None]:
@@ -236,7 +254,7 @@ class OutputChannel:
             wait_s = grace_s
             if not self.playout_acks and not self.has_pending_data(generation_id):
                 wait_s = max(0.0, (track.sent_ms - self._estimate(track)) / 1000.0) + 0.001
-            with anyio.move_on_after(wait_s):
+            with self._clock.move_on_after(wait_s):
                 await track.progress.wait()
             if self._monotonic() - track.last_progress > grace_s:
                 return
