@@ -160,12 +160,22 @@ def free_port() -> int:
         return port
 
 
+ServerDef = tuple[str, dict[str, str]] | tuple[str, dict[str, str], list[str]]
+"""``(script, env)`` or ``(script, env, extra command-line arguments)``."""
+
+
+def _parts(definition: ServerDef) -> tuple[str, dict[str, str], list[str]]:
+    script, env, *rest = definition
+    return script, env, list(rest[0]) if rest else []
+
+
 @dataclass
 class HttpServer:
     """A fixture server run as its own process on a fixed port (so it can be restarted)."""
 
     script: str
     env: dict[str, str]
+    args: list[str] = field(default_factory=list)
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 
@@ -176,7 +186,7 @@ class HttpServer:
     def start(self) -> None:
         command = [sys.executable, str(SERVERS / self.script), "--transport", "http"]
         self.process = subprocess.Popen(
-            [*command, "--port", str(self.port)],
+            [*command, "--port", str(self.port), *self.args],
             env={**os.environ, **self.env},
             stdout=subprocess.DEVNULL,
         )
@@ -201,10 +211,8 @@ class HttpServer:
 
 
 @contextmanager
-def http_servers(
-    servers: Mapping[str, tuple[str, dict[str, str]]],
-) -> Iterator[dict[str, HttpServer]]:
-    running = {name: HttpServer(script, env) for name, (script, env) in servers.items()}
+def http_servers(servers: Mapping[str, ServerDef]) -> Iterator[dict[str, HttpServer]]:
+    running = {name: HttpServer(*_parts(definition)) for name, definition in servers.items()}
     try:
         for server in running.values():
             server.start()
@@ -230,48 +238,66 @@ class Stack:
 @asynccontextmanager
 async def gateway_stack(
     transport: Transport,
-    servers: Mapping[str, tuple[str, dict[str, str]]],
+    servers: Mapping[str, ServerDef],
     *,
     tools: Sequence[ToolSpec] | None = None,
     settings: GatewaySettings | None = None,
     protocol: str = "2025-11-25",
+    protocols: Mapping[str, str] | None = None,
     folder: Path | None = None,
     http: dict[str, HttpServer] | None = None,
+    extra_profile_tools: Sequence[ToolSpec] = (),
+    **connection_options: Any,
 ) -> AsyncIterator[Stack]:
-    """Fixture servers (``name -> (script, env)``) behind a running gateway.
+    """Fixture servers (``name -> (script, env[, args])``) behind a running gateway.
 
     ``admin`` (only a prohibited tool) is always declared as a stdio server and never started:
     the gateway must not even connect to it. ``http`` reuses servers already running.
+    ``protocols`` sets one server's ``protocol`` (default ``protocol``); ``connection_options``
+    go to :class:`McpConnections` (``clock``, ``auth``, ``pins``).
     """
     audit = RecordingAudit()
+    chosen_protocol = dict(protocols or {})
     async with AsyncExitStack() as stack:
         if transport == "http":
             http = http if http is not None else stack.enter_context(http_servers(servers))
             specs = {
-                name: McpServerSpec(url=server.url, protocol=protocol)  # type: ignore[arg-type]
+                name: McpServerSpec(
+                    url=server.url,
+                    protocol=chosen_protocol.get(name, protocol),  # type: ignore[arg-type]
+                    **_spec_extras(connection_options, name),
+                )
                 for name, server in http.items()
             }
         else:
-            specs = {
-                name: McpServerSpec(
+            specs = {}
+            for name, definition in servers.items():
+                script, env, args = _parts(definition)
+                specs[name] = McpServerSpec(
                     command=sys.executable,
-                    args=[str(SERVERS / script)],
+                    args=[str(SERVERS / script), *args],
                     env=env,
-                    protocol=protocol,  # type: ignore[arg-type]
+                    protocol=chosen_protocol.get(name, protocol),  # type: ignore[arg-type]
                 )
-                for name, (script, env) in servers.items()
-            }
         admin_env = {"VOCERO_MCP_RECORD": str(folder / "admin.jsonl")} if folder else {}
         specs["admin"] = McpServerSpec(
             command=sys.executable, args=[str(SERVERS / "admin_server.py")], env=admin_env
         )
-        chosen = profile(specs, tools if tools is not None else tool_specs())
+        all_tools = [*(tools if tools is not None else tool_specs()), *extra_profile_tools]
+        chosen = profile(specs, all_tools)
+        connection_options.pop("oauth", None)
         connections = McpConnections.from_profiles(
-            [chosen], audit=audit, settings=settings or GatewaySettings()
+            [chosen], audit=audit, settings=settings or GatewaySettings(), **connection_options
         )
         await stack.enter_async_context(connections.running())
         gateway = McpGateway(connections, chosen, session_id="ses_test")
         yield Stack(transport, connections, gateway, audit, http or {}, chosen, folder)
+
+
+def _spec_extras(options: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """``oauth={server: McpOAuthSpec}`` puts OAuth on that HTTP server's spec."""
+    oauth = (options.get("oauth") or {}).get(name)
+    return {"oauth": oauth} if oauth is not None else {}
 
 
 async def wait_for(predicate: Any, timeout_s: float = 10.0, interval_s: float = 0.05) -> None:

@@ -1,5 +1,5 @@
 """Failure behaviour against real fixture servers, over both transports: timeouts, cancellation,
-bulkheads, a tool that changes mid-session, a server that crashes, and the candidate flag."""
+bulkheads, a tool that changes mid-session, a server that crashes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 from gateway_support import (
     Transport,
     gateway_stack,
-    http_servers,
     records,
     request,
     tool_specs,
@@ -202,34 +201,3 @@ async def test_server_crash_opens_the_breaker_and_recovers(
                 await anyio.sleep(0.1)
         assert conn.breaker.state == "closed"
         assert len(stack.audit.of("mcp.server_connected")) == 2
-
-
-@TRANSPORTS
-async def test_candidate_adapter_is_unreachable_unless_flagged(
-    transport: Transport, tmp_path: Path
-) -> None:
-    pidfile = tmp_path / "orders.pid"
-    servers = orders_only({"VOCERO_MCP_PIDFILE": str(pidfile)})
-    with http_servers(servers if transport == "http" else {}) as http:
-        async with gateway_stack(transport, servers, protocol="2026-07-28", http=http) as stack:
-            conn = stack.connections.connection("orders")
-            assert conn is not None
-            assert conn.state == "refused"
-            assert stack.audit.of("mcp.server_refused") == [
-                {"server": "orders", "reason": "candidate_disabled"}
-            ]
-            assert stack.gateway.definitions() == []
-            with pytest.raises(ToolUnavailableError):
-                await stack.gateway.call(request("orders.status", {"order_id": "A123"}))
-            if transport == "stdio":
-                assert not pidfile.exists()  # not even spawned
-
-        flagged = GatewaySettings(allow_candidate=True)
-        async with gateway_stack(
-            transport, servers, protocol="2026-07-28", settings=flagged, http=http
-        ) as stack:
-            conn = stack.connections.connection("orders")
-            assert conn is not None
-            assert conn.protocol_version == "2026-07-28"
-            result = await stack.gateway.call(request("orders.status", {"order_id": "A123"}))
-            assert result.content["status"] == "shipped"

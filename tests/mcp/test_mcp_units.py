@@ -30,6 +30,7 @@ from vocero.mcp_gateway import (
 from vocero.mcp_gateway.errors import is_transport_failure, map_call_failure, public_error
 from vocero.mcp_gateway.model import RemoteResult, RemoteTool
 from vocero.mcp_gateway.pinning import PinBook, ToolPin, definition_hash
+from vocero.mcp_gateway.questions import CallRoute, route_for
 from vocero.mcp_gateway.resilience import (
     TRANSITIONS,
     BreakerTransitionError,
@@ -357,13 +358,23 @@ class _FlakyConnection:
     def active_pin(self, tool: str) -> ToolPin:
         return self._pin
 
+    def note_use(self) -> None:
+        return None
+
     async def invoke(
-        self, tool: str, arguments: dict[str, Any], meta: dict[str, Any], **_: Any
-    ) -> RemoteResult:
+        self, tool: str, arguments: dict[str, Any], meta: dict[str, Any], **kwargs: Any
+    ) -> tuple[RemoteResult, CallRoute]:
         self.invocations += 1
         if self.invocations <= self.failures:
             raise ToolUnavailableError("connection_lost", possibly_executed=True)
-        return RemoteResult(texts=['{"status": "shipped"}'])
+        route = route_for(
+            "orders", tool, kwargs["call"], None, audit=_no_audit, timeout_s=1, max_fields=8
+        )
+        return RemoteResult(texts=['{"status": "shipped"}']), route
+
+
+async def _no_audit(kind: str, data: dict[str, Any]) -> None:
+    return None
 
 
 class _Connections:

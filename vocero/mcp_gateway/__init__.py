@@ -2,46 +2,83 @@
 
 Process-wide :class:`McpConnections` (one supervised client per server, started once with
 ``await tg.start(connections.run)``) and a per-session :class:`McpGateway` implementing
-:class:`vocero.contracts.ports.ToolGateway`. See ``docs/mcp.md``.
+:class:`vocero.contracts.ports.ToolGateway`. Servers speak 2026-07-28 where they offer it and
+2025-11-25 otherwise (docs/adr/0007); a server's questions during a call reach the caller
+through ``ToolCallRequest.ask``. See ``docs/mcp.md``.
 """
 
 from vocero.mcp_gateway.adapters import (
     CandidateAdapter_2026_07_28,
+    NegotiatingAdapter,
     StableAdapter_2025_11_25,
+    StatelessAdapter_2026_07_28,
     select_adapter,
 )
-from vocero.mcp_gateway.connection import McpConnections, ServerConnection
+from vocero.mcp_gateway.connection import AuthOptions, McpConnections, ServerConnection
 from vocero.mcp_gateway.errors import (
+    INPUT_REASONS,
     CandidateDisabledError,
     InvalidToolArgumentsError,
+    ServerAuthError,
+    ServerRefusedError,
     ToolBusyError,
+    ToolInputError,
+    ToolSecretInputError,
     public_error,
 )
 from vocero.mcp_gateway.gateway import CallObserver, McpGateway, wire_meta
+from vocero.mcp_gateway.oauth import (
+    ConsentResult,
+    InMemoryOAuthTokenRepository,
+    OAuthTokenRepository,
+    Sealer,
+)
 from vocero.mcp_gateway.pinning import (
     InMemoryPinRepository,
     PinRepository,
     ToolPin,
     definition_hash,
 )
-from vocero.mcp_gateway.settings import CANDIDATE_PROTOCOL, STABLE_PROTOCOL, GatewaySettings
+from vocero.mcp_gateway.questions import answer_problems
+from vocero.mcp_gateway.settings import (
+    AUTO_PROTOCOL,
+    CANDIDATE_PROTOCOL,
+    STABLE_PROTOCOL,
+    STATELESS_PROTOCOL,
+    GatewaySettings,
+)
 
 __all__ = [
+    "AUTO_PROTOCOL",
     "CANDIDATE_PROTOCOL",
+    "INPUT_REASONS",
     "STABLE_PROTOCOL",
+    "STATELESS_PROTOCOL",
+    "AuthOptions",
     "CallObserver",
     "CandidateAdapter_2026_07_28",
     "CandidateDisabledError",
+    "ConsentResult",
     "GatewaySettings",
+    "InMemoryOAuthTokenRepository",
     "InMemoryPinRepository",
     "InvalidToolArgumentsError",
     "McpConnections",
     "McpGateway",
+    "NegotiatingAdapter",
+    "OAuthTokenRepository",
     "PinRepository",
+    "Sealer",
+    "ServerAuthError",
     "ServerConnection",
+    "ServerRefusedError",
     "StableAdapter_2025_11_25",
+    "StatelessAdapter_2026_07_28",
     "ToolBusyError",
+    "ToolInputError",
     "ToolPin",
+    "ToolSecretInputError",
+    "answer_problems",
     "definition_hash",
     "public_error",
     "select_adapter",

@@ -1,18 +1,28 @@
-"""Protocol adapters on the official MCP Python SDK (seed 004 §9.6).
+"""Protocol adapters on the official MCP Python SDK (seed 004 §9.6, docs/adr/0007).
 
-``StableAdapter_2025_11_25`` (the default) keeps the 2025-11-25 lifecycle: initialize handshake,
-a protocol session, ``notifications/tools/list_changed``. ``CandidateAdapter_2026_07_28`` speaks the
-release candidate (``server/discover``, self-contained requests, ``subscriptions/listen``) and is
-reachable only when a server asks for it *and* the process-wide switch allows it. Both carry stdio
-(a spawned server) and streamable HTTP, and both hand the rest of the gateway only neutral shapes
-(:mod:`vocero.mcp_gateway.model`), so transport and revision details stay here.
+Three ways to open a server, chosen by ``McpServerSpec.protocol``:
+
+* ``auto`` (default): :class:`NegotiatingAdapter` probes ``server/discover`` and speaks
+  2026-07-28 where the server offers it, else the 2025-11-25 initialize handshake;
+* ``2025-11-25``: :class:`StableAdapter_2025_11_25`, the handshake only;
+* ``2026-07-28``: :class:`StatelessAdapter_2026_07_28`, which must land on 2026-07-28
+  (self-contained requests, ``Mcp-Method`` / ``Mcp-Name`` routing headers stamped by the SDK,
+  no protocol session) and never falls back.
+
+On 2026-07-28 list changes arrive on a ``subscriptions/listen`` stream and listings carry
+``ttlMs`` / ``cacheScope``; on 2025-11-25 list changes are notifications. A 2026-07-28 HTTP call
+whose response stream broke (no resumption in that revision) surfaces as
+:class:`StreamBrokenError`, so the connection can send it again. Every adapter carries stdio and
+streamable HTTP (with optional OAuth), answers a server's questions through the connection's
+:class:`~vocero.mcp_gateway.questions.QuestionDesk`, and hands the rest of the gateway only
+neutral shapes (:mod:`vocero.mcp_gateway.model`).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 import anyio
@@ -25,17 +35,25 @@ from mcp.client._transport import TransportStreams
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from vocero.contracts.domain import McpServerSpec
-from vocero.mcp_gateway.errors import CandidateDisabledError
-from vocero.mcp_gateway.model import RemoteResult, RemoteTool
-from vocero.mcp_gateway.settings import CANDIDATE_PROTOCOL, STABLE_PROTOCOL, GatewaySettings
+from vocero.mcp_gateway.errors import ServerRefusedError
+from vocero.mcp_gateway.model import Listing, RemoteResult, RemoteTool
+from vocero.mcp_gateway.questions import QuestionDesk
+from vocero.mcp_gateway.settings import AUTO_PROTOCOL, STABLE_PROTOCOL, STATELESS_PROTOCOL
 
 log = structlog.get_logger("vocero.mcp_gateway")
 
-CLIENT_INFO = types.Implementation(name="vocero-mcp-gateway", version="0.1.0")
+CLIENT_INFO = types.Implementation(name="vocero-mcp-gateway", version="0.2.0")
 _LIST_PAGE_CAP = 100
+
+
+class StreamBrokenError(Exception):
+    """Internal: a 2026-07-28 HTTP response stream ended before its result, the transport lives
+    on. The request is lost (no resumption); the connection may send it again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +64,18 @@ class SessionHooks:
     lost: Callable[[], None]
 
 
+@dataclass(slots=True)
+class OpenOptions:
+    """Per-connection pieces an adapter wires into the SDK client."""
+
+    desk: QuestionDesk | None = None
+    auth: httpx2.Auth | None = None
+
+
 class AdapterSession(Protocol):
     protocol_version: str
 
-    async def list_tools(self) -> list[RemoteTool]: ...
+    async def list_tools(self) -> Listing: ...
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], meta: dict[str, Any], *, timeout_s: float
@@ -60,22 +86,44 @@ class McpAdapter(Protocol):
     protocol: str
 
     def open(
-        self, server: str, spec: McpServerSpec, hooks: SessionHooks, *, connect_timeout_s: float
+        self,
+        server: str,
+        spec: McpServerSpec,
+        hooks: SessionHooks,
+        *,
+        connect_timeout_s: float,
+        options: OpenOptions | None = None,
     ) -> AbstractAsyncContextManager[AdapterSession]: ...
 
 
+@dataclass(slots=True)
+class _Liveness:
+    ended: bool = False
+
+
+@dataclass(slots=True)
 class _SdkSession:
     """One long-lived SDK client, shared by every call to the server."""
 
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self.protocol_version = client.protocol_version
+    client: Client
+    http: bool
+    liveness: _Liveness
+    protocol_version: str = field(init=False)
 
-    async def list_tools(self) -> list[RemoteTool]:
+    def __post_init__(self) -> None:
+        self.protocol_version = self.client.protocol_version
+
+    @property
+    def stateless(self) -> bool:
+        return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    async def list_tools(self) -> Listing:
         tools: list[RemoteTool] = []
+        ttl_ms: int | None = None
+        private = False
         cursor: str | None = None
         for _ in range(_LIST_PAGE_CAP):
-            page = await self._client.list_tools(cursor=cursor)
+            page = await self.client.list_tools(cursor=cursor)
             tools.extend(
                 RemoteTool(
                     name=t.name,
@@ -85,20 +133,34 @@ class _SdkSession:
                 )
                 for t in page.tools
             )
+            if self.stateless:
+                ttl_ms = page.ttl_ms if ttl_ms is None else min(ttl_ms, page.ttl_ms)
+                private = private or page.cache_scope != "public"
             cursor = page.next_cursor
             if cursor is None:
                 break
-        return tools
+        scope = "public" if self.stateless and not private else "private"
+        return Listing(tools=tools, ttl_ms=ttl_ms, cache_scope=scope)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], meta: dict[str, Any], *, timeout_s: float
     ) -> RemoteResult:
-        result = await self._client.call_tool(
-            name,
-            arguments,
-            read_timeout_seconds=timeout_s,
-            meta=cast(types.RequestParamsMeta, meta),
-        )
+        try:
+            result = await self.client.call_tool(
+                name,
+                arguments,
+                read_timeout_seconds=timeout_s,
+                meta=cast(types.RequestParamsMeta, meta),
+            )
+        except MCPError as exc:
+            if (
+                exc.code == types.CONNECTION_CLOSED
+                and self.stateless
+                and self.http
+                and not self.liveness.ended
+            ):
+                raise StreamBrokenError("stream_broken") from exc
+            raise
         texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
         return RemoteResult(
             is_error=bool(result.is_error),
@@ -109,74 +171,113 @@ class _SdkSession:
 
 
 class _SdkAdapter:
-    protocol: str = STABLE_PROTOCOL
-    mode: str = "legacy"
+    protocol: str = AUTO_PROTOCOL
+    mode: str = "auto"
 
     @asynccontextmanager
     async def open(
-        self, server: str, spec: McpServerSpec, hooks: SessionHooks, *, connect_timeout_s: float
+        self,
+        server: str,
+        spec: McpServerSpec,
+        hooks: SessionHooks,
+        *,
+        connect_timeout_s: float,
+        options: OpenOptions | None = None,
     ) -> AsyncIterator[AdapterSession]:
+        options = options or OpenOptions()
+        liveness = _Liveness()
+
+        def lost() -> None:
+            liveness.ended = True
+            hooks.lost()
+
         client = Client(
-            _watched(_transport(spec), hooks.lost),
+            _watched(_transport(spec, options.auth), lost),
             mode=self.mode,
             read_timeout_seconds=connect_timeout_s,
             client_info=CLIENT_INFO,
-            message_handler=self._message_handler(server, hooks),
+            message_handler=_message_handler(server, hooks),
+            elicitation_callback=(
+                options.desk.elicitation_callback if options.desk is not None else None
+            ),
             cache=None,
         )
         async with client:
-            session = _SdkSession(client)
+            session = _SdkSession(client, http=bool(spec.url), liveness=liveness)
             self._check_version(server, session.protocol_version)
             log.info("mcp.session_opened", server=server, protocol=session.protocol_version)
-            async with self._extras(server, client, hooks):
+            if session.stateless:
+                async with _listening(server, client, hooks):
+                    yield session
+            else:
                 yield session
+
+    def _check_version(self, server: str, version: str) -> None:
+        """Auto mode takes whichever revision the server offered."""
+
+
+class StableAdapter_2025_11_25(_SdkAdapter):
+    """The 2025-11-25 handshake, session and list-changed notifications (pinned)."""
+
+    protocol = STABLE_PROTOCOL
+    mode = "legacy"
 
     def _check_version(self, server: str, version: str) -> None:
         if version != self.protocol:
             log.warning("mcp.protocol_downgraded", server=server, protocol=version)
 
-    def _message_handler(self, server: str, hooks: SessionHooks) -> Any:
-        async def handle(message: Any) -> None:
-            if isinstance(message, types.ToolListChangedNotification):
-                hooks.tools_changed()
-            elif isinstance(message, Exception):
-                log.warning("mcp.transport_error", server=server, error=type(message).__name__)
 
-        return handle
+class StatelessAdapter_2026_07_28(_SdkAdapter):
+    """2026-07-28 only (pinned): discovery must land on it; never falls back."""
 
-    def _extras(
-        self, server: str, client: Client, hooks: SessionHooks
-    ) -> AbstractAsyncContextManager[None]:
-        return _nothing()
-
-
-class StableAdapter_2025_11_25(_SdkAdapter):
-    """The default: the 2025-11-25 handshake, session and list-changed notifications."""
-
-    protocol = STABLE_PROTOCOL
-    mode = "legacy"
-
-
-class CandidateAdapter_2026_07_28(_SdkAdapter):
-    """The 2026-07-28 release candidate, behind a flag until ratified. Never falls back."""
-
-    protocol = CANDIDATE_PROTOCOL
+    protocol = STATELESS_PROTOCOL
     mode = "auto"
 
     def _check_version(self, server: str, version: str) -> None:
         if version != self.protocol:
-            raise CandidateDisabledError("candidate_not_negotiated")
+            raise ServerRefusedError("stateless_not_negotiated")
 
-    @asynccontextmanager
-    async def _extras(
-        self, server: str, client: Client, hooks: SessionHooks
-    ) -> AsyncIterator[None]:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_listen_for_changes, server, client, hooks)
-            try:
-                yield
-            finally:
-                tg.cancel_scope.cancel()
+
+class NegotiatingAdapter(_SdkAdapter):
+    """The default: 2026-07-28 where ``server/discover`` offers it, 2025-11-25 otherwise."""
+
+    protocol = AUTO_PROTOCOL
+    mode = "auto"
+
+
+CandidateAdapter_2026_07_28 = StatelessAdapter_2026_07_28
+"""Former name, from before 2026-07-28 was supported (docs/adr/0007)."""
+
+
+def select_adapter(spec: McpServerSpec) -> McpAdapter:
+    """The adapter the server's ``protocol`` setting asks for (``auto`` by default)."""
+    if spec.oauth is not None and not spec.url:
+        raise ServerRefusedError("oauth_needs_http")
+    if spec.protocol == STATELESS_PROTOCOL:
+        return StatelessAdapter_2026_07_28()
+    if spec.protocol == STABLE_PROTOCOL:
+        return StableAdapter_2025_11_25()
+    return NegotiatingAdapter()
+
+
+def _message_handler(server: str, hooks: SessionHooks) -> Any:
+    async def handle(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            hooks.tools_changed()
+        elif isinstance(message, Exception):
+            log.warning("mcp.transport_error", server=server, error=type(message).__name__)
+
+    return handle
+
+
+@asynccontextmanager
+async def _listening(server: str, client: Client, hooks: SessionHooks) -> AsyncIterator[None]:
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_listen_for_changes, server, client, hooks)
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
 
 
 async def _listen_for_changes(server: str, client: Client, hooks: SessionHooks) -> None:
@@ -185,28 +286,19 @@ async def _listen_for_changes(server: str, client: Client, hooks: SessionHooks) 
         async with client.listen(tools_list_changed=True) as subscription:
             async for _event in subscription:
                 hooks.tools_changed()
-    except (
-        Exception
-    ) as exc:  # boundary: a lost listen stream only costs change push; relists remain
+    except Exception as exc:  # boundary: a lost listen stream only costs change push
         log.warning("mcp.listen_ended", server=server, error=type(exc).__name__)
         hooks.tools_changed()
-
-
-def select_adapter(spec: McpServerSpec, settings: GatewaySettings) -> McpAdapter:
-    """The stable adapter unless the server asks for the candidate and the switch allows it."""
-    if spec.protocol == CANDIDATE_PROTOCOL:
-        if not settings.allow_candidate:
-            raise CandidateDisabledError("candidate_disabled")
-        return CandidateAdapter_2026_07_28()
-    return StableAdapter_2025_11_25()
 
 
 # --------------------------------------------------------------------------------- transports
 
 
-def _transport(spec: McpServerSpec) -> AbstractAsyncContextManager[TransportStreams]:
+def _transport(
+    spec: McpServerSpec, auth: httpx2.Auth | None
+) -> AbstractAsyncContextManager[TransportStreams]:
     if spec.url:
-        return _http_transport(spec)
+        return _http_transport(spec, auth)
     params = StdioServerParameters(
         command=spec.command, args=list(spec.args), env=dict(spec.env) or None
     )
@@ -214,11 +306,16 @@ def _transport(spec: McpServerSpec) -> AbstractAsyncContextManager[TransportStre
 
 
 @asynccontextmanager
-async def _http_transport(spec: McpServerSpec) -> AsyncIterator[TransportStreams]:
-    """Streamable HTTP with the server's configured headers (credentials live only there)."""
+async def _http_transport(
+    spec: McpServerSpec, auth: httpx2.Auth | None
+) -> AsyncIterator[TransportStreams]:
+    """Streamable HTTP with the server's configured headers and OAuth (credentials live only
+    there and in the gateway's token store)."""
     timeout = httpx2.Timeout(10.0, read=300.0)
     async with (
-        create_mcp_http_client(headers=dict(spec.headers) or None, timeout=timeout) as http,
+        create_mcp_http_client(
+            headers=dict(spec.headers) or None, timeout=timeout, auth=auth
+        ) as http,
         streamable_http_client(spec.url, http_client=http) as streams,
     ):
         yield streams
@@ -228,7 +325,7 @@ async def _http_transport(spec: McpServerSpec) -> AsyncIterator[TransportStreams
 async def _watched(
     transport: AbstractAsyncContextManager[TransportStreams], lost: Callable[[], None]
 ) -> AsyncIterator[TransportStreams]:
-    """The transport, with its read side reporting end of stream (a stdio server that died)."""
+    """The transport, with its read side reporting end of stream (a server or transport gone)."""
     async with transport as (read, write):
         yield _EndWatcher(read, lost), write
 
@@ -240,7 +337,8 @@ class _EndWatcher(ObjectReceiveStream[SessionMessage | Exception]):
 
     @property
     def last_context(self) -> Any:
-        """Forwarded for the SDK dispatcher, which reads it off streamable HTTP's stream."""
+        """Forwarded for the SDK dispatcher, which reads it off streamable HTTP's stream (it is
+        how a question arriving on a call's own response stream runs in the caller's context)."""
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
@@ -253,8 +351,3 @@ class _EndWatcher(ObjectReceiveStream[SessionMessage | Exception]):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-
-@asynccontextmanager
-async def _nothing() -> AsyncIterator[None]:
-    yield

@@ -68,7 +68,7 @@ async def _discover(spec: McpServerSpec) -> list[RemoteTool]:
     async with StableAdapter_2025_11_25().open(
         SERVER, spec, hooks, connect_timeout_s=10
     ) as session:
-        return await session.list_tools()
+        return (await session.list_tools()).tools
 
 
 async def run(url: str, scenario: str = "") -> int:

@@ -12,10 +12,12 @@ timeout. :class:`McpConnections` runs every supervisor in one task group::
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
@@ -23,18 +25,37 @@ import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
 from vocero.contracts.clock import SystemClock
-from vocero.contracts.domain import AgentProfile, McpServerSpec
+from vocero.contracts.domain import AgentProfile, McpServerSpec, Principal
 from vocero.contracts.errors import ConfigError, ToolChangedError, ToolUnavailableError
-from vocero.contracts.ports import AuditSink, Clock
-from vocero.mcp_gateway.adapters import AdapterSession, McpAdapter, SessionHooks, select_adapter
+from vocero.contracts.ports import AuditSink, CallMeta, Clock, InputHandler
+from vocero.mcp_gateway.adapters import (
+    AdapterSession,
+    McpAdapter,
+    OpenOptions,
+    SessionHooks,
+    StreamBrokenError,
+    select_adapter,
+)
 from vocero.mcp_gateway.errors import (
-    CandidateDisabledError,
+    ServerAuthError,
+    ServerRefusedError,
     ToolBusyError,
     counts_against_server,
     is_transport_failure,
     map_call_failure,
 )
-from vocero.mcp_gateway.model import RemoteResult
+from vocero.mcp_gateway.listing_cache import ListingCache, Partition
+from vocero.mcp_gateway.model import Listing, RemoteResult
+from vocero.mcp_gateway.oauth import (
+    AuthGuard,
+    Consent,
+    InMemoryOAuthTokenRepository,
+    OAuthTokenRepository,
+    SealedTokenStorage,
+    Sealer,
+    build_auth,
+    preregister,
+)
 from vocero.mcp_gateway.pinning import (
     InMemoryPinRepository,
     PinBook,
@@ -42,6 +63,7 @@ from vocero.mcp_gateway.pinning import (
     PinRepository,
     ToolPin,
 )
+from vocero.mcp_gateway.questions import CallRoute, QuestionDesk, route_for
 from vocero.mcp_gateway.resilience import BreakerState, Bulkhead, CircuitBreaker, backoff_delay
 from vocero.mcp_gateway.settings import GatewaySettings
 from vocero.mcp_gateway.validation import Validators, schema_problem
@@ -54,8 +76,21 @@ SDK_CALL_TIMES: ContextVar[list[tuple[float, float]] | None] = ContextVar(
 )
 """Timing probe for ``vocero bench mcp``: when set, each SDK tools/call appends its (wall, thread
 CPU) seconds, so the gateway's own overhead is the call's total minus these."""
+OPERATION_META = "io.vocero/operation_id"
+PRINCIPAL_META = "io.vocero/principal"
+PROPOSAL_META = "io.vocero/proposal"
 BUILTIN_SERVER = "vocero"
 """Tools of ``server: vocero`` are Vocero's own (``followups.record``): never routed through MCP."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuthOptions:
+    """How connections obtain and keep OAuth tokens (servers with ``oauth`` only)."""
+
+    sealer: Sealer
+    repository: OAuthTokenRepository = field(default_factory=InMemoryOAuthTokenRepository)
+    consent: Consent | None = None
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
 class ServerConnection:
@@ -71,6 +106,7 @@ class ServerConnection:
         pins: PinRepository,
         settings: GatewaySettings,
         clock: Clock,
+        auth: AuthOptions | None = None,
     ) -> None:
         self.name = name
         self.spec = spec
@@ -78,6 +114,8 @@ class ServerConnection:
         self.state: ServerState = "starting"
         self.protocol_version = ""
         self._audit = audit
+        self._clock = clock
+        self._auth_options = auth
         self.pins = PinBook(
             name,
             tools,
@@ -96,9 +134,20 @@ class ServerConnection:
         self._tool_bulkheads = {
             tool: Bulkhead(settings.tool_concurrency) for tool in self.pins.tools
         }
+        self.desk = QuestionDesk(name)
+        self.listings = ListingCache(max_age_s=settings.relist_interval_s)
+        self.partition = Partition(credential="oauth" if spec.oauth else "static")
+        self.pin_epoch = 0
+        self.listed = 0
+        """How many complete listings this connection has fetched (tests wait on it)."""
+        self._listed_event = anyio.Event()
+        self._last_listing_at = float("-inf")
+        self.tokens: SealedTokenStorage | None = None
+        self._guard: AuthGuard | None = None
         self._session: AdapterSession | None = None
         self._events: list[PinEvent] = []
         self.stale = False
+        self._refresh = False
         self._lost = False
         self._wake = anyio.Event()
         self._refresh_lock = anyio.Lock()
@@ -109,12 +158,32 @@ class ServerConnection:
         """The pinned definition of an approved tool; otherwise why it cannot be called."""
         pin = self.pins.get(tool)
         if pin is None:
-            raise ToolUnavailableError(
-                "tool_not_listed" if self.state == "connected" else "not_connected"
-            )
+            if self.state == "connected":
+                raise ToolUnavailableError("tool_not_listed")
+            raise self._not_connected()
         if not pin.active:
             raise ToolChangedError(f"tool_{pin.status}")
         return pin
+
+    def _not_connected(self) -> ToolUnavailableError:
+        """Why calls fail while there is no session: the authorization, when that is why."""
+        if self._guard is not None and self._guard.last_failure:
+            return ServerAuthError(self._guard.last_failure)
+        return ToolUnavailableError("not_connected")
+
+    def note_use(self) -> None:
+        """A call needs the listing: past its ``ttlMs``, fetch it again in the background (the
+        pins keep every call safe meanwhile), at most every ``min_relist_interval_s``."""
+        if self.stale or self._session is None:
+            return
+        now = self._clock.monotonic()
+        if self.listings.is_fresh(self.name, self.partition, now=now, pin_epoch=self.pin_epoch):
+            return
+        if now - self._last_listing_at < self.settings.min_relist_interval_s:
+            return
+        self._last_listing_at = now
+        self._refresh = True
+        self._wake.set()
 
     async def ensure_fresh(self) -> None:
         """Re-list after a list-changed signal before anything else is called."""
@@ -133,7 +202,7 @@ class ServerConnection:
                 if is_transport_failure(exc):
                     self._mark_lost()
                 raise map_call_failure(exc, dispatched=False) from exc
-            self._events.extend(await self.pins.observe(listing))
+            await self._observe(listing)
         await self.flush_events()
 
     async def invoke(
@@ -144,15 +213,21 @@ class ServerConnection:
         *,
         timeout_s: float,
         on_dispatched: Callable[[], None] | None = None,
-    ) -> RemoteResult:
-        """Send one tools/call through the breaker, the bulkheads and the timeout."""
+        call: CallMeta | None = None,
+        ask: InputHandler | None = None,
+        model_tool: str = "",
+    ) -> tuple[RemoteResult, CallRoute]:
+        """Send one tools/call through the breaker, the bulkheads and the timeout.
+
+        Returns the result with the call's :class:`CallRoute` (what its questions came to).
+        """
         if not self.breaker.allow():
             raise ToolUnavailableError("circuit_open")
         session = self._session
         if session is None:
             self.breaker.record_failure()
             await self.flush_events()
-            raise ToolUnavailableError("not_connected")
+            raise self._not_connected()
         tool_bulkhead = self._tool_bulkheads[tool]
         if not self._server_bulkhead.try_enter():
             self.breaker.release_probe()
@@ -161,8 +236,21 @@ class ServerConnection:
             self._server_bulkhead.leave()
             self.breaker.release_probe()
             raise ToolBusyError("tool_busy")
+        route = route_for(
+            self.name,
+            model_tool or tool,
+            call or _meta_of(meta),
+            ask,
+            audit=self._audit_input,
+            timeout_s=self.settings.input_timeout_s,
+            max_fields=self.settings.max_input_fields,
+        )
         try:
-            return await self._send(session, tool, arguments, meta, timeout_s, on_dispatched)
+            with self.desk.open(route):
+                result = await self._send(
+                    session, tool, arguments, meta, timeout_s, on_dispatched, route
+                )
+            return result, route
         finally:
             tool_bulkhead.leave()
             self._server_bulkhead.leave()
@@ -175,27 +263,51 @@ class ServerConnection:
         meta: dict[str, Any],
         timeout_s: float,
         on_dispatched: Callable[[], None] | None,
+        route: CallRoute,
     ) -> RemoteResult:
         dispatched = False
+        reissues = self.settings.reissue_broken_streams
+        # The SDK's own read timeout is a backstop: the scope below is the real bound, and it
+        # moves while the caller answers a question (2025-11-25 keeps the request open then).
+        backstop_s = timeout_s + self.settings.input_timeout_s + 1.0
         try:
-            with anyio.fail_after(timeout_s):
+            with anyio.fail_after(timeout_s) as deadline:
+                route.deadline = deadline
                 if on_dispatched is not None:
                     on_dispatched()
                 dispatched = True
-                sent, sent_cpu = time.perf_counter(), time.thread_time()
-                result = await session.call_tool(tool, arguments, meta, timeout_s=timeout_s + 1.0)
-                if (probe := SDK_CALL_TIMES.get()) is not None:
-                    probe.append((time.perf_counter() - sent, time.thread_time() - sent_cpu))
+                while True:
+                    sent, sent_cpu = time.perf_counter(), time.thread_time()
+                    try:
+                        result = await session.call_tool(
+                            tool, arguments, meta, timeout_s=backstop_s
+                        )
+                    except StreamBrokenError:
+                        if reissues <= 0:
+                            raise ToolUnavailableError(
+                                "stream_broken", possibly_executed=True
+                            ) from None
+                        reissues -= 1
+                        await self._reissued(tool, meta)
+                        continue
+                    finally:
+                        if (probe := SDK_CALL_TIMES.get()) is not None:
+                            probe.append(
+                                (time.perf_counter() - sent, time.thread_time() - sent_cpu)
+                            )
+                    break
         except anyio.get_cancelled_exc_class():
             self.breaker.release_probe()
             raise
         except Exception as exc:
-            error = map_call_failure(exc, dispatched=dispatched)
-            if counts_against_server(error):
+            error: Exception = map_call_failure(exc, dispatched=dispatched)
+            if route.auth_failure:
+                error = ServerAuthError(route.auth_failure)
+            if counts_against_server(error):  # type: ignore[arg-type]
                 self.breaker.record_failure()
             else:
                 self.breaker.record_success()
-            if is_transport_failure(exc):
+            if is_transport_failure(exc) and not route.auth_failure:
                 self._mark_lost()
             await self.flush_events()
             raise error from exc
@@ -204,13 +316,22 @@ class ServerConnection:
             await self.flush_events()
         return result
 
+    async def _reissued(self, tool: str, meta: dict[str, Any]) -> None:
+        log.warning("mcp.request_reissued", server=self.name, tool=tool)
+        data = {"server": self.name, "tool": tool, "operation_id": meta.get(OPERATION_META, "")}
+        await record_safely(self._audit, "mcp.request_reissued", data)
+
+    async def _audit_input(self, kind: str, data: dict[str, Any]) -> None:
+        await record_safely(self._audit, kind, data)
+
     # ------------------------------------------------------------------------ supervision
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Connect, serve, reconnect until cancelled. Ready after the first attempt either way."""
         try:
-            adapter = select_adapter(self.spec, self.settings)
-        except CandidateDisabledError as exc:
+            adapter = select_adapter(self.spec)
+            options = await self._open_options()
+        except ServerRefusedError as exc:
             self.state = "refused"
             refused = {"server": self.name, "reason": str(exc)}
             await record_safely(self._audit, "mcp.server_refused", refused)
@@ -221,7 +342,18 @@ class ServerConnection:
         attempt = 0
         try:
             while True:
-                connected = await self._session_once(adapter, task_status if not started else None)
+                try:
+                    connected = await self._session_once(
+                        adapter, options, task_status if not started else None
+                    )
+                except ServerRefusedError as exc:
+                    # The server does not speak the pinned revision: no point in retrying.
+                    self.state = "refused"
+                    refused = {"server": self.name, "reason": str(exc)}
+                    await record_safely(self._audit, "mcp.server_refused", refused)
+                    if not started:
+                        task_status.started()
+                    return
                 started = True
                 attempt = 0 if connected else attempt + 1
                 await record_safely(
@@ -234,11 +366,51 @@ class ServerConnection:
                 )
                 await anyio.sleep(max(delay, self.settings.reconnect_initial_s / 4))
         finally:
-            self.state = "stopped"
+            if self.state != "refused":
+                self.state = "stopped"
             self._session = None
 
+    async def _open_options(self) -> OpenOptions:
+        """The question desk, and OAuth when the server has it (refused if misconfigured)."""
+        options = OpenOptions(desk=self.desk)
+        if self.spec.oauth is None:
+            return options
+        if self._auth_options is None:
+            raise ServerRefusedError("oauth_unavailable")
+        auth = self._auth_options
+        self.tokens = SealedTokenStorage(
+            self.name, auth.repository, auth.sealer, on_grant=self._granted
+        )
+        await preregister(self.tokens, self.spec, auth.environ)
+        self._guard = build_auth(
+            self.name,
+            self.spec,
+            self.tokens,
+            consent=auth.consent,
+            on_failure=self._auth_failed,
+            environ=auth.environ,
+        )
+        options.auth = self._guard
+        return options
+
+    def _granted(self, scope: str | None) -> None:
+        """New or wider credentials: nothing fetched under the old ones is used again."""
+        self._new_epoch("mcp.oauth_granted", {"server": self.name, "scope": scope or ""})
+
+    def _auth_failed(self, reason: str) -> None:
+        self._new_epoch("mcp.oauth_failed", {"server": self.name, "reason": reason})
+
+    def _new_epoch(self, kind: str, data: dict[str, Any]) -> None:
+        self.partition = Partition(
+            credential=self.partition.credential,
+            epoch=self.partition.epoch + 1,
+            tenant=self.partition.tenant,
+        )
+        self.listings.invalidate(self.name)
+        self._events.append((kind, data))
+
     async def _session_once(
-        self, adapter: McpAdapter, task_status: TaskStatus[None] | None
+        self, adapter: McpAdapter, options: OpenOptions, task_status: TaskStatus[None] | None
     ) -> bool:
         """One connection's lifetime; returns whether it got as far as serving."""
         self._lost = False
@@ -246,7 +418,11 @@ class ServerConnection:
         hooks = SessionHooks(tools_changed=self._tools_changed, lost=self._mark_lost)
         try:
             async with adapter.open(
-                self.name, self.spec, hooks, connect_timeout_s=self.settings.connect_timeout_s
+                self.name,
+                self.spec,
+                hooks,
+                connect_timeout_s=self.settings.connect_timeout_s,
+                options=options,
             ) as session:
                 await self._attach(session)
                 connected = True
@@ -262,9 +438,12 @@ class ServerConnection:
             log.warning(
                 "mcp.connection_ended", server=self.name, connected=connected, error=_describe(exc)
             )
+            if (refusal := _find(exc, ServerRefusedError)) is not None:
+                raise refusal from None
         finally:
             self._session = None
             self.state = "disconnected"
+            self.listings.invalidate(self.name)
         if not connected:
             self.breaker.record_failure()
         if task_status is not None:
@@ -276,7 +455,7 @@ class ServerConnection:
         with anyio.fail_after(self.settings.connect_timeout_s):
             listing = await session.list_tools()
         self.stale = False
-        self._events.extend(await self.pins.observe(listing))
+        await self._observe(listing)
         self._session = session
         self.protocol_version = session.protocol_version
         self.state = "connected"
@@ -288,6 +467,29 @@ class ServerConnection:
         )
         await self.flush_events()
 
+    async def _observe(self, listing: Listing) -> None:
+        """Compare a listing with the pins; a pin change starts a new cache epoch."""
+        events = await self.pins.observe(listing.tools)
+        if events:
+            self.pin_epoch += 1
+        self._events.extend(events)
+        now = self._clock.monotonic()
+        self._last_listing_at = now
+        self.listings.store(self.name, self.partition, listing, now=now, pin_epoch=self.pin_epoch)
+        self.listed += 1
+        self._listed_event.set()
+        self._listed_event = anyio.Event()
+
+    async def wait_listed(self, count: int) -> None:
+        """Until this connection has fetched ``count`` listings (tests; bounded by the caller)."""
+        while self.listed < count:
+            await self._listed_event.wait()
+
+    def pins_changed(self) -> None:
+        """An operator changed a pin: the listing is fetched again before it is trusted."""
+        self.pin_epoch += 1
+        self.listings.invalidate(self.name)
+
     async def _serve(self) -> None:
         while not self._lost:
             with anyio.move_on_after(self.settings.relist_interval_s) as scope:
@@ -297,10 +499,31 @@ class ServerConnection:
                 return
             if scope.cancelled_caught:
                 self.stale = True
+            if self._refresh and not self.stale:
+                await self._relist_in_background()
             await self.ensure_fresh()
+
+    async def _relist_in_background(self) -> None:
+        """A listing past its ``ttlMs``: fetched again while calls go on under the pins."""
+        self._refresh = False
+        session = self._session
+        if session is None:
+            return
+        async with self._refresh_lock:
+            try:
+                with anyio.fail_after(self.settings.connect_timeout_s):
+                    listing = await session.list_tools()
+            except Exception as exc:
+                if is_transport_failure(exc):
+                    self._mark_lost()
+                log.warning("mcp.relist_failed", server=self.name, error=type(exc).__name__)
+                return
+            await self._observe(listing)
+        await self.flush_events()
 
     def _tools_changed(self) -> None:
         self.stale = True
+        self.listings.invalidate(self.name)
         self._wake.set()
 
     def _mark_lost(self) -> None:
@@ -328,6 +551,21 @@ class ServerConnection:
         }
 
 
+def _meta_of(meta: dict[str, Any]) -> CallMeta:
+    principal = meta.get(PRINCIPAL_META) or {}
+    proposal = meta.get(PROPOSAL_META) or {}
+    return CallMeta(
+        operation_id=str(meta.get(OPERATION_META, "")),
+        principal=Principal(
+            subject_ref=str(principal.get("subject_ref", "")),
+            tenant_id=str(principal.get("tenant_id", "")),
+            scopes=list(principal.get("scopes") or []),
+        ),
+        proposal_id=str(proposal.get("proposal_id", "")),
+        revision=int(proposal.get("revision", 0) or 0),
+    )
+
+
 async def record_safely(
     audit: AuditSink, kind: str, data: dict[str, Any], *, session_id: str = ""
 ) -> None:
@@ -350,6 +588,16 @@ def _cancellation(exc: BaseException) -> BaseException | None:
     return None
 
 
+def _find(exc: BaseException, kind: type[ServerRefusedError]) -> ServerRefusedError | None:
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (found := _find(inner, kind)) is not None:
+                return found
+    return None
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         return _describe(exc.exceptions[0])
@@ -368,6 +616,7 @@ class McpConnections:
         pins: PinRepository | None = None,
         settings: GatewaySettings | None = None,
         clock: Clock | None = None,
+        auth: AuthOptions | None = None,
     ) -> None:
         self.settings = settings or GatewaySettings()
         self.audit = audit
@@ -383,6 +632,7 @@ class McpConnections:
                 pins=repository,
                 settings=self.settings,
                 clock=self._clock,
+                auth=auth,
             )
             for name, spec in servers.items()
             if name != BUILTIN_SERVER and tools.get(name)
@@ -429,6 +679,7 @@ class McpConnections:
         if conn is None:
             raise LookupError(f"unknown server {server}")
         kind, data = await conn.pins.approve(tool, observed_hash, approved_by=approved_by)
+        conn.pins_changed()
         await self.audit.record(kind, data)
         pin = conn.pins.get(tool)
         assert pin is not None

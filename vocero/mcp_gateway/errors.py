@@ -11,8 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
+from mcp.client.auth.exceptions import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
+    URL_ELICITATION_REQUIRED,
+)
 from pydantic import ValidationError
 
 from vocero.contracts.errors import (
@@ -40,8 +47,64 @@ class InvalidToolArgumentsError(ToolArgumentsError):
         self.fields = fields
 
 
-class CandidateDisabledError(ToolUnavailableError):
-    """A server asked for the candidate protocol while the process-wide switch is off."""
+class ServerRefusedError(ToolUnavailableError):
+    """A server the gateway will not connect to: it did not negotiate the pinned revision, or
+    its configuration cannot work (OAuth over stdio). Nothing is spawned or contacted again."""
+
+
+CandidateDisabledError = ServerRefusedError
+"""Former name (2026-07-28 was a flagged candidate before docs/adr/0007)."""
+
+
+class ServerAuthError(ToolUnavailableError):
+    """The server refused the gateway's credentials and no new token could be obtained
+    (``server_auth_failed``), or it needs an operator's consent first
+    (``server_authorization_required``). Nothing was executed."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, possibly_executed=False)
+
+
+INPUT_DECLINED = "input_declined"
+INPUT_CANCELLED = "input_cancelled"
+INPUT_TIMEOUT = "input_timeout"
+INPUT_SECRET_REQUESTED = "input_secret_requested"
+INPUT_SCHEMA_UNSUPPORTED = "input_schema_unsupported"
+INPUT_URL_REJECTED = "input_url_rejected"
+INPUT_INVALID = "input_invalid"
+INPUT_UNAVAILABLE = "input_unavailable"
+INPUT_UNROUTABLE = "input_unroutable"
+INPUT_REASONS = frozenset(
+    {
+        INPUT_DECLINED,
+        INPUT_CANCELLED,
+        INPUT_TIMEOUT,
+        INPUT_SECRET_REQUESTED,
+        INPUT_SCHEMA_UNSUPPORTED,
+        INPUT_URL_REJECTED,
+        INPUT_INVALID,
+        INPUT_UNAVAILABLE,
+        INPUT_UNROUTABLE,
+    }
+)
+"""Stable reason codes of a server's question that did not end in an accepted answer."""
+
+
+class ToolInputError(ToolCallError):
+    """A server asked a question during the call and got no accepted answer (declined,
+    cancelled, timed out, refused by the gateway); the server was told, and its result was an
+    error. The message is one of :data:`INPUT_REASONS`."""
+
+    code = ErrorCode.MCP_TOOL_ERROR
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, possibly_executed=False)
+
+
+class ToolSecretInputError(ToolInputError):
+    """The server asked for a secret (password, token, card number): never asked by voice."""
+
+    code = ErrorCode.TOOL_DENIED
 
 
 class ConnectionLostError(Exception):
@@ -56,6 +119,9 @@ def map_call_failure(exc: BaseException, *, dispatched: bool) -> ToolCallError:
         return _map_mcp_error(exc, dispatched=dispatched)
     if isinstance(exc, TimeoutError):
         return ToolTimeoutError("timeout", possibly_executed=dispatched)
+    if isinstance(exc, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
+        # The HTTP auth flow failed before the request reached the server.
+        return ServerAuthError(auth_reason(exc))
     if isinstance(exc, ValidationError | RuntimeError):
         # The SDK raises these for a result that breaks the protocol or the listed output schema.
         return ToolInvalidResultError("protocol_violation", possibly_executed=dispatched)
@@ -73,7 +139,34 @@ def _map_mcp_error(exc: MCPError, *, dispatched: bool) -> ToolCallError:
         return ToolArgumentsError("server_rejected_arguments", possibly_executed=False)
     if exc.code == METHOD_NOT_FOUND:
         return ToolUnavailableError("method_not_found", possibly_executed=False)
+    if exc.code == URL_ELICITATION_REQUIRED:
+        # The server wants the caller to visit a page first (2025-11-25 -32042); nothing ran.
+        return ToolInputError("url_elicitation_required")
     return ToolCallError("server_error", possibly_executed=dispatched)
+
+
+def auth_reason(exc: BaseException) -> str:
+    """``server_authorization_required`` when only an operator's consent can help (no way to
+    run the authorization-code flow unattended), else ``server_auth_failed``."""
+    text = str(exc)
+    if "redirect handler" in text or "callback handler" in text or "consent" in text:
+        return "server_authorization_required"
+    return "server_auth_failed"
+
+
+def find_auth_failure(exc: BaseException) -> BaseException | None:
+    """The OAuth failure inside ``exc`` (the SDK raises it from the HTTP auth flow, often
+    wrapped in task-group exception groups)."""
+    if isinstance(exc, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (found := find_auth_failure(inner)) is not None:
+                return found
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and cause is not exc and isinstance(cause, Exception):
+        return find_auth_failure(cause) if not isinstance(cause, ToolCallError) else None
+    return None
 
 
 def is_transport_failure(exc: BaseException) -> bool:

@@ -21,14 +21,20 @@ import msgspec
 
 from vocero.contracts.domain import AgentProfile, ToolDefinition, ToolSpec
 from vocero.contracts.errors import ToolCallError, ToolNotAllowedError, ToolUnavailableError
-from vocero.contracts.ports import CallMeta, ToolCallRequest, ToolResult
+from vocero.contracts.ports import CallMeta, InputHandler, ToolCallRequest, ToolResult
 from vocero.mcp_gateway.connection import (
     BUILTIN_SERVER,
     McpConnections,
     ServerConnection,
     record_safely,
 )
+from vocero.mcp_gateway.errors import (
+    INPUT_SECRET_REQUESTED,
+    ToolInputError,
+    ToolSecretInputError,
+)
 from vocero.mcp_gateway.model import RemoteResult
+from vocero.mcp_gateway.questions import CallRoute
 from vocero.mcp_gateway.resilience import backoff_delay
 
 OPERATION_ID = "io.vocero/operation_id"
@@ -116,6 +122,9 @@ class McpGateway:
 
         ``on_dispatched`` runs just before the request is handed to the transport: from then on a
         failure or cancellation means the operation may have been executed downstream.
+        ``request.ask`` answers the server's questions during the call (docs/mcp.md "Questions
+        from a server"); a question that ends without an accepted answer, followed by an error
+        result, raises :class:`~vocero.mcp_gateway.errors.ToolInputError` with its reason.
         """
         binding = self._bindings.get(request.tool)
         if binding is None:
@@ -131,6 +140,7 @@ class McpGateway:
             request.meta,
             retry=spec.action_class == "read" and spec.idempotent,
             on_dispatched=on_dispatched,
+            ask=request.ask,
         )
 
     async def lookup(self, tool: str, meta: CallMeta) -> ToolResult:
@@ -172,6 +182,7 @@ class McpGateway:
         *,
         retry: bool,
         on_dispatched: Callable[[], None] | None = None,
+        ask: InputHandler | None = None,
     ) -> ToolResult:
         started = time.perf_counter()
         conn = binding.connection
@@ -193,12 +204,15 @@ class McpGateway:
         try:
             if conn.stale:
                 await conn.ensure_fresh()
+            conn.note_use()
             pin = conn.active_pin(server_tool)
             record["definition_hash"] = pin.definition_hash
             self._connections.validators.check_arguments(pin, arguments)
-            raw = await self._send(
-                binding, server_tool, arguments, wire_meta(meta), retry, mark_dispatched
+            raw, route = await self._send(
+                binding, server_tool, arguments, meta, retry, mark_dispatched, ask
             )
+            if raw.is_error and route.failure_reason:
+                raise _input_error(route.failure_reason)
             result = self._connections.validators.check_result(pin, raw, tool=binding.spec.name)
         except ToolCallError as exc:
             await self._report(record, started, exc.code.value, str(exc), exc.possibly_executed)
@@ -215,17 +229,26 @@ class McpGateway:
         binding: _Binding,
         server_tool: str,
         arguments: dict[str, Any],
-        meta: dict[str, Any],
+        meta: CallMeta,
         retry: bool,
         on_dispatched: Callable[[], None],
-    ) -> RemoteResult:
+        ask: InputHandler | None,
+    ) -> tuple[RemoteResult, CallRoute]:
         settings = self._connections.settings
         attempts = 1 + (settings.read_retries if retry else 0)
         timeout_s = binding.spec.timeout_ms / 1000
+        wire = wire_meta(meta)
         for attempt in range(attempts):
             try:
                 return await binding.connection.invoke(
-                    server_tool, arguments, meta, timeout_s=timeout_s, on_dispatched=on_dispatched
+                    server_tool,
+                    arguments,
+                    wire,
+                    timeout_s=timeout_s,
+                    on_dispatched=on_dispatched,
+                    call=meta,
+                    ask=ask,
+                    model_tool=binding.spec.name,
                 )
             except ToolUnavailableError:
                 if attempt + 1 >= attempts:
@@ -249,6 +272,12 @@ class McpGateway:
         )
         if self._observer is not None:
             self._observer.tool_call(record["tool"], outcome, duration_ms)
+
+
+def _input_error(reason: str) -> ToolInputError:
+    if reason == INPUT_SECRET_REQUESTED:
+        return ToolSecretInputError(reason)
+    return ToolInputError(reason)
 
 
 def _digest(arguments: dict[str, Any]) -> str:

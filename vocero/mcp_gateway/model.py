@@ -37,3 +37,13 @@ class RemoteResult(msgspec.Struct, frozen=True, kw_only=True):
     structured: Any = None
     dropped_blocks: int = 0
     """Images, audio, resources: a voice agent has no use for them, so they never pass."""
+
+
+class Listing(msgspec.Struct, frozen=True, kw_only=True):
+    """A complete tools/list (every page) with the server's caching hints (2026-07-28)."""
+
+    tools: list[RemoteTool] = []
+    ttl_ms: int | None = None
+    """Shortest ``ttlMs`` over the pages; ``None``: the revision has no hints (2025-11-25)."""
+    cache_scope: str = "private"
+    """``private`` when any page says so (the listing belongs to this credential only)."""

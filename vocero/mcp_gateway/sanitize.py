@@ -33,8 +33,28 @@ _INVISIBLE = re.compile(
     "[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]"
 )
 _MAX_DEPTH = 32
+_SECRET_NAME = re.compile(
+    r"pass(?:word|wd|code|phrase)?|pwd|secret|token|api[_-]?key|private[_-]?key|credential"
+    r"|otp|mfa|2fa|one[_-]?time|\bpin\b|(?:^|_)pin(?:_|$)|pin[_-]?code"
+    r"|card|cvv|cvc|cvn|csc|security[_-]?code|iban|account[_-]?number|routing[_-]?number"
+    r"|ssn|social[_-]?security|tax[_-]?id|passport",
+    re.IGNORECASE,
+)
+_SECRET_FORMATS = frozenset({"password", "credit-card", "card-number", "secret", "token"})
 
 REDACTED = "[redacted]"
+
+
+def secret_field(name: str, schema: dict[str, Any]) -> bool:
+    """Whether a requested field asks for a secret: by ``writeOnly``, by ``format``, or by its
+    name, title or description (passwords, tokens, card numbers, one-time codes...). Such a field
+    is never asked of a caller by voice."""
+    if schema.get("writeOnly") is True:
+        return True
+    if str(schema.get("format", "")).lower() in _SECRET_FORMATS:
+        return True
+    words = " ".join(str(schema.get(key, "")) for key in ("title", "description"))
+    return bool(_SECRET_NAME.search(name) or _SECRET_NAME.search(words))
 
 
 class Scrubbed:

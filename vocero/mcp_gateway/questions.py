@@ -1,0 +1,400 @@
+"""A server's questions during a tool call, answered through the caller (MCP elicitation).
+
+Both revisions end here. On 2026-07-28 the server returns an ``InputRequiredResult``; the SDK's
+multi-round-trip driver hands each embedded ``elicitation/create`` to the client's elicitation
+callback and retries the same ``tools/call`` with ``inputResponses`` and the echoed
+``requestState`` (a new request id, the same ``_meta``, so the same operation id). On
+2025-11-25 the server sends ``elicitation/create`` mid-call and the same callback answers it.
+
+The callback is shared by every session on a connection, so each call opens a :class:`CallRoute`
+that the callback finds: through a context variable (the SDK runs the 2026-07-28 driver, and a
+2025-11-25 request arriving on the call's own HTTP response stream, in the calling task's
+context), else by the ``io.vocero/operation_id`` a server echoes in the request's ``_meta``, else
+as the only call with a route in flight on that connection. Anything else is declined
+(``input_unroutable``): a question is never put to a caller it may not belong to.
+
+What the caller sees is an :class:`~vocero.contracts.ports.InputRequest`: a flat schema holding
+only fields a caller may answer. A question that needs a secret (password, token, card number)
+is never asked: the server gets a decline saying why (``_meta["io.vocero/reason"]``). An
+accepted answer is validated against that schema before it is sent. Nothing here logs or audits
+a value: events carry names, the action and the reason.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import mcp_types as types
+import structlog
+from jsonschema import Draft202012Validator
+
+from vocero.contracts.ports import (
+    CallMeta,
+    InputHandler,
+    InputLink,
+    InputRequest,
+    InputResponse,
+)
+from vocero.mcp_gateway.errors import (
+    INPUT_CANCELLED,
+    INPUT_DECLINED,
+    INPUT_INVALID,
+    INPUT_SCHEMA_UNSUPPORTED,
+    INPUT_SECRET_REQUESTED,
+    INPUT_TIMEOUT,
+    INPUT_UNAVAILABLE,
+    INPUT_UNROUTABLE,
+    INPUT_URL_REJECTED,
+)
+from vocero.mcp_gateway.sanitize import scrub, secret_field
+
+log = structlog.get_logger("vocero.mcp_gateway")
+
+REASON_META = "io.vocero/reason"
+OPERATION_META = "io.vocero/operation_id"
+_MAX_MESSAGE_CHARS = 500
+_MAX_URL_CHARS = 2048
+_PRIMITIVES = frozenset({"string", "number", "integer", "boolean"})
+_STRING_FORMATS = frozenset({"email", "uri", "date", "date-time"})
+_KEPT_KEYS = frozenset(
+    {
+        "type",
+        "title",
+        "description",
+        "enum",
+        "enumNames",
+        "oneOf",
+        "anyOf",
+        "items",
+        "minLength",
+        "maxLength",
+        "minimum",
+        "maximum",
+        "minItems",
+        "maxItems",
+        "format",
+        "default",
+        "const",
+    }
+)
+_TEXT_KEYS = ("title", "description")
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+AuditFn = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class Refusal(Exception):
+    """A question the gateway will not put to the caller; the message is the reason code."""
+
+
+@dataclass(eq=False)
+class CallRoute:
+    """One tool call that may be asked questions: who answers and what happened."""
+
+    server: str
+    tool: str
+    meta: CallMeta
+    ask: InputHandler | None
+    audit: AuditFn
+    timeout_s: float
+    max_fields: int
+    reason: str = ""
+    """The last reason a question did not end in an accepted answer ("" when none)."""
+
+    @property
+    def failure_reason(self) -> str:
+        """Why an error result of this call is put down to a question ("" when it is not)."""
+        return self.reason or (INPUT_UNROUTABLE if self.unrouted else "")
+
+    asked: int = 0
+    active: bool = True
+    unrouted: bool = False
+    """A question arrived that could not be told apart from another call's while this one was
+    in flight: an error result of this call is then put down to it (``input_unroutable``)."""
+    auth_failure: str = ""
+    """Set by the OAuth guard when this call's request could not be authorized."""
+    deadline: anyio.CancelScope | None = None
+    """The call's timeout scope: the time a caller takes to answer does not count against it."""
+    _validators: dict[str, Draft202012Validator] = field(default_factory=dict)
+
+    async def ask_caller(self, request: InputRequest) -> InputResponse:
+        """The handler's answer within ``timeout_s`` (``TimeoutError`` after it)."""
+        assert self.ask is not None
+        scope = self.deadline
+        if scope is not None:
+            scope.deadline += self.timeout_s
+        started = anyio.current_time()
+        try:
+            with anyio.fail_after(self.timeout_s):
+                return await self.ask(request)
+        finally:
+            if scope is not None:
+                scope.deadline -= max(0.0, self.timeout_s - (anyio.current_time() - started))
+
+
+CURRENT_ROUTE: ContextVar[CallRoute | None] = ContextVar("vocero_mcp_route", default=None)
+
+
+class QuestionDesk:
+    """The routes in flight on one connection, and the elicitation callback that serves them."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self._routes: list[CallRoute] = []
+
+    @contextmanager
+    def open(self, route: CallRoute) -> Iterator[CallRoute]:
+        """Register ``route`` for the duration of its call (also as the context's route)."""
+        self._routes.append(route)
+        token = CURRENT_ROUTE.set(route)
+        try:
+            yield route
+        finally:
+            CURRENT_ROUTE.reset(token)
+            route.active = False
+            self._routes.remove(route)
+
+    def find(self, meta: dict[str, Any] | None) -> CallRoute | None:
+        current = CURRENT_ROUTE.get()
+        if current is not None and current.active and current in self._routes:
+            return current
+        echoed = (meta or {}).get(OPERATION_META)
+        if isinstance(echoed, str) and echoed:
+            matches = [r for r in self._routes if r.meta.operation_id == echoed]
+            return matches[0] if len(matches) == 1 else None
+        return self._routes[0] if len(self._routes) == 1 else None
+
+    async def elicitation_callback(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        """The SDK's ``elicitation_callback`` for this connection (both revisions)."""
+        route = self.find(getattr(context, "meta", None))
+        if route is None:
+            log.warning("mcp.input_unroutable", server=self.server, in_flight=len(self._routes))
+            for candidate in self._routes:
+                candidate.unrouted = True
+            return _refuse(INPUT_UNROUTABLE)
+        return await answer(route, params)
+
+
+async def answer(route: CallRoute, params: types.ElicitRequestParams) -> types.ElicitResult:
+    """Put one question to the caller of ``route`` and turn the answer into the MCP result."""
+    route.asked += 1
+    try:
+        request = build_request(route, params)
+    except Refusal as refusal:
+        return await _close(route, "decline", str(refusal), fields=_field_names(params))
+    base = {"server": route.server, "tool": route.tool, "operation_id": route.meta.operation_id}
+    await route.audit(
+        "mcp.input_requested",
+        {**base, "question_id": request.id, "mode": request.mode, "fields": _fields(request)},
+    )
+    if route.ask is None:
+        return await _close(route, "decline", INPUT_UNAVAILABLE, request=request)
+    try:
+        response = await route.ask_caller(request)
+    except TimeoutError:
+        return await _close(route, "cancel", INPUT_TIMEOUT, request=request)
+    if response.action == "decline":
+        return await _close(route, "decline", INPUT_DECLINED, request=request)
+    if response.action == "cancel":
+        return await _close(route, "cancel", INPUT_CANCELLED, request=request)
+    if request.mode == "url":
+        await _answered(route, request, "accept", [])
+        return types.ElicitResult(action="accept")
+    problems = answer_problems(request, response.content, route)
+    if problems:
+        return await _close(route, "cancel", INPUT_INVALID, request=request, problems=problems)
+    await _answered(route, request, "accept", sorted(response.content))
+    return types.ElicitResult(action="accept", content=dict(response.content))
+
+
+def build_request(route: CallRoute, params: types.ElicitRequestParams) -> InputRequest:
+    """The protocol-neutral question, or :class:`Refusal` with the reason it is not asked."""
+    message = scrub(params.message[:_MAX_MESSAGE_CHARS])
+    common: dict[str, Any] = {
+        "id": f"q_{secrets.token_hex(8)}",
+        "server": route.server,
+        "tool": route.tool,
+        "operation_id": route.meta.operation_id,
+        "proposal_id": route.meta.proposal_id,
+        "revision": route.meta.revision,
+        "message": message.value,
+        "message_flags": sorted(message.flags),
+    }
+    if isinstance(params, types.ElicitRequestURLParams):
+        url = _checked_url(params.url)
+        link = InputLink(server=route.server, url=url, message=message.value)
+        return InputRequest(**common, mode="url", link=link)
+    schema = restrict_schema(dict(params.requested_schema), max_fields=route.max_fields)
+    return InputRequest(**common, mode="form", requested_schema=schema)
+
+
+def restrict_schema(schema: dict[str, Any], *, max_fields: int) -> dict[str, Any]:
+    """The requested schema cut to what a caller may answer by voice.
+
+    Flat objects of primitives only (the elicitation subset); descriptive text scrubbed; an
+    optional secret field dropped, a required one refuses the whole question.
+    """
+    properties = schema.get("properties")
+    if schema.get("type", "object") != "object" or not isinstance(properties, dict):
+        raise Refusal(INPUT_SCHEMA_UNSUPPORTED)
+    required = [name for name in schema.get("required") or [] if name in properties]
+    kept: dict[str, Any] = {}
+    for name, prop in properties.items():
+        if not isinstance(name, str) or not isinstance(prop, dict):
+            raise Refusal(INPUT_SCHEMA_UNSUPPORTED)
+        if secret_field(name, prop):
+            if name in required:
+                raise Refusal(INPUT_SECRET_REQUESTED)
+            continue
+        kept[name] = _primitive(prop)
+    if not kept or len(kept) > max_fields:
+        raise Refusal(INPUT_SCHEMA_UNSUPPORTED)
+    return {
+        "type": "object",
+        "properties": kept,
+        "required": [name for name in required if name in kept],
+        "additionalProperties": False,
+    }
+
+
+def answer_problems(
+    request: InputRequest, content: dict[str, Any], route: CallRoute | None = None
+) -> list[str]:
+    """What is wrong with ``content`` against the question's schema: JSON paths and keywords,
+    never values. Empty: the answer may be sent. The lead's side can call this to ask again."""
+    cache = route._validators if route is not None else {}
+    validator = cache.get(request.id)
+    if validator is None:
+        validator = Draft202012Validator(
+            request.requested_schema, format_checker=Draft202012Validator.FORMAT_CHECKER
+        )
+        cache[request.id] = validator
+    return sorted(
+        f"{'/'.join(str(p) for p in error.absolute_path) or '$'}:{error.validator}"
+        for error in validator.iter_errors(content)
+    )
+
+
+def _primitive(prop: dict[str, Any]) -> dict[str, Any]:
+    kind = prop.get("type")
+    if kind == "array":
+        items = prop.get("items")
+        if not isinstance(items, dict) or not (items.get("enum") or items.get("anyOf")):
+            raise Refusal(INPUT_SCHEMA_UNSUPPORTED)
+    elif kind not in _PRIMITIVES:
+        raise Refusal(INPUT_SCHEMA_UNSUPPORTED)
+    if kind == "string" and "format" in prop and prop["format"] not in _STRING_FORMATS:
+        raise Refusal(INPUT_SCHEMA_UNSUPPORTED)
+    kept = {key: value for key, value in prop.items() if key in _KEPT_KEYS}
+    for key in _TEXT_KEYS:
+        if isinstance(kept.get(key), str):
+            kept[key] = scrub(kept[key][:_MAX_MESSAGE_CHARS]).value
+    return kept
+
+
+def _checked_url(url: str) -> str:
+    """An https link (http only on loopback), no credentials in it, of sane length."""
+    if len(url) > _MAX_URL_CHARS:
+        raise Refusal(INPUT_URL_REJECTED)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise Refusal(INPUT_URL_REJECTED) from None
+    host = (parts.hostname or "").lower()
+    if parts.username or parts.password or not host:
+        raise Refusal(INPUT_URL_REJECTED)
+    if parts.scheme != "https" and not (parts.scheme == "http" and host in _LOOPBACK):
+        raise Refusal(INPUT_URL_REJECTED)
+    return url
+
+
+async def _close(
+    route: CallRoute,
+    action: str,
+    reason: str,
+    *,
+    request: InputRequest | None = None,
+    fields: list[str] | None = None,
+    problems: list[str] | None = None,
+) -> types.ElicitResult:
+    """Tell the server the question ended without an answer, and why."""
+    route.reason = reason
+    data: dict[str, Any] = {
+        "server": route.server,
+        "tool": route.tool,
+        "operation_id": route.meta.operation_id,
+        "action": action,
+        "reason": reason,
+    }
+    if request is not None:
+        data["question_id"] = request.id
+        data["fields"] = _fields(request)
+    elif fields is not None:
+        data["fields"] = fields
+    if problems:
+        data["problems"] = problems
+    await route.audit("mcp.input_answered", data)
+    return _refuse(reason, action=action)
+
+
+async def _answered(
+    route: CallRoute, request: InputRequest, action: str, fields: list[str]
+) -> None:
+    await route.audit(
+        "mcp.input_answered",
+        {
+            "server": route.server,
+            "tool": route.tool,
+            "operation_id": route.meta.operation_id,
+            "question_id": request.id,
+            "action": action,
+            "reason": "",
+            "fields": fields,
+        },
+    )
+
+
+def _refuse(reason: str, *, action: str = "decline") -> types.ElicitResult:
+    return types.ElicitResult(
+        action="cancel" if action == "cancel" else "decline", _meta={REASON_META: reason}
+    )
+
+
+def _fields(request: InputRequest) -> list[str]:
+    return sorted((request.requested_schema.get("properties") or {}).keys())
+
+
+def _field_names(params: types.ElicitRequestParams) -> list[str]:
+    if isinstance(params, types.ElicitRequestFormParams):
+        return sorted(str(name) for name in (params.requested_schema.get("properties") or {}))
+    return []
+
+
+def route_for(
+    server: str,
+    tool: str,
+    meta: CallMeta,
+    ask: InputHandler | None,
+    *,
+    audit: AuditFn,
+    timeout_s: float,
+    max_fields: int,
+) -> CallRoute:
+    return CallRoute(
+        server=server,
+        tool=tool,
+        meta=meta,
+        ask=ask,
+        audit=audit,
+        timeout_s=timeout_s,
+        max_fields=max_fields,
+    )
