@@ -1,0 +1,142 @@
+"""When a follow-up is due: the agreed words resolved in the caller's timezone (seed 003).
+
+"in 10 minutes" is an absolute delay (counted in UTC, so a DST change in between does not move
+it); "tomorrow 11am", "Friday 3pm", "today evening", "kal shaam 4 baje", "repu udayam 11
+gantalaku" are wall-clock times in the caller's zone, built with :mod:`zoneinfo` and normalised
+through UTC so a time that does not exist (the hour skipped in spring) becomes the real instant
+after it, and an ambiguous one (the hour repeated in autumn) is its first occurrence. Whatever
+resolves to nothing usable - no time word, a date that does not exist, a moment already past -
+becomes 11:00 the next day, never "now" and never the past.
+
+Hours said without am/pm follow the part of the day when one was said ("shaam 4" is 16:00,
+"subah 4" is 04:00); otherwise 1-7 are afternoon and 8-11 morning (call-back hours).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from vocero.contracts.builtins import zone_of
+from vocero.followups import lexicon as lx
+from vocero.followups.timewords import Clock, Reading, read
+
+FALLBACK = (11, 0)
+"""The clock time of a follow-up whose words name no usable time (seed 003)."""
+DAY_ONLY = (11, 0)
+"""The clock time of a follow-up whose words name a day but no time ("tomorrow")."""
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    at: datetime
+    """Aware, in the caller's zone, always after ``now``."""
+    exact: bool
+    """False when the words named nothing usable and the 11:00-next-day fallback applies."""
+
+
+def resolve_due(when: str, now: datetime, timezone: str) -> Due:
+    """The due time of ``when`` said at ``now`` (aware) by a caller in ``timezone``."""
+    return resolve_reading(read(when), now, timezone)
+
+
+def resolve_reading(reading: Reading, now: datetime, timezone: str) -> Due:
+    zone = zone_of(timezone)
+    now = now.astimezone(UTC)
+    local_now = now.astimezone(zone)
+    if reading.delays and reading.delays[-1] > 0:
+        return Due(at=(now + timedelta(minutes=reading.delays[-1])).astimezone(zone), exact=True)
+    day = _day(reading, local_now.date())
+    clock = _clock(reading)
+    if day is None and clock is None:
+        return fallback(now, zone)
+    if day is None:
+        assert clock is not None
+        due = wall(local_now.date(), clock, zone)
+        if due <= local_now:
+            due = wall(local_now.date() + timedelta(days=1), clock, zone)
+    else:
+        due = wall(day, clock or DAY_ONLY, zone)
+    if due <= local_now:
+        return fallback(now, zone)
+    return Due(at=due, exact=True)
+
+
+def fallback(now: datetime, zone: ZoneInfo) -> Due:
+    """11:00 the next day in ``zone``."""
+    tomorrow = now.astimezone(zone).date() + timedelta(days=1)
+    return Due(at=wall(tomorrow, FALLBACK, zone), exact=False)
+
+
+def wall(day: date, clock: tuple[int, int], zone: ZoneInfo) -> datetime:
+    """``day`` at ``clock`` in ``zone``, normalised to an instant that exists there."""
+    naive = datetime(day.year, day.month, day.day, clock[0], clock[1], tzinfo=zone)
+    return naive.astimezone(UTC).astimezone(zone)
+
+
+# ----------------------------------------------------------------------------------- days
+
+
+def _day(reading: Reading, today: date) -> date | None:
+    if not reading.days:
+        return None
+    word = reading.days[-1]
+    relative = {"today": 0, "tomorrow": 1, "day_after": 2, "week_next": 7}
+    if word in relative:
+        return today + timedelta(days=relative[word])
+    if word.startswith("in_days:"):
+        return today + timedelta(days=max(int(word.removeprefix("in_days:")), 1))
+    if word in lx.WEEKDAY_ORDER:
+        ahead = (lx.WEEKDAY_ORDER.index(word) - today.weekday()) % 7
+        return today + timedelta(days=ahead or 7)
+    if word.startswith("date:"):
+        year = reading.years[-1] if reading.years else None
+        return _date(word.removeprefix("date:"), today, year)
+    return None
+
+
+def _date(month_day: str, today: date, year: int | None) -> date | None:
+    month, day = (int(p) for p in month_day.split("-"))
+    try:
+        found = date(year or today.year, month, day)
+    except ValueError:
+        return None
+    if year is None and found < today:
+        try:
+            found = found.replace(year=today.year + 1)
+        except ValueError:  # 29 February
+            return None
+    return found
+
+
+# ---------------------------------------------------------------------------------- clock
+
+
+def _clock(reading: Reading) -> tuple[int, int] | None:
+    part = reading.parts[-1] if reading.parts else ""
+    if reading.clocks:
+        return hour_of(reading.clocks[-1], part), reading.clocks[-1].minute
+    if part:
+        return lx.PART_CLOCK[part]
+    return None
+
+
+def hour_of(clock: Clock, part: str = "") -> int:
+    """The 24-hour hour of a clock time as said."""
+    hour = clock.hour
+    if clock.meridiem == "24h":
+        return hour
+    if clock.meridiem:
+        return hour % 12 + (12 if clock.meridiem == "pm" else 0)
+    if hour == 0 or hour > 12:
+        return hour
+    if part == "morning":
+        return hour % 12
+    if part in ("afternoon", "evening"):
+        return hour % 12 + 12
+    if part == "night":
+        return hour % 12 if hour in (12, 1, 2, 3, 4) else hour + 12
+    if part in ("noon", "midnight"):
+        return 12 if part == "noon" else 0
+    return hour + 12 if 1 <= hour <= 7 else hour
