@@ -20,7 +20,7 @@ from vocero.store.models.conversation import (
     TurnRow,
     TurnSource,
 )
-from vocero.store.models.followups import FollowupRow
+from vocero.store.models.followups import FindingRow, FollowupAttemptRow, FollowupRow
 from vocero.store.models.knowledge import (
     CLAIMS_FTS,
     ApprovedClaimRow,
@@ -64,6 +64,8 @@ __all__ = [
     "EvidenceSourceRow",
     "EvidenceStatus",
     "EvidenceStepRow",
+    "FindingRow",
+    "FollowupAttemptRow",
     "FollowupRow",
     "GenerationRow",
     "GenerationStatus",
