@@ -1,0 +1,110 @@
+"""What the follow-up plane needs from the rest of the process, as ports the app wires.
+
+* :class:`FollowupStore` - its own durable state (SQLAlchemy adapter: :mod:`.sql`);
+* :class:`Directory` - who a ``subject_ref`` is (phone number, scopes), from the identities file;
+* :data:`ProfileLookup` - the profile a follow-up was promised under (its ``followups`` block);
+* :class:`~vocero.contracts.system_actions.SystemActions` - the policy plane's entry point for
+  operations Vocero starts itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from vocero.contracts.domain import AgentProfile, Caller
+from vocero.followups.records import Attempt, AttemptStatus, Finding, Followup, FollowupDraft
+
+ProfileLookup = Callable[[str, str], AgentProfile | None]
+Hook = Callable[[str, str], None]
+"""``(step, followup_id)`` after each durable step of the queue commits: ``attempt_recorded``,
+``submitted``, ``outcome_recorded``. Tests kill the process there; production passes nothing."""
+
+
+class Directory(Protocol):
+    def caller(self, tenant: str, subject_ref: str) -> Caller | None:
+        """The identity behind an opaque subject reference, or ``None`` when it is gone."""
+        ...
+
+
+class NotAwaitingApprovalError(Exception):
+    """An operator tried to approve a follow-up that is not held for approval."""
+
+    def __init__(self, followup_id: str, status: str) -> None:
+        super().__init__(f"follow-up {followup_id!r} is {status}, not awaiting_approval")
+        self.followup_id = followup_id
+        self.status = status
+
+
+class FollowupStore(Protocol):
+    # ------------------------------------------------------------------ recording, reading
+
+    async def record(self, draft: FollowupDraft, now: datetime) -> tuple[Followup, bool]:
+        """Store ``draft`` unless the recording operation already did (same record back) or an
+        open follow-up of the same caller has the same *when* (``(existing, True)``)."""
+        ...
+
+    async def get(self, followup_id: str) -> Followup | None: ...
+
+    async def list_followups(
+        self, *, session_id: str | None = None, status: str | None = None, limit: int = 500
+    ) -> list[Followup]: ...
+
+    async def approve(
+        self, followup_id: str, *, by: str, note: str, now: datetime
+    ) -> Followup | None:
+        """``awaiting_approval`` -> ``scheduled`` (approved); ``None`` when unknown; raises
+        :class:`NotAwaitingApprovalError` for any other status."""
+        ...
+
+    # ---------------------------------------------------------------------------- queue
+
+    async def due(self, now: datetime, limit: int) -> list[Followup]:
+        """Phone follow-ups whose time has come (``scheduled``/``retry``, no attempt in
+        flight), oldest first."""
+        ...
+
+    async def stale_held(self, before: datetime, limit: int) -> list[Followup]:
+        """``awaiting_approval`` follow-ups promised before ``before`` (to close as missed)."""
+        ...
+
+    async def in_flight(self, limit: int) -> list[Followup]:
+        """Follow-ups with an attempt submitted and not yet settled."""
+        ...
+
+    async def move(
+        self, followup_id: str, status: str, *, now: datetime, reason: str = "",
+        due_at: datetime | None = None, expect_attempt: str | None = None,
+    ) -> Followup:
+        """Change the status (checked against the follow-up lifecycle), audited; ``due_at``
+        moves it (retry); ``expect_attempt`` closes that attempt's link."""
+        ...
+
+    async def begin_attempt(self, followup_id: str, operation_id: str, now: datetime) -> Attempt:
+        """Record a new attempt and its operation id durably, before anything is submitted."""
+        ...
+
+    async def finish_attempt(
+        self, operation_id: str, status: AttemptStatus, reason: str, now: datetime
+    ) -> None: ...
+
+    async def attempts_since(self, tenant_id: str, since: datetime) -> int:
+        """Attempts that may have rung a phone (not refused or deferred) for the daily budget."""
+        ...
+
+    async def placed_since(self, tenant_id: str, subject_ref: str, since: datetime) -> int:
+        """Calls placed to this caller since ``since`` (suppression window)."""
+        ...
+
+    # ------------------------------------------------------------------------- findings
+
+    async def session_has_followups(self, session_id: str) -> bool: ...
+
+    async def add_findings(self, findings: Sequence[Finding]) -> list[Finding]:
+        """Store findings not stored before (by id); returns the new ones."""
+        ...
+
+    async def findings(
+        self, *, session_id: str | None = None, kind: str | None = None, limit: int = 500
+    ) -> list[Finding]: ...
