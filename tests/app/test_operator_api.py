@@ -22,7 +22,8 @@ def test_health_ready_and_metrics(client: TestClient) -> None:
     client.portal.call(client.app.state.runtime.ready.wait)  # type: ignore[attr-defined]
     ready = client.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json()["runners"] == {"stt": "ready", "llm": "ready", "tts": "ready"}
+    runners = ready.json()["runners"]
+    assert runners == {"stt": "ready", "llm": "ready", "tts": "ready", "turn": "ready"}
     body = client.get("/metrics").text
     for name in (
         "ttfs_ms",

@@ -20,6 +20,7 @@ from vocero.inference.cpu.settings import (
 )
 from vocero.inference.cpu.stt import SpeechToText, WhisperEngine
 from vocero.inference.cpu.tts import PiperEngine, TextToSpeech
+from vocero.inference.cpu.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
 from vocero.inference.cpu.vad import SileroVad
 from vocero.inference.runner_set import RunnerSet
 
@@ -59,4 +60,5 @@ def build_cpu_runners(
             PiperEngine(tts_model, tts_config, allow_voice_fallback=settings.allow_voice_fallback),
             settings.tts,
         ),
+        turn=EndOfTurnJudge(SmartTurnEngine(turn_model_path(), threads=threads)),
     )

@@ -24,6 +24,7 @@ from vocero.contracts.ports import (
 )
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.sim.script import Rule, SimScript, TtsScript, claim_answer
+from vocero.inference.sim.turn import SimTurnJudge
 from vocero.inference.sim.vad import EnergyVad
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w.]*)\}")
@@ -195,4 +196,5 @@ def build_sim_runners(script: SimScript) -> RunnerSet:
         stt=SimStt(script.stt),
         llm=SimLlm(script.llm),
         tts=SimTts(script.tts),
+        turn=SimTurnJudge(),
     )

@@ -1,0 +1,66 @@
+"""A scripted end-of-turn judge: deterministic verdicts for tests and the simulator set.
+
+The script is one list of probabilities per utterance, in the order the utterances are first
+judged (a new ``utterance_id`` starts the next list); within an utterance the n-th judgement
+gets the n-th probability and the last one repeats. Utterances past the script get ``default``
+(1.0: every pause ends the turn, as a fixed silence rule would once the policy asks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio
+
+from vocero.contracts.ports import RunnerStatus, TurnVerdict
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeCall:
+    """What one judgement was asked about (tests assert on it)."""
+
+    utterance_id: str
+    audio_ms: float
+    transcript: str
+
+
+class SimTurnJudge:
+    name = "sim-turn"
+
+    def __init__(self, script: Sequence[Sequence[float]] = (), *, default: float = 1.0) -> None:
+        self._script = [list(probabilities) for probabilities in script]
+        self._default = default
+        self._utterance = -1
+        self._utterance_id: str | None = None
+        self._asked = 0
+        self.calls: list[JudgeCall] = []
+
+    async def warm_up(self) -> None:
+        return None
+
+    def status(self) -> RunnerStatus:
+        return RunnerStatus(health="ready", capacity=1_000_000)
+
+    async def judge(
+        self,
+        pcm16: bytes,
+        *,
+        sample_rate: int,
+        transcript: str = "",
+        locale: str = "en-US",
+        utterance_id: str = "",
+    ) -> TurnVerdict:
+        await anyio.lowlevel.checkpoint()
+        if utterance_id != self._utterance_id:
+            self._utterance_id, self._utterance, self._asked = utterance_id, self._utterance + 1, 0
+        audio_ms = len(pcm16) / 2 * 1000 / sample_rate
+        self.calls.append(JudgeCall(utterance_id, audio_ms, transcript))
+        probability = self._next()
+        return TurnVerdict(probability=probability, heard_words=bool(transcript.strip()))
+
+    def _next(self) -> float:
+        scripted = self._script[self._utterance] if self._utterance < len(self._script) else []
+        index = min(self._asked, len(scripted) - 1)
+        self._asked += 1
+        return scripted[index] if scripted else self._default
