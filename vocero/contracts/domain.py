@@ -121,6 +121,28 @@ class FollowupSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     """Phone numbers never called."""
 
 
+class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """When the caller's turn is over (seed 004 §12.1 endpointing; docs/protocol.md
+    "Turn-taking"). Defaults measured with ``vocero bench turns`` on ``fixtures/turns``."""
+
+    judge_pause_ms: int = 150
+    """Silence after speech before the end-of-turn judge is first asked."""
+    judge_window_ms: int = 200
+    """The judge hears at most this much of the silence after the last voiced frame (audio
+    turn models learnt turns that end shortly after speech); 0: all of it."""
+    rejudge_ms: int = 200
+    """After a "not finished", the judge is asked again this much later (about new audio)."""
+    complete_probability: float = 0.5
+    """A judgement that weighed the caller's words ends the turn at this probability or above."""
+    audio_probability: float = 0.97
+    """A judgement of the audio alone must reach this; above 1: never (wait for the words)."""
+    max_silence_ms: int = 1600
+    """The turn ends after this much silence whatever the judge says."""
+    fallback_silence_ms: int = 480
+    """The turn ends after this much silence when the judge failed or was busy (the fixed
+    hangover of a VAD alone)."""
+
+
 class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One agent profile (SPEC §5)."""
 
@@ -143,6 +165,7 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     unit_max_age_ms: int = 4000
     """A planned spoken unit older than this when its turn to play comes is dropped."""
     followups: FollowupSettings = FollowupSettings()
+    turn_taking: TurnTaking = TurnTaking()
 
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == name), None)

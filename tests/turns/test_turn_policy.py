@@ -1,0 +1,310 @@
+"""The turn policy: when a pause is asked about, what commits, and what never does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vocero.contracts.domain import AgentProfile, TurnTaking
+from vocero.contracts.ports import TurnVerdict
+from vocero.orchestrator.turn_policy import (
+    TRANSITIONS,
+    AskJudge,
+    Commit,
+    Decision,
+    TurnPolicy,
+    TurnPolicyError,
+)
+
+SETTINGS = TurnTaking(
+    judge_pause_ms=150,
+    judge_window_ms=200,
+    rejudge_ms=200,
+    complete_probability=0.5,
+    audio_probability=0.9,
+    max_silence_ms=1600,
+    fallback_silence_ms=480,
+)
+AUDIO = TurnVerdict(probability=0.95)
+UNSURE = TurnVerdict(probability=0.6)
+WORDS_OK = TurnVerdict(probability=0.6, heard_words=True)
+GOING_ON = TurnVerdict(probability=0.05, heard_words=True)
+
+
+def _speak_then_listen(policy: TurnPolicy, speech_ms: int, until_ms: int) -> list[Decision]:
+    """Speech from 0 to ``speech_ms`` in 20 ms frames, then silence until ``until_ms``."""
+    policy.begin(0)
+    decisions = []
+    for now in range(20, until_ms + 1, 20):
+        decision = policy.frame(now, voiced=now <= speech_ms)
+        if decision is not None:
+            decisions.append(decision)
+            if isinstance(decision, Commit):
+                break
+    return decisions
+
+
+def _ask(decisions: list[Decision]) -> AskJudge:
+    (ask,) = [d for d in decisions if isinstance(d, AskJudge)]
+    return ask
+
+
+# ------------------------------------------------------------------------------------ unit
+
+
+def test_a_pause_of_judge_pause_ms_asks_the_judge_once() -> None:
+    policy = TurnPolicy(SETTINGS)
+    decisions = _speak_then_listen(policy, speech_ms=1000, until_ms=1300)
+    ask = _ask(decisions)
+    assert (ask.at_ms, ask.silence_ms, ask.audio_end_ms) == (1160, 160, 1160)
+    assert policy.state == "judging"
+
+
+def test_a_confident_audio_verdict_commits_at_once() -> None:
+    policy = TurnPolicy(SETTINGS)
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1200))
+    commit = policy.verdict(ask.ticket, AUDIO, now_ms=1190)
+    assert commit == Commit(reason="judged", at_ms=1190, speech_end_ms=1000, probability=0.95)
+    assert commit.endpointing_ms == 190
+    assert policy.state == "committed"
+
+
+def test_an_unsure_audio_verdict_waits_but_the_same_probability_with_words_commits() -> None:
+    policy = TurnPolicy(SETTINGS)
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    assert policy.verdict(ask.ticket, UNSURE, now_ms=1180) is None
+    assert policy.state == "paused"
+    again = policy.words(now_ms=1400)
+    assert isinstance(again, AskJudge)
+    assert again.audio_end_ms == 1200  # the judge hears 200 ms of the silence, no more
+    commit = policy.verdict(again.ticket, WORDS_OK, now_ms=1430)
+    assert isinstance(commit, Commit) and commit.reason == "judged"
+
+
+def test_it_asks_again_about_new_audio_then_only_about_new_words() -> None:
+    policy = TurnPolicy(SETTINGS)
+    policy.begin(0)
+    asks: list[AskJudge] = []
+    for now in range(20, 2500, 20):
+        decision = policy.frame(now, voiced=now <= 1000)
+        if isinstance(decision, AskJudge):
+            asks.append(decision)
+            assert policy.verdict(decision.ticket, UNSURE, now_ms=now + 10) is None
+    assert [a.audio_end_ms for a in asks] == [1160, 1200]
+    assert [a.at_ms for a in asks] == [1160, 1380]  # 200 ms after the first verdict
+    words = policy.words(now_ms=2500)
+    assert isinstance(words, AskJudge) and words.audio_end_ms == 1200
+
+
+def test_words_that_arrive_while_judging_are_judged_right_after() -> None:
+    policy = TurnPolicy(SETTINGS)
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    assert policy.words(now_ms=1170) is None
+    follow = policy.verdict(ask.ticket, UNSURE, now_ms=1190)
+    assert isinstance(follow, AskJudge) and follow.ticket == ask.ticket + 1
+
+
+def test_words_that_say_it_goes_on_keep_listening_until_max_silence() -> None:
+    policy = TurnPolicy(SETTINGS)
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    assert policy.verdict(ask.ticket, GOING_ON, now_ms=1200) is None
+    decisions = [policy.frame(now, voiced=False) for now in range(1220, 2700, 20)]
+    commits = [d for d in decisions if isinstance(d, Commit)]
+    assert commits[0] == Commit(reason="max_silence", at_ms=2600, speech_end_ms=1000)
+
+
+def test_a_verdict_about_a_pause_that_ended_is_ignored() -> None:
+    policy = TurnPolicy(SETTINGS)
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    assert policy.frame(1180, voiced=True) is None  # the caller went on
+    assert policy.verdict(ask.ticket, AUDIO, now_ms=1190) is None
+    assert policy.state == "speaking"
+    later = [policy.frame(now, voiced=False) for now in range(1200, 1400, 20)]
+    (next_ask,) = [d for d in later if isinstance(d, AskJudge)]
+    assert next_ask.ticket == ask.ticket + 1 and next_ask.silence_ms == 160
+    assert policy.verdict(ask.ticket, AUDIO, now_ms=1350) is None, "the old pause's verdict"
+    assert policy.state == "judging" and policy.pending == next_ask.ticket
+
+
+def test_max_silence_commits_even_when_the_judge_never_answers() -> None:
+    policy = TurnPolicy(SETTINGS)
+    decisions = _speak_then_listen(policy, speech_ms=1000, until_ms=3000)
+    assert isinstance(decisions[0], AskJudge)
+    assert decisions[-1] == Commit(reason="max_silence", at_ms=2600, speech_end_ms=1000)
+
+
+def test_a_failed_judgement_falls_back_to_the_fixed_hangover() -> None:
+    policy = TurnPolicy(SETTINGS)
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    assert policy.failed(ask.ticket, now_ms=1200) is None
+    decisions = [policy.frame(now, voiced=False) for now in range(1180, 1600, 20)]
+    assert not any(isinstance(d, AskJudge) for d in decisions)
+    commits = [d for d in decisions if isinstance(d, Commit)]
+    assert commits[0] == Commit(reason="fallback", at_ms=1480, speech_end_ms=1000)
+
+
+def test_a_failure_reported_after_the_hangover_commits_at_once() -> None:
+    policy = TurnPolicy(SETTINGS)
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    commit = policy.failed(ask.ticket, now_ms=1500)
+    assert commit == Commit(reason="fallback", at_ms=1500, speech_end_ms=1000)
+
+
+def test_without_a_judge_the_turn_ends_after_the_fixed_silence() -> None:
+    policy = TurnPolicy(SETTINGS, judge=False)
+    decisions = _speak_then_listen(policy, speech_ms=1000, until_ms=2000)
+    assert decisions == [Commit(reason="fallback", at_ms=1480, speech_end_ms=1000)]
+
+
+def test_frames_outside_an_utterance_are_ignored_and_begin_starts_over() -> None:
+    policy = TurnPolicy(SETTINGS)
+    assert policy.frame(20, voiced=False) is None
+    assert policy.words(40) is None
+    assert policy.state == "idle"
+    commit = _speak_then_listen(policy, speech_ms=100, until_ms=2000)[-1]
+    assert isinstance(commit, Commit)
+    assert policy.frame(2020, voiced=True) is None
+    assert policy.state == "committed"
+    policy.begin(3000)
+    assert policy.state == "speaking" and policy.last_voiced_ms == 3000
+
+
+def test_every_move_of_the_table_is_between_known_states() -> None:
+    states = {"idle", "speaking", "paused", "judging", "committed"}
+    assert {s for s, _ in TRANSITIONS} <= states and set(TRANSITIONS.values()) <= states
+    assert {e for s, e in TRANSITIONS if s == "committed"} == {"begin"}
+    assert {e for s, e in TRANSITIONS if s == "idle"} == {"begin"}
+    error = TurnPolicyError("committed", "speech")
+    assert (error.state, error.event) == ("committed", "speech")
+
+
+def test_the_profile_carries_the_thresholds_with_their_defaults() -> None:
+    import msgspec
+
+    raw = {"id": "p", "version": "1", "match": {"tenant": "t"}}
+    assert msgspec.convert(raw, AgentProfile).turn_taking == TurnTaking()
+    tuned = msgspec.convert({**raw, "turn_taking": {"max_silence_ms": 1200}}, AgentProfile)
+    assert tuned.turn_taking.max_silence_ms == 1200
+    with pytest.raises(msgspec.ValidationError, match="hangover"):
+        msgspec.convert({**raw, "turn_taking": {"hangover": 1}}, AgentProfile)
+
+
+# ------------------------------------------------------------------------------ properties
+
+
+@dataclass
+class Step:
+    kind: str  # frame | verdict | fail | words
+    gap_ms: int = 20
+    voiced: bool = False
+    probability: float = 0.0
+    heard_words: bool = False
+    stale: bool = False
+
+
+frames = st.builds(
+    Step, kind=st.just("frame"), gap_ms=st.sampled_from([10, 20, 32]), voiced=st.booleans()
+)
+runs = st.builds(  # speech or silence for a while: pauses long enough to be judged
+    lambda count, voiced: [Step(kind="frame", voiced=voiced)] * count,
+    st.integers(1, 40),
+    st.booleans(),
+)
+steps = st.one_of(
+    frames,
+    st.builds(
+        Step,
+        kind=st.just("verdict"),
+        probability=st.floats(0.0, 1.0),
+        heard_words=st.booleans(),
+        stale=st.booleans(),
+    ),
+    st.builds(Step, kind=st.sampled_from(["fail", "words"])),
+)
+traces = st.lists(st.one_of(steps.map(lambda step: [step]), runs), max_size=60).map(
+    lambda chunks: [step for chunk in chunks for step in chunk]
+)
+
+
+@dataclass
+class Run:
+    """A trace driven through a policy, with what the driver saw."""
+
+    decisions: list[tuple[str, Decision]] = field(default_factory=list)
+    voiced_frame_commits: int = 0
+    stale_commits: int = 0
+    missed_max_silence: int = 0
+    short_commits: int = 0
+
+
+def drive(trace: list[Step], s: TurnTaking = SETTINGS) -> Run:
+    policy, run = TurnPolicy(s), Run()
+    now, last_voiced = 0.0, 0.0
+    asked: list[tuple[int, float]] = []  # (ticket, last voiced when asked)
+    policy.begin(now)
+    for step in trace:
+        if policy.state == "committed":
+            break
+        decision: Decision | None
+        if step.kind == "frame":
+            now += step.gap_ms
+            silence_before = now - last_voiced
+            decision = policy.frame(now, step.voiced)
+            if step.voiced:
+                last_voiced = now
+                run.voiced_frame_commits += isinstance(decision, Commit)
+            elif silence_before >= s.max_silence_ms and not isinstance(decision, Commit):
+                run.missed_max_silence += 1
+        elif step.kind == "verdict" and asked:
+            ticket, voiced_at = asked[0] if step.stale else asked[-1]
+            verdict = TurnVerdict(probability=step.probability, heard_words=step.heard_words)
+            decision = policy.verdict(ticket, verdict, now)
+            if isinstance(decision, Commit) and voiced_at != last_voiced:
+                run.stale_commits += 1
+        elif step.kind == "fail" and asked:
+            decision = policy.failed(asked[-1][0], now)
+        elif step.kind == "words":
+            decision = policy.words(now)
+        else:
+            continue
+        if isinstance(decision, AskJudge):
+            asked.append((decision.ticket, last_voiced))
+        if isinstance(decision, Commit):
+            assert decision.speech_end_ms == last_voiced
+            run.short_commits += decision.at_ms - last_voiced < s.judge_pause_ms
+        if decision is not None:
+            run.decisions.append((step.kind, decision))
+    return run
+
+
+@settings(max_examples=300, deadline=None)
+@given(traces)
+def test_it_never_commits_while_the_caller_speaks(trace: list[Step]) -> None:
+    run = drive(trace)
+    assert run.voiced_frame_commits == 0
+    assert run.short_commits == 0, "every commit needs at least judge_pause_ms of silence"
+
+
+@settings(max_examples=300, deadline=None)
+@given(traces)
+def test_a_verdict_about_an_earlier_pause_never_commits(trace: list[Step]) -> None:
+    assert drive(trace).stale_commits == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(traces, st.integers(0, 120))
+def test_it_always_commits_by_max_silence(trace: list[Step], silent_frames: int) -> None:
+    tail = [Step(kind="frame", gap_ms=20)] * silent_frames
+    run = drive(trace + tail)
+    assert run.missed_max_silence == 0
+    if silent_frames * 20 >= SETTINGS.max_silence_ms + 20:
+        assert any(isinstance(d, Commit) for _, d in run.decisions)
+
+
+@settings(max_examples=200, deadline=None)
+@given(traces)
+def test_the_same_trace_gives_the_same_decisions(trace: list[Step]) -> None:
+    assert drive(trace).decisions == drive(trace).decisions

@@ -1,0 +1,234 @@
+"""When the caller's turn is over: a sans-IO policy over VAD frames and end-of-turn verdicts.
+
+Fed, on a clock it is given (ms), whether each frame of the utterance was voiced, and the
+verdicts of the judge it asked for, it decides (seed 004 §12.1 endpointing, §15.2 long pauses):
+
+* at a pause of ``judge_pause_ms``, ask the judge (:class:`AskJudge`);
+* commit (:class:`Commit`) when a verdict says the caller has finished with enough confidence:
+  ``complete_probability`` when the judge weighed the words too, ``audio_probability`` when it
+  heard the audio alone;
+* otherwise keep listening and ask again ``rejudge_ms`` later if there is more to hear, and at
+  once when a transcript of the utterance up to this pause becomes ready
+  (:meth:`TurnPolicy.words`). The judge hears at most ``judge_window_ms`` of the silence (an
+  audio turn model trained on turns cut shortly after speech grows surer with every extra
+  100 ms of silence, mid-sentence too), so once that window is heard only new words are worth
+  a new judgement;
+* commit after ``max_silence_ms`` of silence whatever was said, and after
+  ``fallback_silence_ms`` when the judge failed or was busy this pause.
+
+A verdict for a ticket that is no longer outstanding (speech resumed after it was asked, or a
+newer one was asked) is stale and ignored. Speech never commits: only silence, or a verdict
+about the silence so far, does. The table :data:`TRANSITIONS` is every legal move.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from vocero.contracts.domain import TurnTaking
+from vocero.contracts.ports import TurnVerdict
+
+TurnState = Literal["idle", "speaking", "paused", "judging", "committed"]
+TurnEvent = Literal[
+    "begin", "speech", "quiet", "due", "timeout", "finished", "going_on", "failed", "words"
+]
+CommitReason = Literal["judged", "max_silence", "fallback"]
+
+TRANSITIONS: dict[tuple[TurnState, TurnEvent], TurnState] = {
+    **{(state, "begin"): "speaking" for state in ("idle", "speaking", "paused", "judging")},
+    ("committed", "begin"): "speaking",
+    ("speaking", "speech"): "speaking",
+    ("paused", "speech"): "speaking",
+    ("judging", "speech"): "speaking",
+    ("speaking", "quiet"): "speaking",
+    ("paused", "quiet"): "paused",
+    ("judging", "quiet"): "judging",
+    ("speaking", "due"): "judging",
+    ("paused", "due"): "judging",
+    ("speaking", "timeout"): "committed",
+    ("paused", "timeout"): "committed",
+    ("judging", "timeout"): "committed",
+    ("judging", "finished"): "committed",
+    ("judging", "going_on"): "paused",
+    ("judging", "failed"): "paused",
+    ("speaking", "words"): "speaking",
+    ("paused", "words"): "judging",
+    ("judging", "words"): "judging",
+}
+
+
+class TurnPolicyError(Exception):
+    """An event the policy's state cannot take (a bug in the caller, never caller input)."""
+
+    def __init__(self, state: TurnState, event: TurnEvent) -> None:
+        super().__init__(f"turn policy: no move from {state!r} on {event!r}")
+        self.state = state
+        self.event = event
+
+
+@dataclass(frozen=True, slots=True)
+class AskJudge:
+    """Judge the utterance so far: its audio up to :attr:`audio_end_ms`, and its transcript when
+    there is one; then hand the verdict to :meth:`TurnPolicy.verdict` with this ticket."""
+
+    ticket: int
+    at_ms: float
+    silence_ms: float
+    audio_end_ms: float
+    """Where the audio the judge hears ends: now, or ``judge_window_ms`` after the last voiced
+    frame when that is earlier."""
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """The caller's turn is over."""
+
+    reason: CommitReason
+    at_ms: float
+    speech_end_ms: float
+    """When the last voiced frame ended: the acoustic endpoint."""
+    probability: float | None = None
+    """The verdict that committed (``reason == "judged"``)."""
+
+    @property
+    def endpointing_ms(self) -> float:
+        """Acoustic endpoint to commit: the ``turn_endpointing_ms`` metric."""
+        return self.at_ms - self.speech_end_ms
+
+
+Decision = AskJudge | Commit
+
+
+class TurnPolicy:
+    """One caller's turn-taking, one utterance at a time; ``judge=False``: a fixed silence
+    (``fallback_silence_ms``), the rule of a VAD alone."""
+
+    def __init__(self, settings: TurnTaking | None = None, *, judge: bool = True) -> None:
+        self.settings = settings or TurnTaking()
+        self.judge_enabled = judge
+        self.state: TurnState = "idle"
+        self._tickets = 0
+        self._reset_utterance(0.0)
+
+    def _reset_utterance(self, now_ms: float) -> None:
+        self.last_voiced_ms = now_ms
+        self.pending: int | None = None
+        self._next_due_ms = now_ms + self.settings.judge_pause_ms
+        # The end of the audio of this pause's last judgement: the same audio and the same
+        # words would get the same answer, so the judge is asked again only about new ones.
+        self._heard_until_ms = now_ms
+        self._fallback = not self.judge_enabled
+        self._words_fresh = False
+        self._words_waiting = False
+
+    # ------------------------------------------------------------------------------ inputs
+
+    def begin(self, now_ms: float) -> None:
+        """Speech started: a new utterance (the previous one, if any, is forgotten)."""
+        self._move("begin")
+        self._reset_utterance(now_ms)
+
+    def frame(self, now_ms: float, voiced: bool) -> Decision | None:
+        """A frame of the utterance ended at ``now_ms``; ``voiced``: speech was heard in it.
+        Frames outside an utterance (idle, committed) are ignored."""
+        if self.state in ("idle", "committed"):
+            return None
+        if voiced:
+            self._move("speech")
+            self._reset_utterance(now_ms)
+            return None
+        silence = now_ms - self.last_voiced_ms
+        if silence >= self.settings.max_silence_ms:
+            return self._commit(now_ms, "max_silence")
+        if self._fallback and silence >= self.settings.fallback_silence_ms:
+            return self._commit(now_ms, "fallback")
+        if self._judgement_due(now_ms):
+            return self._ask("due", now_ms)
+        self._move("quiet")
+        return None
+
+    def words(self, now_ms: float) -> Decision | None:
+        """A transcript of the utterance up to this pause is ready: judge again with it (the
+        caller passes it with every judgement until speech resumes)."""
+        if self.state in ("idle", "committed", "speaking"):
+            return None  # speaking: the transcript is of a pause that has ended
+        self._words_fresh = True
+        if self.state == "paused" and not self._fallback:
+            return self._ask("words", now_ms)
+        self._move("words")
+        self._words_waiting = self.state == "judging"
+        return None
+
+    def verdict(self, ticket: int, verdict: TurnVerdict, now_ms: float) -> Decision | None:
+        """The judge answered ``ticket``; stale answers are ignored."""
+        if ticket != self.pending or self.state != "judging":
+            return None
+        self.pending = None
+        threshold = (
+            self.settings.complete_probability
+            if verdict.heard_words
+            else self.settings.audio_probability
+        )
+        if verdict.probability >= threshold:
+            return self._commit(now_ms, "judged", verdict.probability)
+        self._move("going_on")
+        self._next_due_ms = now_ms + self.settings.rejudge_ms
+        if self._words_waiting:
+            self._words_waiting = False
+            return self._ask("words", now_ms)
+        return None
+
+    def failed(self, ticket: int, now_ms: float) -> Decision | None:
+        """The judge could not answer ``ticket`` (busy, late, broken): until speech resumes the
+        turn ends after ``fallback_silence_ms``, or at once if that much silence has passed."""
+        if ticket != self.pending or self.state != "judging":
+            return None
+        self.pending = None
+        self._move("failed")
+        self._fallback = True
+        if now_ms - self.last_voiced_ms >= self.settings.fallback_silence_ms:
+            return self._commit(now_ms, "fallback")
+        return None
+
+    # ----------------------------------------------------------------------------- effects
+
+    def _judgement_due(self, now_ms: float) -> bool:
+        if self.state == "judging" or self._fallback or now_ms < self._next_due_ms:
+            return False
+        return self._words_fresh or self._audio_end(now_ms) > self._heard_until_ms
+
+    def _audio_end(self, now_ms: float) -> float:
+        window = self.settings.judge_window_ms
+        return min(now_ms, self.last_voiced_ms + window) if window > 0 else now_ms
+
+    def _ask(self, event: TurnEvent, now_ms: float) -> AskJudge:
+        self._move(event)
+        self._tickets += 1
+        self.pending = self._tickets
+        self._heard_until_ms = self._audio_end(now_ms)
+        self._words_fresh = False
+        return AskJudge(
+            ticket=self._tickets,
+            at_ms=now_ms,
+            silence_ms=now_ms - self.last_voiced_ms,
+            audio_end_ms=self._heard_until_ms,
+        )
+
+    def _commit(
+        self, now_ms: float, reason: CommitReason, probability: float | None = None
+    ) -> Commit:
+        self._move("timeout" if reason != "judged" else "finished")
+        self.pending = None
+        return Commit(
+            reason=reason,
+            at_ms=now_ms,
+            speech_end_ms=self.last_voiced_ms,
+            probability=probability,
+        )
+
+    def _move(self, event: TurnEvent) -> None:
+        following = TRANSITIONS.get((self.state, event))
+        if following is None:
+            raise TurnPolicyError(self.state, event)
+        self.state = following
