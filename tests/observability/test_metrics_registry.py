@@ -8,7 +8,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from vocero.observability.metrics import LATENCY_STAGES, Metrics
 
-SPEC_STAGES = ["ttfs_ms", "barge_in_stop_ms", "llm_ttft_ms", "tts_ttfa_ms", "stt_final_ms"]
+SPEC_STAGES = [
+    "ttfs_ms",
+    "barge_in_stop_ms",
+    "llm_ttft_ms",
+    "tts_ttfa_ms",
+    "stt_final_ms",
+    "turn_endpointing_ms",  # seed 004 §12.1: acoustic endpoint to turn commit (issue #13)
+]
 
 
 def _samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

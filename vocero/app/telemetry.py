@@ -6,7 +6,14 @@ from typing import cast
 
 from vocero.observability.metrics import LatencyStage, Metrics
 
-_STAGES = {"ttfs_ms", "barge_in_stop_ms", "llm_ttft_ms", "tts_ttfa_ms", "stt_final_ms"}
+_STAGES = {
+    "ttfs_ms",
+    "barge_in_stop_ms",
+    "llm_ttft_ms",
+    "tts_ttfa_ms",
+    "stt_final_ms",
+    "turn_endpointing_ms",
+}
 
 
 class MetricsPort:

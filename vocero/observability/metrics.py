@@ -19,7 +19,14 @@ from prometheus_client import (
     generate_latest,
 )
 
-LatencyStage = Literal["ttfs_ms", "barge_in_stop_ms", "llm_ttft_ms", "tts_ttfa_ms", "stt_final_ms"]
+LatencyStage = Literal[
+    "ttfs_ms",
+    "barge_in_stop_ms",
+    "llm_ttft_ms",
+    "tts_ttfa_ms",
+    "stt_final_ms",
+    "turn_endpointing_ms",
+]
 SessionOutcome = Literal["admitted", "rejected", "denied"]
 
 LATENCY_STAGES: tuple[LatencyStage, ...] = (
@@ -28,6 +35,7 @@ LATENCY_STAGES: tuple[LatencyStage, ...] = (
     "llm_ttft_ms",
     "tts_ttfa_ms",
     "stt_final_ms",
+    "turn_endpointing_ms",
 )
 SESSION_OUTCOMES: tuple[SessionOutcome, ...] = ("admitted", "rejected", "denied")
 
@@ -41,6 +49,7 @@ _STAGE_HELP: dict[LatencyStage, str] = {
     "llm_ttft_ms": "LLM request to its first token, in ms.",
     "tts_ttfa_ms": "TTS request to its first audio chunk, in ms.",
     "stt_final_ms": "End of an utterance to its final transcript, in ms.",
+    "turn_endpointing_ms": "Acoustic end of the caller's speech to the turn's commit, in ms.",
 }
 
 
