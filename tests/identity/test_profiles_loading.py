@@ -72,7 +72,7 @@ def _copy_fixtures(tmp_path: Path) -> Path:
     """The fixture profiles next to stand-in servers, independent of the real server scripts."""
     shutil.copytree(FIXTURES / "profiles", tmp_path / "profiles")
     (tmp_path / "mcp_servers").mkdir()
-    for name in ("orders", "appointments", "admin"):
+    for name in ("orders", "appointments", "admin", "calls"):
         (tmp_path / "mcp_servers" / f"{name}_server.py").touch()
     return tmp_path / "profiles"
 
@@ -100,6 +100,7 @@ def test_fixture_demo_profile_content(tmp_path: Path) -> None:
         "account.close": ("admin", "delete_account", "prohibited"),
         "followups.record": ("vocero", "followups.record", "reversible_write"),
         "knowledge.search": ("vocero", "knowledge.search", "read"),
+        "calls.place": ("calls", "place_call", "reversible_write"),
     }
     assert all(t.description for t in demo.tools)
 
@@ -130,7 +131,7 @@ def test_fixture_demo_tool_governance(tmp_path: Path) -> None:
 def test_fixture_servers_resolve_next_to_the_fixtures(tmp_path: Path) -> None:
     demo = load_profiles(_copy_fixtures(tmp_path)).get("demo")
     assert demo is not None
-    for name in ("orders", "appointments", "admin"):
+    for name in ("orders", "appointments", "admin", "calls"):
         server = demo.mcp_servers[name]
         assert server.command == sys.executable
         assert server.args == [str((tmp_path / "mcp_servers" / f"{name}_server.py").resolve())]

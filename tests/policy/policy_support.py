@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[2]
 SERVERS = REPO / "fixtures" / "mcp_servers"
 DEMO_PROFILE = REPO / "fixtures" / "profiles" / "demo.yaml"
 SCRIPTS = {"orders": "orders_server.py", "appointments": "appointments_server.py",
-           "admin": "admin_server.py"}
+           "admin": "admin_server.py", "calls": "calls_server.py"}
 ALL_SCOPES = ["orders:read", "appointments:read", "appointments:write", "appointments:cancel",
               "followups:write"]
 

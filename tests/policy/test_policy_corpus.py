@@ -30,7 +30,6 @@ from vocero.store import AuditLog
 from vocero.store.models import (
     ConfirmationRow,
     EvidenceStepRow,
-    FollowupRow,
     OperationRow,
     OutboxRow,
     ProposalRevisionRow,
@@ -533,37 +532,3 @@ async def test_unavailable_authorization_data(db_url: str, servers: FixtureServe
         assert (outcome.status, outcome.reason_code) == ("rejected", "authorization_unavailable")
         for subject in (who.subject_ref, who2.subject_ref, who3.subject_ref):
             assert reschedules(h, subject) == []
-
-
-async def test_followup_is_recorded_once(db_url: str, servers: FixtureServers) -> None:
-    async with harness(db_url, servers) as h:
-        talk, _ = await h.talk()
-        plan, _ = await talk.propose("followups.record", when="tomorrow at 10am",
-                                     reason="question about the invoice")
-        assert plan.kind == "run"
-        assert plan.proposal_id  # a write, but no confirmation needed
-        outcome = await talk.execute(plan)
-        assert outcome.status == "committed"
-        vague, _ = await talk.propose("followups.record", when="sometime soon",
-                                      reason="send the quotation", channel="email")
-        assert (await talk.execute(vague)).status == "committed"
-        duplicate, _ = await talk.propose("followups.record", when="tomorrow at 10am",
-                                          reason="question about the invoice")
-        assert duplicate.proposal_id != plan.proposal_id
-        again = await talk.execute(duplicate)
-        assert again.result is not None
-        assert again.result["receipt"]["duplicate"] is True
-        async with h.store.read() as s:
-            rows = (await s.scalars(select(FollowupRow).order_by(FollowupRow.created_at))).all()
-        assert len(rows) == 2
-        zone = ZoneInfo("Europe/Madrid")
-        today = datetime.fromtimestamp(h.clock.now(), zone).date()
-        exact, unresolved = rows
-        due = exact.due_at.astimezone(zone)
-        assert (due.hour, due.minute, (due.date() - today).days) == (10, 0, 1)
-        assert (exact.status, exact.channel, exact.timezone) == ("scheduled", "phone",
-                                                                 "Europe/Madrid")
-        assert exact.operation_id is not None
-        fallback = unresolved.due_at.astimezone(zone)
-        assert (fallback.hour, (fallback.date() - today).days) == (11, 1)
-        assert (unresolved.status, unresolved.channel) == ("needs_review", "email")

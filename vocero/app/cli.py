@@ -30,6 +30,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     schema = commands.add_parser("schema", help="write the JSON Schemas of every wire event")
     schema.add_argument("--out", default=None)
     schema.add_argument("--check", action="store_true", help="fail if the committed files differ")
+    followups = commands.add_parser("followups", help="the follow-up queue (SPEC §9)")
+    followup_commands = followups.add_subparsers(dest="followups_command", required=True)
+    from vocero.app.followups_cli import add_tick_arguments
+
+    add_tick_arguments(followup_commands.add_parser("tick", help="one pass of the queue"))
     bench = commands.add_parser("bench", help="run a benchmark and print JSON")
     bench.add_argument("name")
     bench.add_argument("--json", dest="json_file", default=None)
@@ -58,6 +63,10 @@ def _run(args: argparse.Namespace) -> int:
         upgrade(db_url(args.db or _env_db() or Settings().db))
         print("database at head")
         return 0
+    if args.command == "followups":
+        from vocero.app.followups_runtime import tick_command
+
+        return tick_command(args)
     if args.command == "review":
         from vocero.app.review import review_command
         from vocero.app.settings import Settings

@@ -6,15 +6,24 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import structlog
 
+from vocero.app.followups_runtime import (
+    FollowupServices,
+    builtin_tools,
+    followup_services,
+    run_ticks,
+)
 from vocero.app.recorder import StoreRecorder
 from vocero.app.settings import Settings, db_url
 from vocero.app.telemetry import MetricsPort
+from vocero.contracts.builtins import BuiltinSet
+from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import AgentProfile, Caller
 from vocero.contracts.ports import ToolGateway
 from vocero.identity.identities import IdentityDirectory, load_identities
@@ -60,6 +69,9 @@ class Runtime:
     monotonic: Callable[[], float] = time.monotonic
     gateway_for: GatewayFor = no_gateway
     actions: ActionPlane | None = None
+    builtins: BuiltinSet | None = None
+    """Vocero's own tools (``server: vocero``), one provider per plane that implements them."""
+    followups: FollowupServices | None = None
     connections: McpConnections | None = None
     vault: VoiceVault | None = None
     live: dict[str, Session] = field(default_factory=dict)
@@ -167,12 +179,18 @@ async def open_runtime(
     )
     runtime.connections = connections
     runtime.gateway_for = lambda profile, caller: McpGateway(connections, profile, observer=port)
+    followups = runtime.followups = followup_services(
+        store, SystemClock(), conversations, recorder=recorder, metrics=port
+    )
+    runtime.builtins = builtin_tools(followups)
     runtime.actions = ActionPlane(
         store,
+        builtins=runtime.builtins,
         profiles=profiles.get,
         metrics=port,
         gateway_for=lambda profile: runtime.gateway_for(profile, None),
     )
+    queue = followups.attach_queue(runtime.actions, profiles=profiles.get, directory=identities)
     try:
         runtime.vault = VoiceVault(
             store,
@@ -184,6 +202,9 @@ async def open_runtime(
             runtime.tg = tg
             await tg.start(recorder.run)
             await tg.start(runtime.actions.run)
+            await tg.start(followups.reviews.run)
+            tick = partial(run_ticks, queue, SystemClock(), settings.followups_tick_s)
+            await tg.start(partial(tick, ready=runtime.ready))
             tg.start_soon(_warm_up, runtime)
             try:
                 yield runtime

@@ -14,7 +14,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
-from vocero.app import operator_api, units_api, voice_api
+from vocero.app import followups_api, operator_api, units_api, voice_api
 from vocero.app.operators import load_operators
 from vocero.app.runtime import Runtime, open_runtime
 from vocero.app.sessions import SessionFactory
@@ -82,6 +82,7 @@ def create_app(
         WebSocketRoute("/v1/realtime", realtime),
         *operator_api.routes(),
         *units_api.routes(),
+        *followups_api.routes(),
         *voice_api.routes(),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

@@ -29,7 +29,6 @@ from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.session import Session
 from vocero.policy import SessionCoordinator
-from vocero.policy.builtins import SCHEMA as FOLLOWUP_SCHEMA
 from vocero.store.records import SessionRecord
 
 log = structlog.get_logger(__name__)
@@ -67,6 +66,8 @@ class OpenSession:
             runtime.audit_soon(
                 "session.closed", {"state": session.machine.state}, session_id=session_id
             )
+            if runtime.followups is not None:  # review what was heard (promised_unbooked)
+                runtime.followups.session_ended(session_id)
 
 
 class SessionFactory:
@@ -247,13 +248,19 @@ class SessionFactory:
         self, profile: AgentProfile, pinned: Sequence[ToolDefinition] = ()
     ) -> tuple[ToolDefinition, ...]:
         """What the model may see: the gateway's pinned, approved MCP tools plus the profile's
-        built-in tools. Prohibited and unlisted tools do not exist for the model."""
+        built-in tools. Prohibited and unlisted tools do not exist for the model, nor does the
+        profile's follow-up call tool (only the follow-up queue places calls)."""
+        own = self.runtime.builtins
         builtins = [
-            ToolDefinition(name=t.name, description=t.description, input_schema=FOLLOWUP_SCHEMA)
+            ToolDefinition(
+                name=t.name, description=t.description, input_schema=own.schema(t.resolves_to)
+            )
             for t in profile.tools
             if t.server == "vocero" and t.action_class != "prohibited"
+            and own is not None and own.handles(t.resolves_to)
         ]
-        return (*pinned, *builtins)
+        call_tool = profile.followups.call_tool
+        return (*(d for d in pinned if not call_tool or d.name != call_tool), *builtins)
 
 
 def _token_hash(token: str) -> str:

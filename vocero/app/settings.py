@@ -30,6 +30,8 @@ class Settings:
     max_sessions: int = 500
     resume_window_s: float = 120.0
     """How long after its connection ends a session may be resumed with its ``resume_token``."""
+    followups_tick_s: float = 30.0
+    """How often ``serve`` runs a pass of the follow-up queue (SPEC §9); 0 turns it off."""
 
     @property
     def profiles_dir(self) -> Path:
@@ -77,6 +79,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=float(_env("resume_window_s", str(d.resume_window_s))),
         help="how long after a dropped connection its session may be resumed",
+    )
+    parser.add_argument(
+        "--followups-tick-s",
+        dest="followups_tick_s",
+        type=float,
+        default=float(_env("followups_tick_s", str(d.followups_tick_s))),
+        help="seconds between passes of the follow-up queue (0: off)",
     )
 
 

@@ -31,7 +31,9 @@ class IdentityDirectory:
     def __init__(self, callers: Iterable[Caller]) -> None:
         self._by_digest: dict[bytes, Caller] = {}
         self._by_phone: dict[str, Caller] = {}
+        self._by_subject: dict[tuple[str, str], Caller] = {}
         for caller in callers:
+            self._by_subject.setdefault((caller.tenant, caller.subject_ref), caller)
             digest = _digest(caller.token)
             if digest in self._by_digest:
                 raise ValueError("duplicate caller token")
@@ -50,6 +52,11 @@ class IdentityDirectory:
         if caller is None or not hmac.compare_digest(caller.token.encode(), token.encode()):
             return None
         return caller
+
+    def caller(self, tenant: str, subject_ref: str) -> Caller | None:
+        """The caller behind an opaque ``subject_ref`` of ``tenant`` (the follow-up queue rings
+        the number on file, never one a model supplied), or ``None``."""
+        return self._by_subject.get((tenant, subject_ref))
 
     def by_phone(self, phone: str) -> Caller | None:
         """The first caller listed with this phone number (punctuation ignored), or ``None``."""

@@ -35,6 +35,9 @@ class ResolvedTool:
     idempotent: bool
     lookup_tool: str
     timeout_ms: int
+    system_only: bool = False
+    """The profile's ``followups.call_tool`` target: only Vocero itself may start it (a system
+    action), never the model in a conversation."""
 
     @property
     def builtin(self) -> bool:
@@ -55,11 +58,13 @@ def resolve(profile: AgentProfile, name: str) -> ResolvedTool | None:
     strictest: ActionClass = max((t.action_class for t in same), key=STRICTNESS.__getitem__)
     scopes = frozenset(s for t in same for s in t.required_scopes)
     confirm = strictest == "irreversible" or any(t.requires_confirmation for t in same)
+    call_tool = profile.tool(profile.followups.call_tool) if profile.followups.call_tool else None
     return ResolvedTool(
         name=spec.name, server=spec.server, tool=spec.resolves_to, action_class=strictest,
         required_scopes=scopes, requires_confirmation=confirm and strictest != "read",
         idempotent=spec.idempotent and all(t.idempotent for t in same),
         lookup_tool=spec.lookup_tool, timeout_ms=spec.timeout_ms,
+        system_only=call_tool is not None and (call_tool.server, call_tool.resolves_to) == target,
     )
 
 
@@ -95,6 +100,8 @@ class PermitRequest:
     confirmation: ConfirmationFacts | None = None
     evidence_satisfied: bool = False
     now: float = 0.0
+    initiator: Literal["caller", "system"] = "caller"
+    """``system``: an operation Vocero starts itself (``policy.system_actions``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +123,8 @@ def permit(request: PermitRequest) -> Decision:
         return Decision("deny", "tool_not_allowed")
     if tool.action_class == "prohibited":
         return Decision("deny", "prohibited")
+    if tool.system_only != (request.initiator == "system"):
+        return Decision("deny", "tool_not_allowed")
     if request.principal.tenant_id != request.tenant or (
         request.claimed_tenant and request.claimed_tenant != request.tenant
     ):

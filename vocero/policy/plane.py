@@ -1,8 +1,10 @@
-"""The action path of one process, assembled: repository, built-in tools, targets, worker.
+"""The action path of one process, assembled: repository, targets, worker, system actions.
 
-The composition root creates one :class:`ActionPlane`, runs :meth:`run` in its task group
-(crash recovery happens there, before the worker claims anything) and asks it for one
-:class:`SessionCoordinator` per session.
+The composition root creates one :class:`ActionPlane`, hands it Vocero's built-in tools (a
+:class:`~vocero.contracts.builtins.BuiltinSet` of the planes that implement them), runs
+:meth:`run` in its task group (crash recovery happens there, before the worker claims anything)
+and asks it for one :class:`SessionCoordinator` per session. :attr:`system_actions` is the entry
+point for operations Vocero starts itself (the follow-up queue).
 """
 
 from __future__ import annotations
@@ -13,8 +15,7 @@ import anyio
 
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import AgentProfile, Caller
-from vocero.contracts.ports import Clock, ToolGateway
-from vocero.policy.builtins import FollowupTools
+from vocero.contracts.ports import Timers, ToolGateway
 from vocero.policy.coordinator import CoordinatorSettings, SessionCoordinator
 from vocero.policy.executor import (
     ExecutorSettings,
@@ -23,8 +24,9 @@ from vocero.policy.executor import (
     ProfileLookup,
     Targets,
 )
-from vocero.policy.ports import Counter, StepHook
+from vocero.policy.ports import BuiltinTools, Counter, StepHook
 from vocero.policy.repository import ActionRepository
+from vocero.policy.system_actions import SystemOperations
 from vocero.store.engine import Store
 
 
@@ -33,7 +35,8 @@ class ActionPlane:
         self,
         store: Store,
         *,
-        clock: Clock | None = None,
+        clock: Timers | None = None,
+        builtins: BuiltinTools | None = None,
         profiles: ProfileLookup | None = None,
         gateway_for: GatewayFactory | None = None,
         executor_settings: ExecutorSettings | None = None,
@@ -43,11 +46,14 @@ class ActionPlane:
     ) -> None:
         self.clock = clock or SystemClock()
         self.repo = ActionRepository(store, self.clock)
-        self.builtins = FollowupTools(store, self.clock)
+        self.builtins = builtins
+        """``None``: built-in tools (``server: vocero``) are unavailable and denied."""
         self.targets = Targets(self.repo, builtins=self.builtins, profiles=profiles,
                                gateway_for=gateway_for)
         self.executor = OperationExecutor(self.repo, self.targets, settings=executor_settings,
                                           hook=hook)
+        self.system_actions = SystemOperations(self.repo, self.executor, profiles=profiles,
+                                               gateway_for=gateway_for, builtins=builtins)
         self.settings = settings or CoordinatorSettings()
         self.metrics = metrics
 
