@@ -256,21 +256,3 @@ async def test_every_call_is_audited_without_payloads(shared: Stack) -> None:
     assert all(
         session == "ses_test" for kind, _, session in shared.audit.events if kind == "mcp.tool_call"
     )
-
-
-async def test_the_conformance_client_drives_the_gateway(
-    shared: Stack, capsys: pytest.CaptureFixture[str]
-) -> None:
-    if shared.transport != "http":
-        pytest.skip("the official suite drives the client over streamable HTTP")
-    from vocero.mcp_gateway.conformance import run, sample_arguments
-
-    assert await run(shared.http["orders"].url, "local") == 0
-    # the conformance principal belongs to no tenant: the owning service refuses it, as data
-    assert "get_order_status: is_error=True" in capsys.readouterr().out
-    schema = {
-        "type": "object",
-        "properties": {"a": {"type": "number"}, "b": {"type": "string", "enum": ["x", "y"]}},
-        "required": ["a", "b"],
-    }
-    assert sample_arguments(schema) == {"a": 1, "b": "x"}

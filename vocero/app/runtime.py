@@ -30,7 +30,8 @@ from vocero.identity.identities import IdentityDirectory, load_identities
 from vocero.identity.profiles import ProfileCatalog, load_profiles
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.sim import SimScript, build_sim_runners, load_script
-from vocero.mcp_gateway import McpConnections, McpGateway
+from vocero.mcp_gateway import AuthOptions, McpConnections, McpGateway
+from vocero.mcp_gateway.oauth_store import SqlOAuthTokenRepository
 from vocero.mcp_gateway.pin_store import SqlPinRepository
 from vocero.observability.metrics import Metrics
 from vocero.orchestrator.session import Session
@@ -39,7 +40,7 @@ from vocero.store.audit import AuditLog
 from vocero.store.engine import Store, async_url, sqlite_file
 from vocero.store.migrate import upgrade_async
 from vocero.store.repositories import Conversations
-from vocero.voice_vault import VoiceVault, load_key
+from vocero.voice_vault import VaultCipher, VoiceVault, load_key
 
 log = structlog.get_logger("vocero.runtime")
 
@@ -174,8 +175,13 @@ async def open_runtime(
         runners_for_session=per_session,
         shared_runners=shared,
     )
+    # MCP OAuth tokens are sealed with the vault key (docs/mcp.md "OAuth").
+    mcp_auth = AuthOptions(
+        sealer=VaultCipher(load_key(vault_key_file(url))),
+        repository=SqlOAuthTokenRepository(store),
+    )
     connections = McpConnections.from_profiles(
-        list(profiles), audit=runtime.audit, pins=SqlPinRepository(store)
+        list(profiles), audit=runtime.audit, pins=SqlPinRepository(store), auth=mcp_auth
     )
     runtime.connections = connections
     runtime.gateway_for = lambda profile, caller: McpGateway(connections, profile, observer=port)

@@ -55,6 +55,39 @@ class VoiceSelection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     version: str
 
 
+McpProtocol = Literal["auto", "2025-11-25", "2026-07-28"]
+"""``auto`` (default): 2026-07-28 where the server offers it (``server/discover``), else the
+2025-11-25 handshake; a version pins that revision (docs/adr/0007)."""
+
+
+class McpOAuthSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """OAuth 2.1 client settings of a streamable-HTTP server (docs/mcp.md "OAuth").
+
+    Secrets never sit in a profile: ``client_secret_env`` names the environment variable that
+    holds the secret. Tokens are obtained, refreshed and stored (encrypted) by the gateway.
+    """
+
+    grant: Literal["client_credentials", "authorization_code"] = "client_credentials"
+    client_id: str = ""
+    """A pre-registered client; empty (``authorization_code`` only): dynamic registration."""
+    client_secret_env: str = ""
+    token_endpoint_auth: Literal[
+        "client_secret_basic", "client_secret_post", "private_key_jwt", "none"
+    ] = "client_secret_basic"
+    private_key_env: str = ""
+    """``private_key_jwt`` only: the environment variable holding the client's PEM key."""
+    signing_algorithm: str = "ES256"
+    client_metadata_url: str = ""
+    """``authorization_code``: an https URL used as client id where the authorization server
+    supports client ID metadata documents, instead of dynamic registration."""
+    issuer: str = ""
+    """The authorization server the credentials belong to; tokens are only requested there."""
+    scopes: list[str] = []
+    """Requested up front; a ``WWW-Authenticate`` challenge may add more (step-up)."""
+    redirect_uri: str = "http://127.0.0.1/oauth/callback"
+    """``authorization_code`` only: where the operator's consent redirects."""
+
+
 class McpServerSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """An MCP server: streamable HTTP (``url``) or stdio (``command`` + ``args``)."""
 
@@ -63,8 +96,9 @@ class McpServerSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     args: list[str] = []
     env: dict[str, str] = {}
     headers: dict[str, str] = {}
-    protocol: Literal["2025-11-25", "2026-07-28"] = "2025-11-25"
+    protocol: McpProtocol = "auto"
     max_concurrency: int = 8
+    oauth: McpOAuthSpec | None = None
 
 
 class ToolSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -30,7 +30,11 @@ import msgspec
 import structlog
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.exceptions import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
+)
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -196,6 +200,10 @@ class _ClientCredentials(_RestoresExpiry, ClientCredentialsOAuthProvider):
     pass
 
 
+class _PrivateKeyJwt(_RestoresExpiry, PrivateKeyJWTOAuthProvider):
+    pass
+
+
 class _AuthorizationCode(_RestoresExpiry, OAuthClientProvider):
     pass
 
@@ -266,14 +274,51 @@ def build_auth(
     scope = " ".join(oauth.scopes) or None
     provider: OAuthClientProvider
     if oauth.grant == "client_credentials":
-        if not oauth.client_id or not secret:
+        provider = _machine_provider(spec, oauth, storage, secret, scope, environ)
+    else:
+        provider = _consent_provider(server, spec, oauth, storage, secret, scope, consent)
+    return AuthGuard(server, provider, on_failure)
+
+
+def _machine_provider(
+    spec: McpServerSpec,
+    oauth: McpOAuthSpec,
+    storage: SealedTokenStorage,
+    secret: str,
+    scope: str | None,
+    environ: Any,
+) -> OAuthClientProvider:
+    """Client credentials: a client secret (Basic or POST) or a signed JWT assertion."""
+    if not oauth.client_id:
+        raise ServerRefusedError("oauth_client_required")
+    if not oauth.issuer:
+        raise ServerRefusedError("oauth_issuer_required")
+    provider: _ClientCredentials | _PrivateKeyJwt
+    if oauth.token_endpoint_auth == "private_key_jwt":
+        key = environ.get(oauth.private_key_env, "") if oauth.private_key_env else ""
+        if not key:
+            raise ServerRefusedError("oauth_key_missing")
+        assertion = SignedJWTParameters(
+            issuer=oauth.client_id,
+            subject=oauth.client_id,
+            signing_key=str(key),
+            signing_algorithm=oauth.signing_algorithm,
+        )
+        provider = _PrivateKeyJwt(
+            server_url=spec.url,
+            storage=storage,
+            client_id=oauth.client_id,
+            assertion_provider=assertion.create_assertion_provider(),
+            scope=scope,
+            issuer=oauth.issuer,
+        )
+    else:
+        if not secret:
             raise ServerRefusedError("oauth_client_required")
-        if not oauth.issuer:
-            raise ServerRefusedError("oauth_issuer_required")
         if oauth.token_endpoint_auth == "none":
             raise ServerRefusedError("oauth_auth_method_unsupported")
         method: Literal["client_secret_basic", "client_secret_post"] = oauth.token_endpoint_auth
-        credentials = _ClientCredentials(
+        provider = _ClientCredentials(
             server_url=spec.url,
             storage=storage,
             client_id=oauth.client_id,
@@ -282,41 +327,48 @@ def build_auth(
             scope=scope,
             issuer=oauth.issuer,
         )
-        credentials._storage = storage
-        provider = credentials
-    else:
-        redirect = [AnyUrl(oauth.redirect_uri)]
-        metadata = OAuthClientMetadata(
-            client_name="vocero-gateway",
-            redirect_uris=redirect,
-            grant_types=["authorization_code", "refresh_token"],
-            response_types=["code"],
-            scope=scope,
-            token_endpoint_auth_method=(
-                oauth.token_endpoint_auth if secret or not oauth.client_id else "none"
-            ),
-        )
-        results: list[ConsentResult] = []
+    provider._storage = storage
+    return provider
 
-        async def redirect_handler(url: str) -> None:
-            if consent is None:
-                raise OAuthFlowError("no consent handler: an operator must authorize this server")
-            results.append(await consent(server, url))
 
-        async def callback_handler() -> AuthorizationCodeResult:
-            found = results.pop()
-            return AuthorizationCodeResult(code=found.code, state=found.state, iss=found.iss)
+def _consent_provider(
+    server: str,
+    spec: McpServerSpec,
+    oauth: McpOAuthSpec,
+    storage: SealedTokenStorage,
+    secret: str,
+    scope: str | None,
+    consent: Consent | None,
+) -> OAuthClientProvider:
+    """The authorization-code grant with PKCE; the operator's consent is the redirect."""
+    metadata = OAuthClientMetadata(
+        client_name="vocero-gateway",
+        redirect_uris=[AnyUrl(oauth.redirect_uri)],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        scope=scope,
+    )
+    results: list[ConsentResult] = []
 
-        code = _AuthorizationCode(
-            server_url=spec.url,
-            client_metadata=metadata,
-            storage=storage,
-            redirect_handler=redirect_handler,
-            callback_handler=callback_handler,
-        )
-        code._storage = storage
-        provider = code
-    return AuthGuard(server, provider, on_failure)
+    async def redirect_handler(url: str) -> None:
+        if consent is None:
+            raise OAuthFlowError("no consent handler: an operator must authorize this server")
+        results.append(await consent(server, url))
+
+    async def callback_handler() -> AuthorizationCodeResult:
+        found = results.pop()
+        return AuthorizationCodeResult(code=found.code, state=found.state, iss=found.iss)
+
+    provider = _AuthorizationCode(
+        server_url=spec.url,
+        client_metadata=metadata,
+        storage=storage,
+        redirect_handler=redirect_handler,
+        callback_handler=callback_handler,
+        client_metadata_url=oauth.client_metadata_url or None,
+    )
+    provider._storage = storage
+    return provider
 
 
 async def preregister(storage: SealedTokenStorage, spec: McpServerSpec, environ: Any) -> None:
@@ -327,11 +379,12 @@ async def preregister(storage: SealedTokenStorage, spec: McpServerSpec, environ:
     if await storage.get_client_info() is not None:
         return
     secret = client_secret(oauth, environ) or None
+    method = oauth.token_endpoint_auth if secret else "none"
     info = OAuthClientInformationFull(
         client_id=oauth.client_id,
         client_secret=secret,
         redirect_uris=[AnyUrl(oauth.redirect_uri)],
-        token_endpoint_auth_method=oauth.token_endpoint_auth if secret else "none",
+        token_endpoint_auth_method="none" if method == "private_key_jwt" else method,
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         issuer=oauth.issuer or None,

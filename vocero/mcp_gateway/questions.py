@@ -209,11 +209,12 @@ async def answer(route: CallRoute, params: types.ElicitRequestParams) -> types.E
     if request.mode == "url":
         await _answered(route, request, "accept", [])
         return types.ElicitResult(action="accept")
-    problems = answer_problems(request, response.content, route)
+    content = with_defaults(request, response.content)
+    problems = answer_problems(request, content, route)
     if problems:
         return await _close(route, "cancel", INPUT_INVALID, request=request, problems=problems)
-    await _answered(route, request, "accept", sorted(response.content))
-    return types.ElicitResult(action="accept", content=dict(response.content))
+    await _answered(route, request, "accept", sorted(content))
+    return types.ElicitResult(action="accept", content=content)
 
 
 def build_request(route: CallRoute, params: types.ElicitRequestParams) -> InputRequest:
@@ -264,6 +265,18 @@ def restrict_schema(schema: dict[str, Any], *, max_fields: int) -> dict[str, Any
         "required": [name for name in required if name in kept],
         "additionalProperties": False,
     }
+
+
+def with_defaults(request: InputRequest, content: dict[str, Any]) -> dict[str, Any]:
+    """The answer with each omitted field that has a ``default`` set to it (SEP-1034): what a
+    caller accepts without mentioning a field is its default, so a read-back should say it."""
+    properties: dict[str, Any] = request.requested_schema.get("properties") or {}
+    filled = {
+        name: prop["default"]
+        for name, prop in properties.items()
+        if isinstance(prop, dict) and "default" in prop and name not in content
+    }
+    return {**filled, **content}
 
 
 def answer_problems(

@@ -30,7 +30,7 @@ from vocero.store.models.knowledge import (
     is_search_index,
     schema_compared,
 )
-from vocero.store.models.tools import ToolPinRow, ToolPinStatus
+from vocero.store.models.tools import McpOAuthTokenRow, ToolPinRow, ToolPinStatus
 from vocero.store.models.units import (
     UNIT_DISPOSITIONS,
     UNIT_KINDS,
@@ -69,6 +69,7 @@ __all__ = [
     "FollowupRow",
     "GenerationRow",
     "GenerationStatus",
+    "McpOAuthTokenRow",
     "OperationRow",
     "OperationStatus",
     "OutboxRow",

@@ -1,11 +1,11 @@
-"""The MCP gateway's pinned tool definitions (rug-pull protection)."""
+"""The MCP gateway's pinned tool definitions (rug-pull protection) and its sealed OAuth records."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal, get_args
 
-from sqlalchemy import JSON, String
+from sqlalchemy import JSON, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from vocero.store.models.base import ID, NAME, Base, UtcDateTime, one_of, utcnow
@@ -31,3 +31,15 @@ class ToolPinRow(Base):
     """What the server listed after a change, until an operator re-approves it."""
     observed_definition: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     approved_by: Mapped[str] = mapped_column(String(NAME), server_default="")
+
+
+class McpOAuthTokenRow(Base):
+    """The gateway's OAuth record of one MCP server (tokens, expiry, client registration),
+    sealed with the vault key (AES-GCM, associated data ``mcp-oauth:<server>``): nothing in it
+    is readable, or movable to another server's row, without that key."""
+
+    __tablename__ = "mcp_oauth_tokens"
+
+    server: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    sealed: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
