@@ -22,6 +22,7 @@ def _registry() -> dict[str, Bench]:
         "sessions": benches.sessions,
         "actions": benches_actions.actions,
         "ttfs": benches.ttfs,
+        "turns": benches.turns,
         "mcp": benches.mcp,
     }
 

@@ -6,6 +6,8 @@
   of the stopped generation left after it (must be 0).
 * ``sessions``: N concurrent WebSocket sessions against a real server subprocess, 50 audio frames
   per second each way; p95 outbound frame lag and the server's memory.
+* ``turns``: the paused-speech corpus through today's VAD hangover and the end-of-turn policy
+  (``--limit N``: N clips of each kind); see ``bench_turns``.
 """
 
 from __future__ import annotations
@@ -175,6 +177,12 @@ async def ttfs(args: argparse.Namespace) -> dict[str, Any]:
     from vocero.app.bench_ttfs import run_ttfs
 
     return await run_ttfs(args.runners, limit=args.limit)
+
+
+async def turns(args: argparse.Namespace) -> dict[str, Any]:
+    from vocero.app.bench_turns import run_turns
+
+    return await run_turns(limit=args.limit)
 
 
 async def mcp(args: argparse.Namespace) -> dict[str, Any]:
