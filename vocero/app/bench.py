@@ -14,7 +14,7 @@ Bench = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
 
 
 def _registry() -> dict[str, Bench]:
-    from vocero.app import benches, benches_actions
+    from vocero.app import benches, benches_actions, benches_grounding
 
     return {
         "overhead": benches.overhead,
@@ -24,6 +24,7 @@ def _registry() -> dict[str, Bench]:
         "ttfs": benches.ttfs,
         "turns": benches.turns,
         "mcp": benches.mcp,
+        "grounding": benches_grounding.grounding,
     }
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any, Literal
 
 ValueKind = Literal["number", "amount", "date", "time", "weekday", "identifier"]
@@ -106,6 +107,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"\b(?:(?P<tens>{'|'.join(TENS_WORDS)})(?:[\s-](?P<unit>one|{'|'.join(UNITS_WORDS)}))?|"
         rf"(?P<word>{_NUMBER_WORD}))\b(?:\s+(?P<mul>hundred|thousand))?", re.IGNORECASE)),
 ]  # fmt: skip
+_MAYBE = re.compile(
+    rf"\d|[$€£₹]|\b(?:noon|midday|midnight|today|tonight|tomorrow|yesterday|{_WEEKDAY}|"
+    rf"{_MONTH}|{_NUMBER_WORD})",
+    re.IGNORECASE,
+)
+"""Whether a text may hold a value at all: a cheap test before the full extraction."""
 _NEGATIONS = re.compile(r"\b(?:cannot|can't|won't|n't)\b|n't\b", re.IGNORECASE)
 _RESTRICTION = re.compile(rf"\b(?:{'|'.join(RESTRICTION_WORDS)})\b", re.IGNORECASE)
 
@@ -126,6 +133,23 @@ class Value:
 def critical_values(text: str, *, today: date | None = None) -> list[Value]:
     """Every critical value of ``text``, in order. ``today`` (the caller's date) resolves
     "today", "tomorrow" and "yesterday" to dates; without it they stay words."""
+    if _MAYBE.search(text) is None:  # most words of a tool result carry no value at all
+        return []
+    if len(text) <= _CACHED_CHARS:
+        return list(_cached(text, today))
+    return _extract(text, today)
+
+
+_CACHED_CHARS = 160
+
+
+@lru_cache(maxsize=8192)
+def _cached(text: str, today: date | None) -> tuple[Value, ...]:
+    """Short texts recur (dates, times, ids of tool results; approved claims): read once."""
+    return tuple(_extract(text, today))
+
+
+def _extract(text: str, today: date | None) -> list[Value]:
     found: list[tuple[int, Value]] = []
     taken: list[tuple[int, int]] = []
     for shape, pattern in _PATTERNS:
