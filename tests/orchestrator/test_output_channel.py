@@ -72,8 +72,10 @@ async def test_a_client_that_never_reads_is_cut_off_not_buffered() -> None:
     out = channel(control_capacity=8)
     for _ in range(8):
         out.control(state("LISTENING"))
+    out.control(state("LISTENING"))  # never raises into the producer (the session)
+    assert out.overflowed.is_set(), "the relay closes the connection (1008)"
     with pytest.raises(ControlLaneFull):
-        out.control(state("LISTENING"))
+        await out.receive()
 
 
 async def test_stopping_a_generation_removes_and_refuses_its_frames() -> None:

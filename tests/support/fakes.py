@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
 
 import anyio
 
-from vocero.contracts.domain import VoiceRef
+from vocero.contracts.actions import (
+    ConfirmationVerdict,
+    StatusCallback,
+    ToolOutcome,
+    ToolPlan,
+    TurnRef,
+)
+from vocero.contracts.domain import ToolDefinition, VoiceRef
 from vocero.contracts.errors import CapacityError
-from vocero.contracts.ports import Health, LlmOutput, LlmRequest, RunnerStatus, Transcription
+from vocero.contracts.ports import (
+    Health,
+    LlmOutput,
+    LlmRequest,
+    Message,
+    RunnerStatus,
+    ToolCallRequest,
+    ToolIntent,
+    ToolResult,
+    Transcription,
+)
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.sim import EnergyVad, SimLlm, SimStt, SimTts
 from vocero.inference.sim.script import Rule, TtsScript
@@ -88,3 +107,110 @@ def fake_runners(
     llm = FakeLlm(rules or [Rule(match=".*", reply="I can help with orders and appointments.")])
     tts = FakeTts(TtsScript(ms_per_char=ms_per_char))
     return RunnerSet(kind="fake", vad=EnergyVad(), stt=s, llm=llm, tts=tts), s, llm, tts
+
+
+# ------------------------------------------------------------------------- the action path
+
+
+ToolAnswer = ToolResult | Callable[[ToolCallRequest], ToolResult]
+
+
+class FakeToolGateway:
+    """A scripted :class:`~vocero.contracts.ports.ToolGateway`: the tools it exposes, what each
+    answers, every request it received (what "reached the MCP server"). ``hold(tool)`` keeps
+    calls of that tool waiting until ``release(tool)``: a slow tool, a late result."""
+
+    def __init__(self, definitions: list[ToolDefinition], answers: dict[str, ToolAnswer]) -> None:
+        self._definitions = definitions
+        self._answers = answers
+        self.requests: list[ToolCallRequest] = []
+        self._held: dict[str, anyio.Event] = {}
+
+    def definitions(self) -> list[ToolDefinition]:
+        return list(self._definitions)
+
+    def hold(self, tool: str) -> None:
+        self._held[tool] = anyio.Event()
+
+    def release(self, tool: str) -> None:
+        self._held.pop(tool, anyio.Event()).set()
+
+    def calls(self, tool: str) -> list[ToolCallRequest]:
+        return [r for r in self.requests if r.tool == tool]
+
+    async def call(self, request: ToolCallRequest) -> ToolResult:
+        self.requests.append(request)
+        held = self._held.get(request.tool)
+        if held is not None:
+            await held.wait()
+        answer = self._answers.get(request.tool)
+        if answer is None:
+            return ToolResult(content={"error": "unknown_tool"}, is_error=True)
+        return answer(request) if callable(answer) else answer
+
+
+@dataclass
+class FakeActionCoordinator:
+    """A scripted :class:`~vocero.contracts.actions.ActionCoordinator` for orchestrator tests:
+    each intent gets the next plan scripted for its tool, each answer the next verdict. It
+    decides nothing itself; it records what the orchestrator asked of it."""
+
+    plans: dict[str, list[ToolPlan]] = field(default_factory=dict)
+    verdicts: list[ConfirmationVerdict] = field(default_factory=list)
+    outcomes: dict[str, ToolOutcome] = field(default_factory=dict)
+    proposed: list[tuple[TurnRef, ToolIntent]] = field(default_factory=list)
+    answers: list[tuple[str, int, str, str]] = field(default_factory=list)
+    executed: list[ToolPlan] = field(default_factory=list)
+    deliveries: list[tuple[str, str, bool]] = field(default_factory=list)
+    question: ToolPlan | None = None
+
+    async def propose(
+        self, turn: TurnRef, intent: ToolIntent, *, history: Sequence[Message] = ()
+    ) -> ToolPlan:
+        self.proposed.append((turn, intent))
+        plan = self.plans[intent.name].pop(0)
+        if plan.kind == "confirm":
+            self.question = plan
+        return plan
+
+    async def execute(self, plan: ToolPlan, on_status: StatusCallback) -> ToolOutcome:
+        self.executed.append(plan)
+        outcome = self.outcomes.get(plan.tool) or ToolOutcome(
+            tool_call_id=plan.tool_call_id, status="committed", result={"summary": "Done."})
+        on_status(plan.tool_call_id, plan.proposal_id, outcome.status, outcome.reason_code)
+        return outcome
+
+    async def submit_confirmation(
+        self,
+        turn: TurnRef | None,
+        proposal_id: str,
+        revision: int,
+        decision: Literal["confirm", "reject", "uncertain"],
+        *,
+        source: Literal["button", "speech"],
+    ) -> ConfirmationVerdict:
+        self.answers.append((proposal_id, revision, decision, source))
+        verdict = self.verdicts.pop(0)
+        if verdict.binds:
+            self.question = None
+        return verdict
+
+    def active_question(self) -> ToolPlan | None:
+        return self.question
+
+    async def record_delivery(
+        self, generation_id: str, *, heard_text: str, complete: bool, observable: bool = True
+    ) -> None:
+        self.deliveries.append((generation_id, heard_text, complete))
+
+    async def readback_started(self, plan: ToolPlan, generation_id: str) -> None:
+        return None
+
+    async def drop_question(self, proposal_id: str, revision: int) -> None:
+        self.question = None
+
+    def withdrawable(self) -> ToolPlan | None:
+        return None
+
+    async def withdraw(self, turn: TurnRef) -> str:
+        return ""

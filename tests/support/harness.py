@@ -12,7 +12,13 @@ import msgspec
 
 from vocero.contracts import events as ev
 from vocero.contracts.clock import VirtualClock
-from vocero.contracts.domain import DEFAULT_VOICE, AgentProfile, Caller, ProfileMatch
+from vocero.contracts.domain import (
+    DEFAULT_VOICE,
+    AgentProfile,
+    Caller,
+    ProfileMatch,
+    ToolDefinition,
+)
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.context import SessionContext, Timeouts
 from vocero.orchestrator.output import OutFrame, OutputChannel
@@ -28,7 +34,13 @@ def profile(**overrides: Any) -> AgentProfile:
     return msgspec.structs.replace(base, **overrides)
 
 
-def context(prof: AgentProfile | None = None, turn_mode: str = "server_vad") -> SessionContext:
+def context(
+    prof: AgentProfile | None = None,
+    turn_mode: str = "server_vad",
+    caller: Caller = CALLER,
+    tools: tuple[ToolDefinition, ...] = (),
+    session_id: str = "ses_test",
+) -> SessionContext:
     prof = prof or profile()
     effective = ev.Effective(
         locale="en-US",
@@ -40,7 +52,12 @@ def context(prof: AgentProfile | None = None, turn_mode: str = "server_vad") -> 
         profile_version=prof.version,
     )
     return SessionContext(
-        session_id="ses_test", caller=CALLER, profile=prof, effective=effective, voice=DEFAULT_VOICE
+        session_id=session_id,
+        caller=caller,
+        profile=prof,
+        effective=effective,
+        voice=DEFAULT_VOICE,
+        tools=tools,
     )
 
 
@@ -110,10 +127,13 @@ async def running(
     coordinator: Any = None,
     acks: bool = True,
     clock: VirtualClock | None = None,
+    caller: Caller = CALLER,
+    tools: tuple[ToolDefinition, ...] = (),
+    session_id: str = "ses_test",
 ) -> AsyncIterator[Harness]:
     """A running session on a virtual clock: time passes only when the test says
     (:meth:`Harness.advance`), so every timeout is reached exactly, never waited for."""
-    ctx = context(prof, turn_mode)
+    ctx = context(prof, turn_mode, caller, tools, session_id)
     clock = clock or VirtualClock()
     out = OutputChannel(max_lead_ms=ctx.profile.max_lead_ms, playout_acks=acks, clock=clock)
     session = Session(ctx, runners, out, coordinator=coordinator, timeouts=timeouts, clock=clock)

@@ -61,6 +61,7 @@ class VirtualClock:
         self._wall = start
         self._timers: list[_Timer] = []
         self._order = itertools.count()
+        self._scheduled = anyio.Event()
 
     def monotonic(self) -> float:
         return self._mono
@@ -90,7 +91,15 @@ class VirtualClock:
     def _schedule(self, seconds: float, action: Callable[[], None]) -> _Timer:
         timer = _Timer(self._mono + max(0.0, seconds), next(self._order), action)
         heapq.heappush(self._timers, timer)
+        self._scheduled.set()
         return timer
+
+    async def waited_on(self) -> None:
+        """Return once something waits on this clock (a timer is pending): then advancing it
+        reaches that deadline rather than passing before anyone waited."""
+        while self.next_deadline() is None:
+            self._scheduled = anyio.Event()
+            await self._scheduled.wait()
 
     async def sleep(self, seconds: float) -> None:
         woken = anyio.Event()

@@ -31,8 +31,8 @@ from vocero.contracts.errors import ToolCallError
 from vocero.contracts.events import ToolStatus
 from vocero.contracts.ports import (
     CallMeta,
-    Clock,
     Message,
+    Timers,
     ToolCallRequest,
     ToolGateway,
     ToolIntent,
@@ -116,7 +116,7 @@ class SessionCoordinator:
         builtins: BuiltinTools | None,
         repo: ActionRepository,
         executor: OperationExecutor,
-        clock: Clock,
+        clock: Timers,
         settings: CoordinatorSettings | None = None,
         metrics: Counter | None = None,
     ) -> None:
@@ -465,7 +465,7 @@ class SessionCoordinator:
             self._track_unsent(op)
             on_status(plan.tool_call_id, run.proposal_id, op.status, op.reason_code)
 
-        watch = Watch(self.executor, run.operation_id, forward)
+        watch = Watch(self.executor, run.operation_id, forward, self.clock)
         self._s.watches.append(watch)
         try:
             _, schema_now, available = self._definition(run.tool)

@@ -26,7 +26,7 @@ import structlog
 from vocero.contracts.domain import AgentProfile
 from vocero.contracts.errors import ToolCallError
 from vocero.contracts.events import ToolStatus
-from vocero.contracts.ports import CallMeta, ToolCallRequest, ToolGateway, ToolResult
+from vocero.contracts.ports import CallMeta, Timers, ToolCallRequest, ToolGateway, ToolResult
 from vocero.policy.gate import ResolvedTool, resolve
 from vocero.policy.operations import TERMINAL, InvalidOperationTransition
 from vocero.policy.ports import BuiltinTools, StepHook, SupportsLookup
@@ -368,7 +368,14 @@ class Watch:
     """Follows one operation: forwards every status change and notes when it settled
     (``committed``, ``rejected``, or ``unknown`` with nothing more the worker can learn)."""
 
-    def __init__(self, executor: OperationExecutor, operation_id: str, on_change: Listener) -> None:
+    def __init__(
+        self,
+        executor: OperationExecutor,
+        operation_id: str,
+        on_change: Listener,
+        clock: Timers | None = None,
+    ) -> None:
+        self._clock = clock
         self._executor = executor
         self._operation_id = operation_id
         self._on_change = on_change
@@ -388,7 +395,10 @@ class Watch:
         current = await self._executor.repo.get(self._operation_id)
         if current is not None and settled(current):
             return current
-        with anyio.move_on_after(timeout_s):
+        deadline = (
+            self._clock.move_on_after(timeout_s) if self._clock else anyio.move_on_after(timeout_s)
+        )
+        with deadline:
             await self.settled.wait()
         return self.last or current
 
