@@ -36,10 +36,12 @@ from vocero.mcp_gateway.pin_store import SqlPinRepository
 from vocero.observability.metrics import Metrics
 from vocero.orchestrator.session import Session
 from vocero.policy import ActionPlane
+from vocero.speech.knowledge import KnowledgeTools
 from vocero.store.audit import AuditLog
 from vocero.store.engine import Store, async_url, sqlite_file
 from vocero.store.migrate import upgrade_async
 from vocero.store.repositories import Conversations
+from vocero.store.units import UnitRepository
 from vocero.voice_vault import VaultCipher, VoiceVault, load_key
 
 log = structlog.get_logger("vocero.runtime")
@@ -160,7 +162,9 @@ async def open_runtime(
     metrics = Metrics()
     port = MetricsPort(metrics)
     conversations = Conversations(store)
-    recorder = StoreRecorder(conversations, on_drop=lambda: port.count("recorder_drops"))
+    recorder = StoreRecorder(
+        conversations, on_drop=lambda: port.count("recorder_drops"), units=UnitRepository(store)
+    )
     shared, per_session = build_runners(settings)
     runtime = Runtime(
         settings=settings,
@@ -188,7 +192,9 @@ async def open_runtime(
     followups = runtime.followups = followup_services(
         store, SystemClock(), conversations, recorder=recorder, metrics=port
     )
-    runtime.builtins = builtin_tools(followups)
+    knowledge = KnowledgeTools(store)
+    await knowledge.sync(profiles)  # every profile's claim catalog, with versions (SPEC §8)
+    runtime.builtins = BuiltinSet(builtin_tools(followups), knowledge)
     runtime.actions = ActionPlane(
         store,
         builtins=runtime.builtins,
