@@ -65,6 +65,27 @@ async def test_a_late_planned_write_never_undoes_a_decision(store: Store) -> Non
     assert (view.disposition, view.reason_code) == ("canceled", "generation_canceled")
 
 
+async def test_the_first_decision_is_final_and_later_writes_only_add_audio(
+    store: Store,
+) -> None:
+    await open_session(store)
+    repo = UnitRepository(store)
+    [unit] = planner().claims(["returns.opened"])
+    await repo.record(unit_entry(unit, session_id="ses_1"))
+    await repo.record(decided_entry(unit, Decision("ready"), session_id="ses_1",
+                                    at=DECEMBER_1 + 1, audio_offset_ms=250.0))
+    await repo.record(decided_entry(unit, Decision("ready"), session_id="ses_1",
+                                    at=DECEMBER_1 + 3, audio_ms=1800.0,
+                                    synthesis={"runner": "sim-tts"}))
+    await repo.record(decided_entry(unit, Decision("canceled", "generation_canceled"),
+                                    session_id="ses_1", at=DECEMBER_1 + 4))
+    [view] = await repo.units("ses_1")
+    assert (view.disposition, view.reason_code) == ("admitted", "")
+    assert view.admitted_at == datetime.fromtimestamp(DECEMBER_1 + 1, UTC)
+    assert (view.audio_offset_ms, view.audio_ms) == (250.0, 1800.0)
+    assert view.synthesis == {"runner": "sim-tts"}
+
+
 async def test_played_ms_follows_the_generations_playout(store: Store) -> None:
     await open_session(store)
     repo = UnitRepository(store)

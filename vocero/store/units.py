@@ -135,16 +135,18 @@ class UnitRepository:
         return datetime.fromtimestamp(self._clock.now(), UTC)
 
     async def record(self, entry: UnitEntry) -> None:
-        """Insert the unit, or update what may change once it is decided. A decided unit is
-        never set back to ``planned`` (writes may arrive in any order)."""
+        """Insert the unit, or update it. The first decision is final: a decided unit keeps its
+        disposition, reason and times whatever arrives later (an admitted unit later cut off is
+        still admitted; its ``played_ms`` shows the cut); later writes only add its audio length
+        and synthesis settings."""
         async with self._store.write() as session:
             row = await session.get(SpokenUnitRow, entry.unit_id)
             if row is None:
                 session.add(await _new_row(session, entry, self._store.dialect))
-                return
-            if row.disposition in DECIDED and entry.disposition not in DECIDED:
-                return
-            _apply(row, entry)
+            elif row.disposition in DECIDED:
+                _add_audio(row, entry)
+            else:
+                _apply(row, entry)
 
     async def save_audio(
         self, session_id: str, buffer: UnitAudioBuffer, *,
@@ -226,10 +228,14 @@ async def _new_row(session: AsyncSession, entry: UnitEntry, dialect: str) -> Spo
 def _apply(row: SpokenUnitRow, entry: UnitEntry) -> None:
     row.disposition = entry.disposition
     row.reason_code = entry.reason_code
-    row.decided_at = entry.decided_at or row.decided_at
-    row.admitted_at = entry.admitted_at or row.admitted_at
-    row.audio_offset_ms = entry.audio_offset_ms or row.audio_offset_ms
-    row.audio_ms = max(entry.audio_ms, row.audio_ms)
+    row.decided_at = entry.decided_at
+    row.admitted_at = entry.admitted_at
+    row.audio_offset_ms = entry.audio_offset_ms
+    _add_audio(row, entry)
+
+
+def _add_audio(row: SpokenUnitRow, entry: UnitEntry) -> None:
+    row.audio_ms = max(entry.audio_ms, row.audio_ms or 0.0)
     if entry.synthesis:
         row.synthesis = dict(entry.synthesis)
 
