@@ -186,3 +186,33 @@ async def test_the_command_line(tmp_path: Path, demo: AgentProfile,
     missing = await anyio.to_thread.run_sync(
         lambda: main(["review", "ses_nope", "--out", str(out), "--db", url]))
     assert missing == 2
+
+
+def test_an_interruption_after_the_answer_was_self_contained() -> None:
+    from datetime import UTC, datetime
+
+    from vocero.app.review import ReviewData, interruption_points
+    from vocero.store.records import GenerationRecord, SessionRecord
+    from vocero.store.units import UnitView
+
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    session = SessionRecord(id=SID, tenant_id="acme", subject_ref="s", profile_id="demo",
+                            profile_version="1", state="CLOSING", effective={},
+                            resume_token_hash=None, created_at=at, closed_at=None)
+
+    def view(unit_id: str, index: int, offset: float, length: float, kind: str) -> UnitView:
+        return UnitView(
+            unit_id=unit_id, session_id=SID, seq=index + 1, generation_id="gen_1",
+            turn_id="turn_1", question_revision=0, index=index, kind=kind, text="x",
+            claim_keys=[], evidence=[], disposition="admitted", reason_code="",
+            planned_at=at, decided_at=at, admitted_at=at, audio_offset_ms=offset,
+            audio_ms=length, played_ms=0, synthesis={}, has_audio=False)
+
+    units = [view("u1", 0, 0.0, 2000.0, "claim"), view("u2", 1, 2000.0, 1500.0, "conversational")]
+    cut = GenerationRecord(id="gen_1", session_id=SID, turn_id="turn_1", status="interrupted",
+                           generated_text="", heard_text="", played_ms=2600, sent_ms=3500,
+                           created_at=at, completed_at=at)
+    [point] = interruption_points(ReviewData(session=session, turns=[], generations=[cut],
+                                             units=units))
+    assert (point["unit_id"], point["offset_in_unit_ms"]) == ("u2", 600)
+    assert point["before_self_contained"] is False
