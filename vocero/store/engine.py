@@ -10,8 +10,8 @@ lock the rows you will change with ``SELECT … FOR UPDATE``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,8 @@ class Store:
         # in order instead of polling the file lock until ``busy_timeout`` gives up under load;
         # other processes (a second server, a restarted one) still wait on the file lock.
         self._write_turn: anyio.Lock | None = anyio.Lock() if self.dialect == "sqlite" else None
+        self._open = 0
+        self._quiet: anyio.Event | None = None
 
     @classmethod
     def open(cls, url: str | URL, **kwargs: Any) -> Store:
@@ -129,7 +131,7 @@ class Store:
         Transactions are shielded from cancellation: they are short and touch only the database,
         and a transaction cancelled half-way leaves its pooled connection (aiosqlite's worker
         thread) in a state the event loop cannot shut down cleanly."""
-        with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True), self._counted():
             async with self.sessions() as session, session.begin():
                 yield session
 
@@ -137,13 +139,36 @@ class Store:
     async def write(self) -> AsyncIterator[AsyncSession]:
         """A session in one write transaction: commits on normal exit, rolls back on error.
         Keep it short and await nothing but the database inside it."""
-        with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True), self._counted():
             if self._write_turn is None:
                 async with self._writers() as session, session.begin():
                     yield session
                 return
             async with self._write_turn, self._writers() as session, session.begin():
                 yield session
+
+    @contextmanager
+    def _counted(self) -> Iterator[None]:
+        self._open += 1
+        try:
+            yield
+        finally:
+            self._open -= 1
+            if self._open == 0 and self._quiet is not None:
+                self._quiet.set()
+                self._quiet = None
+
+    @property
+    def busy(self) -> bool:
+        """A transaction of this process is open (its work runs in a database thread)."""
+        return self._open > 0
+
+    async def quiet(self) -> None:
+        """Return once no transaction of this process is open."""
+        while self._open:
+            if self._quiet is None:
+                self._quiet = anyio.Event()
+            await self._quiet.wait()
 
     async def close(self) -> None:
         await self.engine.dispose()
