@@ -22,6 +22,7 @@ from vocero.app.stats import percentiles
 from vocero.contracts import codec
 from vocero.contracts import events as ev
 from vocero.contracts.domain import DEFAULT_VOICE, AgentProfile, Caller, ProfileMatch
+from vocero.contracts.secrets import Secret
 from vocero.inference.sim import build_sim_runners
 from vocero.inference.sim.script import Rule, SimScript, TtsScript
 from vocero.orchestrator.context import SessionContext
@@ -47,7 +48,7 @@ def _session(
         profile_id="bench",
         profile_version="1",
     )
-    caller = Caller(token="t", subject="bench", tenant="bench")
+    caller = Caller(token=Secret("t"), subject="bench", tenant="bench")
     ctx = SessionContext(
         session_id="ses_bench",
         caller=caller,

@@ -35,6 +35,7 @@ from vocero.app.settings import REPO_ROOT
 from vocero.contracts.actions import TurnRef
 from vocero.contracts.domain import AgentProfile, Caller, McpServerSpec
 from vocero.contracts.ports import ToolIntent
+from vocero.contracts.secrets import Secret
 from vocero.identity.profiles import load_profile
 from vocero.mcp_gateway import McpConnections, McpGateway
 from vocero.policy import ActionPlane, ExecutorSettings, SessionCoordinator
@@ -163,7 +164,7 @@ def _ignore(*_: Any) -> None:
 
 async def _lane(plane: ActionPlane, store: Store, profile: AgentProfile, connections:
                 McpConnections, appointment: str, number: int) -> _Lane:
-    who = Caller(token=f"bench-{number}", subject=f"bench-{number}", tenant="acme",
+    who = Caller(token=Secret(f"bench-{number}"), subject=f"bench-{number}", tenant="acme",
                  roles=["customer"], scopes=["appointments:read", "appointments:write"],
                  timezone="Europe/Madrid")
     session_id = f"ses_bench_{number}_{time.monotonic_ns()}"

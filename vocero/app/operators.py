@@ -8,18 +8,23 @@ from pathlib import Path
 
 import msgspec
 
+from vocero.contracts.secrets import Secret
 from vocero.identity.config_files import convert, read_yaml
 
 
 class Operator(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    token: str
+    token: Secret
     name: str
     roles: list[str]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.token, Secret):
+            msgspec.structs.force_setattr(self, "token", Secret(self.token))
 
 
 class OperatorDirectory:
     def __init__(self, operators: list[Operator]) -> None:
-        self._by_digest = {_digest(o.token): o for o in operators if o.token}
+        self._by_digest = {_digest(o.token.reveal()): o for o in operators if o.token}
 
     def authenticate(self, token: str) -> Operator | None:
         digest = _digest(token)
@@ -33,7 +38,7 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def load_operators(path: str, admin_token: str) -> OperatorDirectory:
+def load_operators(path: str, admin_token: Secret) -> OperatorDirectory:
     operators: list[Operator] = []
     if path:
         file = Path(path)

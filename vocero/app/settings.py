@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from vocero.contracts.secrets import NO_SECRET, Secret
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,16 +24,27 @@ class Settings:
     runners: str = "cpu"
     profiles: str = ""
     identities: str = ""
-    db: str = "sqlite+aiosqlite:///./var/vocero.db"
+    db: str = field(default="sqlite+aiosqlite:///./var/vocero.db", repr=False)
+    """Not in ``repr``: a PostgreSQL URL may carry a password."""
     sim_script: str = ""
-    operator_token: str = ""
+    operator_token: Secret = NO_SECRET
+    """The single admin's bearer token (a plain ``str`` given here is wrapped)."""
     operators: str = ""
     log_format: str = "console"
     max_sessions: int = 500
     resume_window_s: float = 120.0
     """How long after its connection ends a session may be resumed with its ``resume_token``."""
+    allowed_origins: str = ""
+    """Comma-separated origins a browser may open ``/v1/realtime`` from; ``*`` allows any.
+    Empty: the server's own origin only (see :func:`vocero.relay.origins.default_origins`)."""
+    max_pending_per_address: int = 32
+    """Connections from one address that may be open without a ``session.connect.v1`` yet."""
     followups_tick_s: float = 30.0
     """How often ``serve`` runs a pass of the follow-up queue (SPEC §9); 0 turns it off."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.operator_token, Secret):
+            object.__setattr__(self, "operator_token", Secret(self.operator_token))
 
     @property
     def profiles_dir(self) -> Path:
@@ -58,7 +71,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", default=_env("db", d.db))
     parser.add_argument("--sim-script", dest="sim_script", default=_env("sim_script", d.sim_script))
     parser.add_argument(
-        "--operator-token", dest="operator_token", default=_env("operator_token", d.operator_token)
+        "--operator-token",
+        dest="operator_token",
+        default=_env("operator_token", d.operator_token.reveal()),
     )
     parser.add_argument("--operators", default=_env("operators", d.operators))
     parser.add_argument(
@@ -86,6 +101,20 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=float(_env("followups_tick_s", str(d.followups_tick_s))),
         help="seconds between passes of the follow-up queue (0: off)",
+    )
+    parser.add_argument(
+        "--allowed-origins",
+        dest="allowed_origins",
+        default=_env("allowed_origins", d.allowed_origins),
+        help="comma-separated browser origins allowed on /v1/realtime ('*': any); "
+        "default: the server's own origin",
+    )
+    parser.add_argument(
+        "--max-pending-per-address",
+        dest="max_pending_per_address",
+        type=int,
+        default=int(_env("max_pending_per_address", str(d.max_pending_per_address))),
+        help="connections one address may hold open before sending session.connect.v1",
     )
 
 

@@ -9,13 +9,16 @@ from typing import Any, Literal
 
 import msgspec
 
+from vocero.contracts.secrets import Secret
+
 ActionClass = Literal["read", "reversible_write", "irreversible", "prohibited"]
 
 
 class Caller(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One entry of the identities file (SPEC §4)."""
 
-    token: str
+    token: Secret
+    """The caller's credential; a plain ``str`` given here is wrapped (never logged)."""
     subject: str
     tenant: str
     roles: list[str] = []
@@ -23,6 +26,10 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     locale: str = "en-US"
     timezone: str = "UTC"
     phone: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.token, Secret):
+            msgspec.structs.force_setattr(self, "token", Secret(self.token))
 
     @property
     def subject_ref(self) -> str:

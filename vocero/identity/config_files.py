@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 import yaml
 
+from vocero.contracts import secrets
 from vocero.contracts.errors import ConfigError
 
 T = TypeVar("T")
@@ -44,7 +45,7 @@ def read_yaml(path: Path) -> Any:
 def convert(data: Any, target: type[T], path: Path, prefix: str = "") -> T:
     """``msgspec.convert`` with its validation error translated into a :class:`ConfigError`."""
     try:
-        return msgspec.convert(data, target)
+        return msgspec.convert(data, target, dec_hook=secrets.dec_hook)
     except msgspec.ValidationError as exc:
         field, problem = translate(str(exc))
         raise ConfigError(str(path), join(prefix, field) or ROOT, problem) from exc

@@ -34,7 +34,7 @@ class IdentityDirectory:
         self._by_subject: dict[tuple[str, str], Caller] = {}
         for caller in callers:
             self._by_subject.setdefault((caller.tenant, caller.subject_ref), caller)
-            digest = _digest(caller.token)
+            digest = _digest(caller.token.reveal())
             if digest in self._by_digest:
                 raise ValueError("duplicate caller token")
             self._by_digest[digest] = caller
@@ -49,7 +49,9 @@ class IdentityDirectory:
         if not token:
             return None
         caller = self._by_digest.get(_digest(token))
-        if caller is None or not hmac.compare_digest(caller.token.encode(), token.encode()):
+        if caller is None:
+            return None
+        if not hmac.compare_digest(caller.token.reveal().encode(), token.encode()):
             return None
         return caller
 
@@ -95,13 +97,14 @@ def _check_callers(file: Path, callers: list[Caller]) -> None:
     seen: dict[bytes, int] = {}
     for index, caller in enumerate(callers):
         where = f"callers[{index}]"
-        for name in ("token", "subject", "tenant"):
-            if not getattr(caller, name).strip():
+        named = {"token": caller.token.reveal(), "subject": caller.subject, "tenant": caller.tenant}
+        for name, value in named.items():
+            if not value.strip():
                 raise ConfigError(str(file), f"{where}.{name}", "must not be empty")
         problem = check_timezone(caller.timezone)
         if problem:
             raise ConfigError(str(file), f"{where}.timezone", problem)
-        first = seen.setdefault(_digest(caller.token), index)
+        first = seen.setdefault(_digest(caller.token.reveal()), index)
         if first != index:
             raise ConfigError(str(file), f"{where}.token", f"duplicate of callers[{first}].token")
 

@@ -19,6 +19,7 @@ import structlog
 
 from vocero.contracts.domain import Caller
 from vocero.contracts.errors import ErrorCode, VoceroError
+from vocero.contracts.secrets import NO_SECRET
 from vocero.identity.identities import check_timezone
 
 log = structlog.get_logger(__name__)
@@ -106,7 +107,7 @@ def _caller_from(body: bytes, phone: str) -> Caller:
         log.warning("identity_api.invalid_user", problem="empty subject/tenant or bad timezone")
         raise IdentityApiError("identity API returned an invalid user")
     return Caller(
-        token="",
+        token=NO_SECRET,
         subject=user.subject,
         tenant=user.tenant,
         roles=list(user.roles),

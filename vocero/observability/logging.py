@@ -3,6 +3,8 @@
 Logs are events with static names (``log.info("turn.committed", turn_id=...)``); the session and
 turn ride along through contextvars (:mod:`vocero.observability.context`). Sensitive values are
 redacted before rendering unless a developer explicitly passes ``allow_sensitive=True``.
+Exceptions render in every format as plain tracebacks without local variables, scrubbed of
+every live secret (:mod:`vocero.observability.exceptions`), whatever ``allow_sensitive`` says.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Literal, TextIO
 import structlog
 from structlog.typing import Processor
 
+from vocero.observability.exceptions import plain_traceback, render_exception
 from vocero.observability.redaction import redact_event
 
 LogFormat = Literal["console", "json"]
@@ -76,7 +79,7 @@ def renderer(fmt: LogFormat) -> Processor:
     if fmt == "json":
         return structlog.processors.JSONRenderer(sort_keys=True)
     if fmt == "console":
-        return structlog.dev.ConsoleRenderer(colors=False)
+        return structlog.dev.ConsoleRenderer(colors=False, exception_formatter=plain_traceback)
     raise ValueError(f"unknown log format {fmt!r} (console|json)")
 
 
@@ -89,11 +92,9 @@ def level_number(level: str) -> int:
 
 
 def _tail(fmt: LogFormat) -> list[Processor]:
-    # ConsoleRenderer formats exceptions itself and warns when format_exc_info ran before it.
-    stack: list[Processor] = [structlog.processors.StackInfoRenderer()]
-    if fmt == "json":
-        stack.append(structlog.processors.format_exc_info)
-    return [*stack, renderer(fmt)]
+    # Exceptions are rendered here for both formats: ConsoleRenderer's own formatter (Rich)
+    # would print every frame's local variables, secrets among them.
+    return [structlog.processors.StackInfoRenderer(), render_exception, renderer(fmt)]
 
 
 def _logger_factory(file: TextIO | None) -> Any:

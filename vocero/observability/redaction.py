@@ -5,6 +5,7 @@ Structs: ``token``, ``resume_token``, ``operator_token``, ``password``, ``secret
 ``credential(s)``, ``authorization``, ``api_key``, ``audio``, ``pcm``, ``ref_audio``,
 ``ref_text``, ``arguments``, ``tool_arguments``, and any key starting with ``sensitive_``.
 Matching is on the last ``_``/``-`` separated word, so ``audio_ms`` or ``token_count`` stay.
+A :class:`~vocero.contracts.secrets.Secret` is redacted under any key.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 import msgspec
+
+from vocero.contracts.secrets import Secret
 
 REDACTED = "[redacted]"
 
@@ -35,7 +38,7 @@ def is_sensitive(key: object) -> bool:
 
 def redact(value: Any, depth: int = 0) -> Any:
     """A copy of ``value`` with every sensitive key's value replaced by ``[redacted]``."""
-    if depth > _MAX_DEPTH:
+    if depth > _MAX_DEPTH or isinstance(value, Secret):
         return REDACTED
     if isinstance(value, msgspec.Struct):
         value = msgspec.structs.asdict(value)
