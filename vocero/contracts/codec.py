@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
+from itertools import accumulate
 from typing import Any, get_args, get_type_hints
 
 import msgspec
@@ -22,10 +24,39 @@ for _cls in ev.SERVER_EVENT_TYPES:
     _SERVER_ENVELOPE_BY_PAYLOAD.setdefault(_payload, _cls)
 
 
+MAX_PAYLOAD_DEPTH = 32
+"""SPEC §2: a payload nested deeper than this (objects and arrays) is ``INVALID_PAYLOAD``."""
+_ENVELOPE_DEPTH = 2
+"""The envelope object and its ``data`` member hold the payload."""
+_MAX_FRAME_DEPTH = MAX_PAYLOAD_DEPTH + _ENVELOPE_DEPTH
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_INT64 = range(-(2**63), 2**63)
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"{}[]")))
+_STEP = [1 if byte in b"{[" else -1 for byte in range(256)]
+
+
+def too_deep(frame: bytes) -> bool:
+    """Whether objects and arrays nest deeper in this JSON text than a frame may (payload
+    limit plus the envelope), brackets inside strings ignored.
+
+    Linear, and in C: a frame with few opening brackets (audio frames have almost none) is
+    answered by two counts; otherwise strings are cut out and the bracket depth is summed."""
+    if frame.count(b"{") + frame.count(b"[") <= _MAX_FRAME_DEPTH:
+        return False
+    brackets = _JSON_STRING.sub(b"", frame).translate(None, _NOT_BRACKETS)
+    return max(accumulate(map(_STEP.__getitem__, brackets), initial=0)) > _MAX_FRAME_DEPTH
+
+
 def decode_client(frame: str | bytes) -> ev.ClientEvent:
-    """Decode one client frame, or raise :class:`ProtocolError` with the code SPEC §2 names."""
+    """Decode one client frame, or raise :class:`ProtocolError` with the code SPEC §2 names.
+
+    No input makes it raise anything else: nesting is bounded before decoding (the decoder
+    recurses) and integers must fit in 64 bits (they are used as floats and SQL integers)."""
+    data = frame.encode() if isinstance(frame, str) else frame
+    if too_deep(data):
+        raise ProtocolError("payload nested too deeply", code=ErrorCode.INVALID_PAYLOAD)
     try:
-        return _client_decoder.decode(frame)
+        event = _client_decoder.decode(data)
     except msgspec.ValidationError as exc:
         message = str(exc)
         if message.endswith("at `$.type`") or "missing required field `type`" in message:
@@ -35,6 +66,19 @@ def decode_client(frame: str | bytes) -> ev.ClientEvent:
         raise ProtocolError(message, code=ErrorCode.MALFORMED_EVENT) from None
     except msgspec.DecodeError as exc:
         raise ProtocolError(str(exc), code=ErrorCode.MALFORMED_EVENT) from None
+    _check_integers(event)
+    return event
+
+
+def _check_integers(event: ev.ClientEvent) -> None:
+    data = event.data
+    if data.sequence not in _INT64:
+        raise ProtocolError("sequence out of range", code=ErrorCode.MALFORMED_EVENT)
+    payload = data.payload
+    for name in payload.__struct_fields__:
+        value = getattr(payload, name)
+        if type(value) is int and value not in _INT64:
+            raise ProtocolError(f"{name} out of range", code=ErrorCode.INVALID_PAYLOAD)
 
 
 def decode_server(frame: str | bytes) -> ev.ServerEvent:
