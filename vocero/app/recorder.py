@@ -106,6 +106,11 @@ class StoreRecorder:
         c = self._conversations
         self._submit(lambda: c.update_session(session_id, state=state))
 
+    def configuration(self, session_id: str, effective: dict[str, Any]) -> None:
+        """The effective configuration an update applied."""
+        c = self._conversations
+        self._submit(lambda: c.update_session(session_id, effective=effective))
+
     def close(self, session_id: str, state: str) -> None:
         c = self._conversations
         self._submit(lambda: c.close_session(session_id, state=state))

@@ -22,6 +22,8 @@ from vocero.app.settings import Settings
 from vocero.identity.identities import IdentityDirectory
 from vocero.identity.profiles import ProfileCatalog
 from vocero.relay.connection import Connection
+from vocero.relay.limits import PendingConnections
+from vocero.relay.origins import OriginPolicy
 from vocero.relay.ports import RelayConfig
 
 STATIC = Path(__file__).parent / "static"
@@ -70,6 +72,10 @@ def create_app(
                 max_sessions=settings.max_sessions,
                 monotonic=runtime.monotonic,
                 wait_ready=runtime.wait_ready,
+                origins=OriginPolicy.parse(
+                    settings.allowed_origins, host=settings.host, port=settings.port
+                ),
+                pending=PendingConnections(settings.max_pending_per_address),
             )
             yield
             app.state.relay.draining = True

@@ -24,6 +24,7 @@ from vocero.contracts.domain import DEFAULT_VOICE, AgentProfile, Caller, ToolDef
 from vocero.contracts.errors import AuthError, ErrorCode
 from vocero.contracts.events import Effective, RejectedField
 from vocero.contracts.ports import Message
+from vocero.contracts.secrets import NO_SECRET, Secret
 from vocero.orchestrator.context import SessionContext
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import OutputChannel
@@ -41,10 +42,15 @@ class OpenSession:
     session: Session
     runtime: Runtime
     coordinator: SessionCoordinator | None = None
-    resume_token: str = ""
+    resume_token: Secret = NO_SECRET
     rejected: list[RejectedField] = field(default_factory=list)
     """Why a ``resume_token`` sent at connect was not honoured (a new session was opened)."""
     resumed: bool = False
+
+    def applied(self, effective: Effective) -> None:
+        """Persist the configuration an update applied, so the session's record shows the last
+        one applied (``GET /v1/sessions/{id}`` after close), not the one it opened with."""
+        self.runtime.recorder.configuration(self.session.ctx.session_id, _as_dict(effective))
 
     async def aclose(self, *, resumable: bool = False) -> None:
         """Release the session; ``resumable=False`` (the client closed it) withdraws its token."""
@@ -85,7 +91,7 @@ class SessionFactory:
         *,
         turn_mode: str,
         locale: str,
-        resume_token: str = "",
+        resume_token: Secret | None = None,
     ) -> OpenSession:
         runtime = self.runtime
         rejected: list[RejectedField] = []
@@ -94,7 +100,7 @@ class SessionFactory:
             previous, refusal = await self._to_resume(resume_token, caller, profile)
             if previous is None:
                 rejected.append(RejectedField(field="resume_token", reason=refusal))
-        token = secrets.token_urlsafe(24)
+        token = Secret(secrets.token_urlsafe(24))
         runners = runtime.runners_for_session()
         voice, voice_usable = await self._voice(profile, caller)
         effective = Effective(
@@ -128,7 +134,7 @@ class SessionFactory:
                 profile_id=profile.id,
                 profile_version=profile.version,
                 state="CONFIGURING",
-                effective={f: getattr(effective, f) for f in effective.__struct_fields__},
+                effective=_as_dict(effective),
                 resume_token_hash=_token_hash(token),
             )
         await runtime.audit.record(
@@ -177,7 +183,7 @@ class SessionFactory:
         )
 
     async def _to_resume(
-        self, token: str, caller: Caller, profile: AgentProfile
+        self, token: Secret, caller: Caller, profile: AgentProfile
     ) -> tuple[SessionRecord | None, str]:
         """The session ``token`` resumes, or ``None`` and why not.
 
@@ -263,5 +269,9 @@ class SessionFactory:
         return (*(d for d in pinned if not call_tool or d.name != call_tool), *builtins)
 
 
-def _token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+def _token_hash(token: Secret) -> str:
+    return hashlib.sha256(token.reveal().encode()).hexdigest()
+
+
+def _as_dict(effective: Effective) -> dict[str, Any]:
+    return {f: getattr(effective, f) for f in effective.__struct_fields__}

@@ -1,9 +1,15 @@
 """``/v1/realtime``: one WebSocket connection, from ``session.connect.v1`` to close.
 
+Before the upgrade is accepted, a browser ``Origin`` must be allowed (else HTTP 403) and the
+client's address may hold only so many connections that have not authenticated yet (else HTTP
+429). Admission takes a session slot in the same step as it checks the cap, and every way out of
+the connection gives it back.
+
 Two pumps run in one task group with the session: the inbound pump enforces the envelope rules
 (size, rate, sequence, schema, session id) and hands events to the session's handlers; the
 outbound pump drains the session's output channel (control lane first, paced audio after),
-stamps the server sequence and sends. The first task to finish cancels the rest.
+stamps the server sequence and sends. A third task closes the connection (1008) if the control
+lane overflows because the client stopped reading. The first task to finish cancels the rest.
 """
 
 from __future__ import annotations
@@ -15,17 +21,22 @@ from typing import Any, NoReturn
 import anyio
 import msgspec
 import structlog
+from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from vocero.contracts import codec
 from vocero.contracts import events as ev
 from vocero.contracts.errors import CODES, AuthError, CloseCode, ErrorCode, ProtocolError
+from vocero.contracts.secrets import Secret
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import ControlLaneFull, OutFrame, OutputChannel
 from vocero.orchestrator.session import Session
-from vocero.relay.limits import RateWindow, Strikes
+from vocero.relay.limits import AuditCoalescer, RateWindow, Strikes
 from vocero.relay.ports import RelayConfig, SessionHandle
 from vocero.relay.sanitize import sanitize
+
+HTTP_FORBIDDEN = 403
+HTTP_TOO_MANY_REQUESTS = 429
 
 log = structlog.get_logger("vocero.relay")
 
@@ -60,15 +71,23 @@ class Connection:
         self.out: OutputChannel | None = None
         self.close_code: int | None = None
         self.client_closed = False
+        self.pending_address: str | None = None
+        """The address counted as pending (not yet authenticated), until it is released."""
+        self.slot = ""
+        """The session slot this connection holds (``--max-sessions``), once admitted."""
+        self.audits = AuditCoalescer()
 
     # ------------------------------------------------------------------------ entry
 
     async def serve(self) -> None:
-        await self.ws.accept()
+        status = self._upgrade_refusal()
+        if status is not None:
+            await self._refuse_upgrade(status)
+            return
         try:
+            await self.ws.accept()
             caller_profile = await self._handshake()
-            if caller_profile is not None:
-                await self._run(*caller_profile)
+            await self._run(*caller_profile)
         except _Closed as closed:
             await self._close(closed.code)
         except WebSocketDisconnect:
@@ -78,24 +97,57 @@ class Connection:
             with contextlib.suppress(Exception):
                 await self._send_direct(error_payload(ErrorCode.INTERNAL))
             await self._close(CloseCode.INTERNAL_ERROR)
+        finally:
+            self._leave_pending()
+            self._release_slot()
+
+    # ---------------------------------------------------------------------- upgrade
+
+    def _upgrade_refusal(self) -> int | None:
+        """The HTTP status refusing this upgrade, or ``None``: a browser page of an origin that
+        is not allowed (403), or an address already holding its share of pending connections
+        (429). Otherwise the connection counts as pending until it authenticates."""
+        origin = self.ws.headers.get("origin")
+        if not self.config.origins.allows(origin, self.ws.headers.get("host", "")):
+            log.warning("relay.origin_refused")
+            return HTTP_FORBIDDEN
+        address = self.ws.client.host if self.ws.client is not None else ""
+        if not self.config.pending.enter(address):
+            log.warning("relay.pending_limit", limit=self.config.pending.limit)
+            return HTTP_TOO_MANY_REQUESTS
+        self.pending_address = address
+        return None
+
+    async def _refuse_upgrade(self, status: int) -> None:
+        self.config.metrics.count("sessions", outcome="rejected")
+        if "websocket.http.response" in self.ws.scope.get("extensions", {}):
+            await self.ws.send_denial_response(Response(status_code=status))
+        else:  # a server without denial responses answers a close before accept with 403
+            await self.ws.close(CloseCode.POLICY_VIOLATION)
+
+    def _leave_pending(self) -> None:
+        if self.pending_address is not None:
+            self.config.pending.leave(self.pending_address)
+            self.pending_address = None
 
     # -------------------------------------------------------------------- handshake
 
-    async def _handshake(self) -> tuple[Any, Any, str] | None:
+    async def _handshake(self) -> tuple[Any, Any, Secret | None]:
+        event: ev.ClientEvent | None = None
         with anyio.move_on_after(self.limits.connect_timeout_s):
             text = await self._receive_text()
-            try:
+            with contextlib.suppress(ProtocolError):
                 event = codec.decode_client(text) if text is not None else None
-            except ProtocolError:
-                event = None
-            if not isinstance(event, ev.SessionConnectV1) or event.data.sequence != 1:
-                await self._send_direct(error_payload(ErrorCode.CONNECT_REQUIRED))
-                raise _Closed(CloseCode.CONNECT_REQUIRED)
-            self.in_sequence = 1
-            return await self._admit(event.data.payload)
+        if not isinstance(event, ev.SessionConnectV1) or event.data.sequence != 1:
+            await self._deny_connect()  # not a connect first, or nothing within the timeout
+        self.in_sequence = 1
+        return await self._admit(event.data.payload)
+
+    async def _deny_connect(self) -> NoReturn:
+        await self._send_direct(error_payload(ErrorCode.CONNECT_REQUIRED))
         raise _Closed(CloseCode.CONNECT_REQUIRED)
 
-    async def _admit(self, connect: ev.Connect) -> tuple[Any, Any, str]:
+    async def _admit(self, connect: ev.Connect) -> tuple[Any, Any, Secret | None]:
         config = self.config
         if config.draining:
             await self._deny(ErrorCode.SHUTTING_DOWN, CloseCode.TRY_AGAIN_LATER, "draining")
@@ -104,9 +156,10 @@ class Connection:
             token_ref = hashlib.sha256(connect.token.encode()).hexdigest()[:16]
             config.factory.audit("session.auth_denied", {"token_ref": token_ref})
             await self._deny(ErrorCode.AUTH_DENIED, CloseCode.AUTH_DENIED, "auth_denied")
+        self._leave_pending()
         if config.wait_ready is not None and not await config.wait_ready():
             await self._deny(ErrorCode.CAPACITY_EXHAUSTED, CloseCode.TRY_AGAIN_LATER, "warming")
-        if len(config.active) >= config.max_sessions:
+        if not self._take_slot():
             await self._deny(ErrorCode.CAPACITY_EXHAUSTED, CloseCode.TRY_AGAIN_LATER, "capacity")
         try:
             profile = config.select_profile(caller)
@@ -116,9 +169,28 @@ class Connection:
                 {"tenant_id": caller.tenant, "subject_ref": caller.subject_ref},
             )
             await self._deny(ErrorCode.PROFILE_DENIED, CloseCode.PROFILE_DENIED, "no_profile")
-        return caller, profile, connect.resume_token
+        resume = connect.resume_token
+        return caller, profile, Secret(resume, remember=False) if resume else None
+
+    def _take_slot(self) -> bool:
+        """Check the cap and take a slot in one step: no await between the two, so concurrent
+        connects cannot all pass the check before any of them is counted."""
+        active = self.config.active
+        if len(active) >= self.config.max_sessions:
+            return False
+        self.slot = new_id("slot")
+        active.add(self.slot)
+        self.config.metrics.gauge("active_sessions", len(active))
+        return True
+
+    def _release_slot(self) -> None:
+        if self.slot:
+            self.config.active.discard(self.slot)
+            self.slot = ""
+            self.config.metrics.gauge("active_sessions", len(self.config.active))
 
     async def _deny(self, code: ErrorCode, close: int, outcome: str) -> NoReturn:
+        self._release_slot()  # at once: a refused connect never holds a slot while it closes
         self.config.metrics.count(
             "sessions", outcome="denied" if close != CloseCode.TRY_AGAIN_LATER else "rejected"
         )
@@ -127,7 +199,7 @@ class Connection:
 
     # -------------------------------------------------------------------------- run
 
-    async def _run(self, caller: Any, profile: Any, resume_token: str) -> None:
+    async def _run(self, caller: Any, profile: Any, resume_token: Secret | None) -> None:
         config = self.config
         out = OutputChannel(max_lead_ms=profile.max_lead_ms, monotonic=config.monotonic)
         self.out = out
@@ -145,9 +217,7 @@ class Connection:
         self.handle = handle
         session = handle.session
         self.session_id = session.ctx.session_id
-        config.active.add(self.session_id)
         config.metrics.count("sessions", outcome="admitted")
-        config.metrics.gauge("active_sessions", len(config.active))
         self._announce(session, list(handle.rejected))
         try:
             with structlog.contextvars.bound_contextvars(session_id=self.session_id):
@@ -155,11 +225,22 @@ class Connection:
                     await tg.start(self._own, session)
                     tg.start_soon(self._first_done, tg, self._inbound, session)
                     tg.start_soon(self._first_done, tg, self._outbound)
+                    tg.start_soon(self._first_done, tg, self._overflow_watch, out)
+            if out.overflowed.is_set():
+                await self._close(CloseCode.POLICY_VIOLATION)
         finally:
-            config.active.discard(self.session_id)
-            config.metrics.gauge("active_sessions", len(config.active))
+            self._release_slot()
+            self._audit_coalesced()
             with anyio.CancelScope(shield=True):
                 await handle.aclose(resumable=not self.client_closed)
+
+    async def _overflow_watch(self, out: OutputChannel) -> None:
+        """A client that stops reading while frames keep coming fills the control lane; the
+        channel never raises into the session's producers, it flags the overflow, and this
+        ends the connection (1008 once the task group has stopped)."""
+        await out.overflowed.wait()
+        self.config.metrics.count("frames_rejected", reason="control_lane_full")
+        log.warning("relay.control_lane_overflow")
 
     async def _own(
         self,
@@ -183,7 +264,7 @@ class Connection:
         assert self.out is not None and self.handle is not None
         applied = ev.ConfigurationApplied(
             session_id=self.session_id,
-            resume_token=self.handle.resume_token,
+            resume_token=self.handle.resume_token.reveal(),
             effective=session.ctx.effective,
             rejected_fields=rejected,
         )
@@ -279,7 +360,7 @@ class Connection:
         return False
 
     def _update(self, session: Session, update: ev.UpdateRequested) -> None:
-        result = sanitize(update)
+        result = sanitize(update, profile_locale=session.ctx.profile.locale)
         effective = session.ctx.effective
         changes: dict[str, Any] = {}
         if result.locale is not None:
@@ -292,17 +373,33 @@ class Connection:
         if changes:
             effective = msgspec.structs.replace(effective, **changes)
             session.ctx = _with_effective(session.ctx, effective)
+            if self.handle is not None:
+                self.handle.applied(effective)
         if result.rejected or changes:
-            self.config.factory.audit(
-                "session.configuration_applied",
+            self._audit_difference(
                 {
                     "applied": sorted(changes),
                     "rejected": [r.field for r in result.rejected],
                     "reasons": [r.reason for r in result.rejected],
-                },
-                session_id=self.session_id,
+                }
             )
         self._announce(session, result.rejected)
+
+    def _audit_difference(self, difference: dict[str, list[str]]) -> None:
+        """Audit what an update changed or refused, coalescing repeats (:class:`AuditCoalescer`)."""
+        if self.audits.admit(tuple(tuple(v) for v in difference.values())):
+            self.config.factory.audit(
+                "session.configuration_applied", dict(difference), session_id=self.session_id
+            )
+
+    def _audit_coalesced(self) -> None:
+        """The summary of coalesced updates, once the connection ends (before its close frame
+        is sent, so that whoever saw the close finds the summary audited)."""
+        summary = self.audits.take_summary()
+        if summary is not None:
+            self.config.factory.audit(
+                "session.configuration_coalesced", summary, session_id=self.session_id
+            )
 
     # --------------------------------------------------------------------- outbound
 
@@ -339,7 +436,7 @@ class Connection:
         )
         await self.ws.send_text(codec.encode(event).decode())
 
-    async def _send_direct(self, payload: msgspec.Struct) -> None:
+    async def _send_direct(self, payload: ev.Error) -> None:
         await self._send_frame(OutFrame(payload=payload))
 
     # ----------------------------------------------------------------------- plumbing
@@ -358,6 +455,7 @@ class Connection:
         return text if isinstance(text, str) else None
 
     async def _close(self, code: int) -> None:
+        self._audit_coalesced()
         if self.ws.application_state == WebSocketState.CONNECTED:
             with contextlib.suppress(RuntimeError, OSError):
                 await self.ws.close(code)

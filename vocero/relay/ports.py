@@ -7,17 +7,23 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from vocero.contracts.domain import AgentProfile, Caller
-from vocero.contracts.events import RejectedField
+from vocero.contracts.events import Effective, RejectedField
+from vocero.contracts.secrets import Secret
 from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.session import Session
-from vocero.relay.limits import Limits
+from vocero.relay.limits import Limits, PendingConnections
+from vocero.relay.origins import OriginPolicy
 
 
 class SessionHandle(Protocol):
     session: Session
-    resume_token: str
+    resume_token: Secret
     rejected: list[RejectedField]
     """Why a ``resume_token`` sent at connect was not honoured (a new session was opened)."""
+
+    def applied(self, effective: Effective) -> None:
+        """Record the effective configuration an update applied (kept after the session)."""
+        ...
 
     async def aclose(self, *, resumable: bool = False) -> None:
         """Release what the session held (tool connections, recorder flush); ``resumable``
@@ -34,7 +40,7 @@ class SessionFactory(Protocol):
         *,
         turn_mode: str,
         locale: str,
-        resume_token: str = "",
+        resume_token: Secret | None = None,
     ) -> SessionHandle: ...
 
     def audit(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:
@@ -61,4 +67,10 @@ class RelayConfig:
     wait_ready: Callable[[], Awaitable[bool]] | None = None
     """Waits (bounded) until runners and tool connections are warm; False if they never were."""
     active: set[str] = field(default_factory=set)
+    """Session slots taken (``--max-sessions``): one key per admitted connection."""
     draining: bool = False
+    origins: OriginPolicy = field(default_factory=OriginPolicy)
+    """Browser origins allowed to upgrade; the default allows none (requests without ``Origin``
+    are never affected)."""
+    pending: PendingConnections = field(default_factory=lambda: PendingConnections(32))
+    """Connections per address not yet authenticated (``--max-pending-per-address``)."""

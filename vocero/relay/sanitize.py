@@ -7,8 +7,10 @@ tools, the instructions, limits, scopes or credentials is removed and reported w
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+import langcodes
 import msgspec
 
 from vocero.contracts import events as ev
@@ -25,7 +27,11 @@ REASONS: dict[str, str] = {
     "limits": "limits_governed_by_platform",
     "scopes": "scopes_governed_by_identity",
 }
-SUPPORTED_LOCALE_PREFIXES = ("en",)
+MAX_LOCALE_CHARS = 35
+"""SPEC §2: a longer ``preferences.locale`` is refused (RFC 5646 suggests 35 as enough)."""
+RUNNER_LANGUAGES = frozenset({"en"})
+"""Languages every built-in runner set (sim, cpu, gb10) transcribes and speaks."""
+_TAG_SYNTAX = re.compile(r"[A-Za-z]{2,8}(?:-[A-Za-z0-9]{1,8})*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +42,25 @@ class Sanitized:
     rejected: list[ev.RejectedField]
 
 
-def sanitize(update: ev.UpdateRequested) -> Sanitized:
+def supported_locale(tag: str, profile_locale: str) -> str | None:
+    """The canonical form of ``tag`` (``EN-gb`` -> ``en-GB``) when it is a valid BCP 47 tag of
+    at most 35 characters in a language both the profile (its own locale's language) and the
+    runners speak; ``None`` otherwise. The profile's own locale is always supported."""
+    if len(tag) > MAX_LOCALE_CHARS or not _TAG_SYNTAX.fullmatch(tag):
+        return None
+    if not langcodes.tag_is_valid(tag):
+        return None
+    canonical = langcodes.standardize_tag(tag)
+    if canonical.lower() == profile_locale.lower():
+        return profile_locale
+    language = langcodes.Language.get(canonical).language
+    profile_language = langcodes.Language.get(profile_locale).language
+    if language != profile_language or language not in RUNNER_LANGUAGES:
+        return None
+    return canonical
+
+
+def sanitize(update: ev.UpdateRequested, *, profile_locale: str = "en-US") -> Sanitized:
     rejected = [
         ev.RejectedField(field=name, reason=REASONS[name])
         for name in ev.GOVERNED_FIELDS
@@ -52,9 +76,8 @@ def sanitize(update: ev.UpdateRequested) -> Sanitized:
             if getattr(prefs, name) is not msgspec.UNSET
         ]
         if isinstance(prefs.locale, str):
-            if prefs.locale.lower().startswith(SUPPORTED_LOCALE_PREFIXES):
-                locale = prefs.locale
-            else:
+            locale = supported_locale(prefs.locale, profile_locale)
+            if locale is None:
                 rejected.append(
                     ev.RejectedField(field="preferences.locale", reason="locale_not_supported")
                 )
