@@ -20,6 +20,7 @@ from vocero.app.followups_runtime import (
     run_ticks,
 )
 from vocero.app.recorder import StoreRecorder
+from vocero.app.recovery import recover_interrupted_sessions
 from vocero.app.settings import Settings, db_url
 from vocero.app.telemetry import MetricsPort
 from vocero.contracts.builtins import BuiltinSet
@@ -210,6 +211,10 @@ async def open_runtime(
             on_revoked=getattr(shared.tts, "forget_voice", None),
         )
         await runtime.vault.load()
+        # sessions a crash left live are closed (and stay resumable) before any connection
+        await recover_interrupted_sessions(
+            conversations, runtime.audit, window_s=settings.resume_window_s
+        )
         async with anyio.create_task_group() as tg:
             runtime.tg = tg
             await tg.start(recorder.run)

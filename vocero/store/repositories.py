@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+import msgspec
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from vocero.contracts.clock import SystemClock
@@ -29,6 +30,18 @@ from vocero.store.records import (
     SessionRecord,
     TurnRecord,
 )
+
+CRASH_STATE = "FAILED"
+"""The state of a session a crash ended (it is never left ``SPEAKING``)."""
+
+
+class InterruptedSession(msgspec.Struct, frozen=True, kw_only=True):
+    """A session that was live when the process died, as :meth:`Conversations.recover_interrupted`
+    closed it."""
+
+    session_id: str
+    previous_state: str
+    resumable: bool
 
 
 class SessionNotFoundError(LookupError):
@@ -133,6 +146,39 @@ class Conversations:
             row.closed_at = row.closed_at or self._now()
         return _session_record(row)
 
+    async def recover_interrupted(self, *, window_s: float) -> list[InterruptedSession]:
+        """Close every session a crash left open (no ``closed_at``): state ``FAILED``, closed
+        now, generations still in progress ``failed``. Like a dropped connection, each stays
+        resumable with its token for ``window_s`` from now, unless nothing happened in it for
+        longer than that before the restart (its token is then withdrawn). Run at start-up,
+        before any connection is served."""
+        now = self._now()
+        async with self._store.write() as session:
+            rows = (await session.scalars(
+                select(SessionRow).where(SessionRow.closed_at.is_(None)).with_for_update()
+            )).all()
+            active = await _last_activity(session, [row.id for row in rows])
+            recovered = []
+            for row in rows:
+                last = max(filter(None, (_aware(row.created_at), active.get(row.id))))
+                resumable = bool(row.resume_token_hash) and now - last <= timedelta(
+                    seconds=window_s
+                )
+                recovered.append(InterruptedSession(
+                    session_id=row.id, previous_state=row.state, resumable=resumable
+                ))
+                row.state, row.closed_at = CRASH_STATE, now
+                if not resumable:
+                    row.resume_token_hash = ""
+            if rows:
+                await session.execute(
+                    update(GenerationRow)
+                    .where(GenerationRow.session_id.in_([row.id for row in rows]),
+                           GenerationRow.status == "in_progress")
+                    .values(status="failed", completed_at=now)
+                )
+        return recovered
+
     # ------------------------------------------------------------------------------- turns
 
     async def add_turn(
@@ -208,6 +254,32 @@ class Conversations:
             for g in generations
         ]
         return [entry for _, entry in sorted(timeline, key=lambda item: item[0])]
+
+
+async def _last_activity(session: AsyncSession, session_ids: list[str]) -> dict[str, datetime]:
+    """The latest turn or generation time of each session (sessions with neither are absent)."""
+    if not session_ids:
+        return {}
+    latest: dict[str, datetime] = {}
+    queries = (
+        select(TurnRow.session_id, func.max(TurnRow.created_at))
+        .where(TurnRow.session_id.in_(session_ids)).group_by(TurnRow.session_id),
+        select(GenerationRow.session_id, func.max(GenerationRow.created_at))
+        .where(GenerationRow.session_id.in_(session_ids)).group_by(GenerationRow.session_id),
+        select(GenerationRow.session_id, func.max(GenerationRow.completed_at))
+        .where(GenerationRow.session_id.in_(session_ids)).group_by(GenerationRow.session_id),
+    )
+    for query in queries:
+        for session_id, at in (await session.execute(query)).all():
+            if at is not None:
+                at = _aware(at)
+                latest[session_id] = max(latest.get(session_id, at), at)
+    return latest
+
+
+def _aware(at: datetime) -> datetime:
+    """Aggregates may come back naive on SQLite; stored times are UTC."""
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 async def _locked_session(session: AsyncSession, session_id: str) -> SessionRow:
