@@ -71,33 +71,64 @@ async def get_session(request: Request, runtime: Runtime, _: Operator) -> Respon
     )
 
 
+AUDIT_PAGE = 500
+"""SPEC §3: ``GET /v1/audit`` returns at most this many events unless ``limit`` says fewer."""
+AUDIT_PAGE_MAX = 5000
+
+
 async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response:
+    """Audit events in ``seq`` order, a page at a time (``after_seq``, ``limit``); each item
+    carries everything its hash covers (docs/security.md shows how to verify the chain)."""
     session_id = request.query_params.get("session_id") or None
+    try:
+        after_seq = _int_query(request, "after_seq", 0, 0, 2**63 - 1)
+        limit = _int_query(request, "limit", AUDIT_PAGE, 1, AUDIT_PAGE_MAX)
+    except _BadQuery as bad:
+        return json({"error": {"code": "invalid_query", "field": bad.field, "reason": bad.reason}},
+                    400)  # fmt: skip
     await runtime.audits_settled()
-    events = await runtime.audit.events(session_id=session_id)
+    events = await runtime.audit.events(session_id=session_id, after_seq=after_seq, limit=limit + 1)
+    page = events[:limit]
     verification = await runtime.audit.verify()
-    return json(
-        {
-            "items": [
-                {
-                    "seq": e.seq,
-                    "kind": e.kind,
-                    "session_id": e.session_id,
-                    "actor": e.actor,
-                    "at": e.at,
-                    "data": e.data,
-                    "prev_hash": e.prev_hash,
-                    "hash": e.hash,
-                }
-                for e in events
-            ],
-            "chain": {
-                "ok": verification.ok,
-                "count": verification.count,
-                "broken_at_seq": verification.broken_at_seq,
-            },
-        }
-    )
+    body: dict[str, Any] = {
+        "items": [
+            {
+                "chain": e.chain,
+                "seq": e.seq,
+                "kind": e.kind,
+                "session_id": e.session_id,
+                "actor": e.actor,
+                "at": e.at,
+                "data": e.data,
+                "prev_hash": e.prev_hash,
+                "hash": e.hash,
+            }
+            for e in page
+        ],
+        "chain": {
+            "ok": verification.ok,
+            "count": verification.count,
+            "broken_at_seq": verification.broken_at_seq,
+        },
+    }
+    if len(events) > limit:
+        body["next_after_seq"] = page[-1].seq
+    return json(body)
+
+
+class _BadQuery(Exception):
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(field)
+        self.field, self.reason = field, reason
+
+
+def _int_query(request: Request, name: str, default: int, low: int, high: int) -> int:
+    text = request.query_params.get(name)
+    if text is None or text == "":
+        return default
+    if not text.isascii() or not text.isdigit() or len(text) > 19 or not low <= int(text) <= high:
+        raise _BadQuery(name, f"must be an integer from {low} to {high}")
+    return int(text)
 
 
 async def get_operations(request: Request, runtime: Runtime, _: Operator) -> Response:
