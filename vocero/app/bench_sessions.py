@@ -148,7 +148,12 @@ async def _wait_ready(port: int) -> None:
 async def _start_server(port: int, n: int, workdir: Path) -> anyio.abc.Process:
     script = workdir / "script.yaml"
     script.write_text(yaml.safe_dump(SCRIPT))
-    env = {**os.environ, "VOCERO_MAX_SESSIONS": str(n + 10)}
+    env = {
+        **os.environ,
+        "VOCERO_MAX_SESSIONS": str(n + 10),
+        # the load generators open up to 16 connections each at once, all from loopback
+        "VOCERO_MAX_PENDING_PER_ADDRESS": str(n + 10),
+    }
     command = [
         sys.executable,
         "-m",
