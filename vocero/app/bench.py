@@ -14,7 +14,7 @@ Bench = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
 
 
 def _registry() -> dict[str, Bench]:
-    from vocero.app import benches, benches_actions, benches_grounding
+    from vocero.app import benches, benches_actions, benches_followups, benches_grounding
 
     return {
         "overhead": benches.overhead,
@@ -25,6 +25,7 @@ def _registry() -> dict[str, Bench]:
         "turns": benches.turns,
         "mcp": benches.mcp,
         "grounding": benches_grounding.grounding,
+        "followups": benches_followups.followups,
     }
 
 

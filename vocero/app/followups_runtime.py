@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -23,6 +24,7 @@ import structlog
 from anyio.abc import TaskStatus
 
 from vocero.contracts.builtins import BuiltinSet
+from vocero.contracts.clock import SystemClock
 from vocero.contracts.ports import Clock
 from vocero.followups import (
     FollowupQueue,
@@ -43,15 +45,14 @@ from vocero.store.repositories import Conversations
 log = structlog.get_logger("vocero.app.followups")
 
 
-class OffsetClock:
-    """Wall time that starts at a given instant and advances in real time (``--now``)."""
+class OffsetClock(SystemClock):
+    """Wall time that starts at a given instant and advances in real time (``--now``); waits
+    are real."""
 
     def __init__(self, start: float) -> None:
+        super().__init__()
         self._start = start
         self._origin = time.monotonic()
-
-    def monotonic(self) -> float:
-        return time.monotonic()
 
     def now(self) -> float:
         return self._start + (time.monotonic() - self._origin)
@@ -138,10 +139,14 @@ def parse_now(text: str | None) -> datetime:
 
 
 def tick_command(args: argparse.Namespace) -> int:
+    """``vocero followups tick``: standard output carries the JSON outcomes only."""
+    from vocero.observability.logging import configure_logging
+
+    configure_logging("console", "warning", route_stdlib=True)
     try:
         now = parse_now(args.now)
     except ValueError as exc:
-        print(f"vocero: {exc}", flush=True)
+        print(f"vocero: bad --now: {exc}", file=sys.stderr)
         return 2
     result = anyio.run(_tick, args, now)
     print(json.dumps(result, sort_keys=True), flush=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from vocero.contracts.domain import AgentProfile, Caller
 from vocero.followups.records import Attempt, AttemptStatus, Finding, Followup, FollowupDraft
@@ -20,6 +20,12 @@ ProfileLookup = Callable[[str, str], AgentProfile | None]
 Hook = Callable[[str, str], None]
 """``(step, followup_id)`` after each durable step of the queue commits: ``attempt_recorded``,
 ``submitted``, ``outcome_recorded``. Tests kill the process there; production passes nothing."""
+
+
+class Selection(NamedTuple):
+    in_flight: list[Followup]
+    stale_held: list[Followup]
+    due: list[Followup]
 
 
 class Directory(Protocol):
@@ -60,17 +66,11 @@ class FollowupStore(Protocol):
 
     # ---------------------------------------------------------------------------- queue
 
-    async def due(self, now: datetime, limit: int) -> list[Followup]:
-        """Phone follow-ups whose time has come (``scheduled``/``retry``, no attempt in
-        flight), oldest first."""
-        ...
-
-    async def stale_held(self, before: datetime, limit: int) -> list[Followup]:
-        """``awaiting_approval`` follow-ups promised before ``before`` (to close as missed)."""
-        ...
-
-    async def in_flight(self, limit: int) -> list[Followup]:
-        """Follow-ups with an attempt submitted and not yet settled."""
+    async def selection(self, now: datetime, held_before: datetime, limit: int) -> Selection:
+        """What one pass of the queue looks at, read in one transaction (at most ``limit`` of
+        each): follow-ups with an attempt in flight; ``awaiting_approval`` ones promised before
+        ``held_before`` (to close as missed); due phone follow-ups (``scheduled``/``retry``, no
+        attempt in flight, due at or before ``now``), oldest first."""
         ...
 
     async def move(

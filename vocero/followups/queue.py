@@ -100,13 +100,14 @@ class FollowupQueue:
         now = now.astimezone(UTC)
         tick = _Tick(now=now, busy=Counter(), rung=set(), spent=Counter(), outcomes=[],
                      submitted=[])
-        for followup in await self._store.in_flight(self.settings.scan_limit):
+        selected = await self._store.selection(now, now - lifecycle.LATE_AFTER,
+                                               self.settings.scan_limit)
+        for followup in selected.in_flight:
             await self._settle(tick, followup)
-        for followup in await self._store.stale_held(now - lifecycle.LATE_AFTER,
-                                                     self.settings.scan_limit):
+        for followup in selected.stale_held:
             moved = await self._store.move(followup.id, "missed", now=now, reason="late")
             tick.outcomes.append(TickOutcome.of(moved))
-        for followup in await self._store.due(now, self.settings.scan_limit):
+        for followup in selected.due:
             await self._consider(tick, followup)
         if tick.submitted and self.settings.settle_wait_s > 0:
             await self._await_submitted(tick)
@@ -130,10 +131,9 @@ class FollowupQueue:
         if state.settled:
             await self._apply(tick, followup, state)
             return
-        tick.busy[_profile_key(followup)] += 1
+        tick.busy[_profile_key(followup)] += 1  # still ringing: it counts, and is awaited
         tick.rung.add((followup.tenant_id, followup.subject_ref))
-        tick.outcomes.append(TickOutcome.of(followup, operation_id=operation_id,
-                                            status="in_flight"))
+        tick.submitted.append((followup, operation_id))
 
     async def _await_submitted(self, tick: _Tick) -> None:
         ids = [operation_id for _, operation_id in tick.submitted]

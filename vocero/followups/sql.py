@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from vocero.followups import lifecycle
-from vocero.followups.ports import NotAwaitingApprovalError
+from vocero.followups.ports import NotAwaitingApprovalError, Selection
 from vocero.followups.records import (
     DUE,
     OPEN,
@@ -132,27 +132,21 @@ class SqlFollowupStore:
 
     # ---------------------------------------------------------------------------- queue
 
-    async def due(self, now: datetime, limit: int) -> list[Followup]:
-        query = (select(FollowupRow).where(
+    async def selection(self, now: datetime, held_before: datetime, limit: int) -> Selection:
+        """Three index range scans (``attempt_operation_id``; ``status, due_at`` twice)."""
+        in_flight = (select(FollowupRow).where(FollowupRow.attempt_operation_id.is_not(None))
+                     .order_by(FollowupRow.attempt_operation_id).limit(limit))
+        stale = (select(FollowupRow).where(
+            FollowupRow.status == "awaiting_approval", FollowupRow.due_at < held_before,
+        ).order_by(FollowupRow.due_at).limit(limit))
+        due = (select(FollowupRow).where(
             FollowupRow.status.in_(DUE), FollowupRow.due_at <= now,
             FollowupRow.channel == "phone", FollowupRow.attempt_operation_id.is_(None),
         ).order_by(FollowupRow.due_at, FollowupRow.id).limit(limit))
         async with self._read() as session:
-            return [record_of(r) for r in (await session.scalars(query)).all()]
-
-    async def stale_held(self, before: datetime, limit: int) -> list[Followup]:
-        query = (select(FollowupRow).where(
-            FollowupRow.status == "awaiting_approval", FollowupRow.due_at < before,
-        ).order_by(FollowupRow.due_at, FollowupRow.id).limit(limit))
-        async with self._read() as session:
-            return [record_of(r) for r in (await session.scalars(query)).all()]
-
-    async def in_flight(self, limit: int) -> list[Followup]:
-        query = (select(FollowupRow).where(
-            FollowupRow.attempt_operation_id.is_not(None),
-        ).order_by(FollowupRow.due_at, FollowupRow.id).limit(limit))
-        async with self._read() as session:
-            return [record_of(r) for r in (await session.scalars(query)).all()]
+            found = [[record_of(r) for r in (await session.scalars(q)).all()]
+                     for q in (in_flight, stale, due)]
+        return Selection(*found)
 
     async def move(
         self, followup_id: str, status: str, *, now: datetime, reason: str = "",
