@@ -223,3 +223,19 @@ async def test_the_model_cannot_place_a_call_itself(db_url: str, calls: CallsSer
         assert (plan.kind, plan.reason_code) == ("deny", "tool_not_allowed")
         assert calls.received(who.subject_ref) == []
 
+
+
+async def test_a_caller_rung_within_the_hour_is_not_rung_again(
+    db_url: str, calls: CallsServer
+) -> None:
+    async with plant(db_url, calls) as p:
+        who = person()
+        first = await p.promise(who, due_at=p.now() - MINUTE, when="at 9")
+        second = await p.promise(who, due_at=p.now() + 30 * MINUTE, when="at 9:30")
+        [placed] = await p.tick()
+        assert (placed.followup_id, placed.status) == (first.id, "placed")
+        p.clock.advance(31 * 60)  # in a later pass, still within the hour
+        [suppressed] = await p.tick()
+        assert (suppressed.followup_id, suppressed.status, suppressed.outcome_reason) == (
+            second.id, "refused", "suppressed")
+        assert len(calls.received(who.subject_ref)) == 1

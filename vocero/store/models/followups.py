@@ -50,7 +50,8 @@ class FollowupRow(Base):
     operation_id: Mapped[str | None] = mapped_column(String(ID), unique=True)
     """The operation that recorded it (``followups.record``): a repeat returns this row."""
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    """Set by every change, from the caller's clock (a virtual one in tests)."""
 
 
 class FollowupAttemptRow(Base):
@@ -75,7 +76,8 @@ class FollowupAttemptRow(Base):
     status: Mapped[str] = mapped_column(String(16))
     reason_code: Mapped[str] = mapped_column(String(ID), default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    """Set by every change, from the caller's clock (a virtual one in tests)."""
 
 
 class FindingRow(Base):
