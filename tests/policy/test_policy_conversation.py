@@ -18,6 +18,7 @@ from starlette.testclient import TestClient
 from tests.support.wsclient import ProtocolClient
 from vocero.app.server import create_app
 from vocero.app.settings import REPO_ROOT, Settings
+from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import Caller
 from vocero.policy import CoordinatorSettings
 
@@ -50,6 +51,12 @@ class App:
     client: TestClient
     servers: FixtureServers
     subjects: dict[str, str]
+    clock: VirtualClock
+
+    def advance(self, seconds: float) -> None:
+        """Move the action path's clock on, in the server's own event loop."""
+        assert self.client.portal is not None
+        self.client.portal.call(self.clock.advance, seconds)
 
     def subject_ref(self, token: str) -> str:
         who = Caller(token=token, subject=self.subjects[token], tenant="acme")
@@ -80,7 +87,9 @@ def identities(tmp_path: Path) -> tuple[str, dict[str, str]]:
 def profiles(tmp_path: Path, servers: FixtureServers) -> str:
     """fixtures/profiles/demo.yaml with its MCP servers at the running recording fixtures."""
     data = yaml.safe_load((REPO_ROOT / "fixtures" / "profiles" / "demo.yaml").read_text())
-    data["mcp_servers"] = {name: {"url": servers.url(name)} for name in data["mcp_servers"]}
+    data["mcp_servers"] = {name: {"url": servers.url(name)} for name in data["mcp_servers"]
+                           if name in servers.ports}
+    data["claims"] = str(REPO_ROOT / "fixtures" / "profiles" / data["claims"])
     folder = tmp_path / "profiles"
     folder.mkdir()
     (folder / "demo.yaml").write_text(yaml.safe_dump(data))
@@ -99,11 +108,13 @@ def app(tmp_path: Path, servers: FixtureServers, *, gateway: bool = True,
                       identities=identities_file, profiles=profiles(tmp_path, servers))
     with TestClient(create_app(config)) as client:
         runtime = client.app.state.runtime  # type: ignore[attr-defined]
+        clock = VirtualClock(start=time.time())  # confirmation lifetimes pass when told to
+        runtime.actions.clock = runtime.actions.repo.clock = clock
         if settings is not None:
             runtime.actions.settings = settings
         if not gateway:
             runtime.gateway_for = lambda _profile, _caller: None
-        yield App(client, servers, subjects)
+        yield App(client, servers, subjects, clock)
 
 
 def say(pc: ProtocolClient, text: str) -> dict[str, Any]:
@@ -189,7 +200,7 @@ def test_ambiguous_answer_and_yes_without_question(tmp_path: Path,
             ask_to_move(pc)
             mark = len(pc.frames)
             say(pc, "I think so")
-            assert "clear yes or no" in spoken(pc, mark)
+            assert spoken(pc, mark).startswith("Sorry, I didn't catch that. To confirm: move")
             assert "authorized" not in [s for s, _ in statuses(pc)]
             assert a.reschedules("demo-token") == []
             pc.send("input.text.v1", {"text": "yes"})
@@ -209,8 +220,8 @@ def test_interrupted_read_back_does_not_bind(tmp_path: Path, servers: FixtureSer
             assert completed["status"] == "interrupted"
             pc.auto_playout = True
             mark = len(pc.frames)
-            say(pc, "yes")
-            assert "clear yes or no" in spoken(pc, mark)
+            say(pc, "yes")  # before the values were heard: not consent, asked again briefly
+            assert spoken(pc, mark).startswith("Let me finish first. To confirm: move")
             assert a.reschedules("demo-token") == []
             pc.send("input.text.v1", {"text": "yes"})  # after hearing it in full
             assert until_settled(pc) == "committed"
@@ -241,7 +252,7 @@ def test_button_for_an_old_revision_is_refused(tmp_path: Path, servers: FixtureS
         with connect(a) as pc:
             say(pc, "list my appointments")
             first = ask_to_move(pc, "friday")
-            time.sleep(1.6)
+            a.advance(1.6)
             mark = len(pc.frames)
             say(pc, "yes")  # too late: the question expired
             assert "expired" in spoken(pc, mark)
@@ -290,3 +301,37 @@ def test_without_a_gateway_mcp_tools_are_unavailable(tmp_path: Path,
         ops = a.get(f"/v1/operations?session_id={pc.session_id}")["items"]
         assert [(op["tool"], op["status"]) for op in ops] == [("followups.record", "committed")]
         assert a.client.get("/v1/operations").status_code == 401
+
+
+def test_a_correction_during_the_read_back_black_box(tmp_path: Path,
+                                                     servers: FixtureServers) -> None:
+    """SPEC §2: a changed value said over the read-back is a new revision with its own prompt
+    and read-back; the old revision can no longer be confirmed; the "yes" runs the new one."""
+    with app(tmp_path, servers) as a:
+        with connect(a) as pc:
+            say(pc, "list my appointments")
+            pc.auto_playout = False
+            pc.send("input.text.v1", {"text": "move my appointment APT-1001 to sunday at 3pm"})
+            first = pc.expect("tool.confirmation_required.v1")["data"]["payload"]
+            pc.expect("response.audio_delta.v1")  # the read-back is being spoken
+            pc.auto_playout = True
+            mark = len(pc.frames)
+            pc.send("input.text.v1",
+                    {"text": "actually, move my appointment APT-1001 to friday at 3pm"})
+            stop = pc.expect("output.stop_and_flush.v1")["data"]["payload"]
+            assert stop["reason"] == "new_input"
+            second = pc.expect("tool.confirmation_required.v1")["data"]["payload"]
+            pc.expect("response.completed.v1", lambda p: p["status"] == "completed")
+            assert (second["proposal_id"], second["revision"]) == (first["proposal_id"], 2)
+            assert second["fields"]["new_date"] != first["fields"]["new_date"]
+            assert "Friday" in spoken(pc, mark) and "Sunday" not in spoken(pc, mark)
+            pc.send("tool.confirmation_submitted.v1", {
+                "proposal_id": first["proposal_id"], "revision": 1, "decision": "confirm"})
+            assert pc.expect("error.v1")["data"]["payload"]["code"] == "PROPOSAL_CHANGED"
+            pc.send("input.text.v1", {"text": "yes"})
+            assert until_settled(pc) == "committed"
+        [call] = a.reschedules("demo-token")
+        assert call["arguments"]["new_date"] == second["fields"]["new_date"]
+        ops = a.get(f"/v1/operations?session_id={pc.session_id}")["items"]
+        [write] = [op for op in ops if op["proposal_id"]]
+        assert (write["revision"], write["status"]) == (2, "committed")
