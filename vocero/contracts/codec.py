@@ -23,6 +23,14 @@ for _cls in ev.SERVER_EVENT_TYPES:
     (_payload,) = get_args(get_type_hints(_cls)["data"])
     _SERVER_ENVELOPE_BY_PAYLOAD.setdefault(_payload, _cls)
 
+_INT_FIELDS: dict[type[Any], tuple[str, ...]] = {}
+"""The integer fields of each client payload (range-checked after decoding)."""
+for _cls in ev.CLIENT_EVENT_TYPES:
+    (_payload,) = get_args(get_type_hints(_cls)["data"])
+    _INT_FIELDS[_payload] = tuple(
+        f.name for f in msgspec.structs.fields(_payload) if f.type is int
+    )
+
 
 MAX_PAYLOAD_DEPTH = 32
 """SPEC §2: a payload nested deeper than this (objects and arrays) is ``INVALID_PAYLOAD``."""
@@ -35,13 +43,17 @@ _NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"{}[]")))
 _STEP = [1 if byte in b"{[" else -1 for byte in range(256)]
 
 
-def too_deep(frame: bytes) -> bool:
+def too_deep(frame: str | bytes) -> bool:
     """Whether objects and arrays nest deeper in this JSON text than a frame may (payload
     limit plus the envelope), brackets inside strings ignored.
 
     Linear, and in C: a frame with few opening brackets (audio frames have almost none) is
     answered by two counts; otherwise strings are cut out and the bracket depth is summed."""
-    if frame.count(b"{") + frame.count(b"[") <= _MAX_FRAME_DEPTH:
+    if isinstance(frame, str):
+        if frame.count("{") + frame.count("[") <= _MAX_FRAME_DEPTH:
+            return False
+        frame = frame.encode()
+    elif frame.count(b"{") + frame.count(b"[") <= _MAX_FRAME_DEPTH:
         return False
     brackets = _JSON_STRING.sub(b"", frame).translate(None, _NOT_BRACKETS)
     return max(accumulate(map(_STEP.__getitem__, brackets), initial=0)) > _MAX_FRAME_DEPTH
@@ -52,11 +64,10 @@ def decode_client(frame: str | bytes) -> ev.ClientEvent:
 
     No input makes it raise anything else: nesting is bounded before decoding (the decoder
     recurses) and integers must fit in 64 bits (they are used as floats and SQL integers)."""
-    data = frame.encode() if isinstance(frame, str) else frame
-    if too_deep(data):
+    if too_deep(frame):
         raise ProtocolError("payload nested too deeply", code=ErrorCode.INVALID_PAYLOAD)
     try:
-        event = _client_decoder.decode(data)
+        event = _client_decoder.decode(frame)
     except msgspec.ValidationError as exc:
         message = str(exc)
         if message.endswith("at `$.type`") or "missing required field `type`" in message:
@@ -75,9 +86,8 @@ def _check_integers(event: ev.ClientEvent) -> None:
     if data.sequence not in _INT64:
         raise ProtocolError("sequence out of range", code=ErrorCode.MALFORMED_EVENT)
     payload = data.payload
-    for name in payload.__struct_fields__:
-        value = getattr(payload, name)
-        if type(value) is int and value not in _INT64:
+    for name in _INT_FIELDS[type(payload)]:
+        if getattr(payload, name) not in _INT64:
             raise ProtocolError(f"{name} out of range", code=ErrorCode.INVALID_PAYLOAD)
 
 
