@@ -25,10 +25,10 @@ for _cls in ev.SERVER_EVENT_TYPES:
 
 _INT_FIELDS: dict[type[Any], tuple[str, ...]] = {}
 """The integer fields of each client payload (range-checked after decoding)."""
-for _cls in ev.CLIENT_EVENT_TYPES:
-    (_payload,) = get_args(get_type_hints(_cls)["data"])
-    _INT_FIELDS[_payload] = tuple(
-        f.name for f in msgspec.structs.fields(_payload) if f.type is int
+for _client_cls in ev.CLIENT_EVENT_TYPES:
+    (_client_payload,) = get_args(get_type_hints(_client_cls)["data"])
+    _INT_FIELDS[_client_payload] = tuple(
+        f.name for f in msgspec.structs.fields(_client_payload) if f.type is int
     )
 
 
