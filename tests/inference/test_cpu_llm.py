@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import aclosing
@@ -131,6 +132,7 @@ class CountingEngine(LlamaEngine):
 
     produced = 0
     closed = False
+    closing = threading.Event()
 
     def chat_stream(self, messages: list[dict[str, str]], *, max_tokens: int) -> Iterator[str]:
         try:
@@ -139,10 +141,12 @@ class CountingEngine(LlamaEngine):
                 yield delta
         finally:
             self.closed = True
+            self.closing.set()
 
 
 async def test_cancellation_stops_generation_within_one_chunk(llm_path: str) -> None:
     engine = CountingEngine(llm_path, threads_count=2)
+    engine.closing = threading.Event()
     llm = RoutedLlm(engine, QueueSettings(), free_text="model")
     request = ask("Tell me a long story about a lighthouse keeper.", max_words=60)
     at_first_chunk = -1
@@ -152,7 +156,7 @@ async def test_cancellation_stops_generation_within_one_chunk(llm_path: str) -> 
                 at_first_chunk = engine.produced
                 scope.cancel()
                 await anyio.lowlevel.checkpoint()
-    await anyio.sleep(0.3)
+    assert await anyio.to_thread.run_sync(engine.closing.wait, 10.0), "the stream was not closed"
     assert engine.closed
     assert 0 < at_first_chunk <= engine.produced <= at_first_chunk + 1
     assert llm.status().in_flight == 0
