@@ -122,19 +122,19 @@ def now_rfc3339() -> str:
 
 
 def server_envelope(
-    payload: msgspec.Struct,
+    payload: ev.ServerPayload,
     *,
     session_id: str,
     sequence: int,
     traceparent: str = "",
     turn_id: str = "",
     envelope: type[ev.ServerEnvelope] | None = None,
-) -> ev.ServerEvent:
+) -> ev.ServerEnvelope:
     """Wrap a payload in its server envelope. Payloads shared by two events (transcripts) need
     ``envelope`` to say which one."""
     cls = envelope or _SERVER_ENVELOPE_BY_PAYLOAD[type(payload)]
     data = ev.Data(session_id=session_id, sequence=sequence, payload=payload, turn_id=turn_id)
-    return cls(  # type: ignore[call-arg,return-value]
+    return cls(
         id=new_event_id(),
         time=now_rfc3339(),
         subject=f"session/{session_id}" if session_id else "",
@@ -152,4 +152,5 @@ def client_envelope(
 ) -> ev.ClientEvent:
     """Build a client frame (used by the bundled clients, tests and benchmarks)."""
     data = ev.Data(session_id=session_id, sequence=sequence, payload=payload)
-    return cls(id=new_event_id(), time=now_rfc3339(), data=data)  # type: ignore[call-arg,return-value]
+    event: ev.ClientEvent = cls(id=new_event_id(), time=now_rfc3339(), data=data)  # type: ignore[assignment]
+    return event

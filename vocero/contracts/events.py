@@ -257,6 +257,8 @@ ServerPayload = (
 
 class ClientEnvelope(Envelope, kw_only=True):
     source: str = "web-client"
+    data: Data[Any]
+    """Each event narrows it to its own payload."""
 
 
 class SessionConnectV1(ClientEnvelope, tag="vocero.session.connect.v1"):
@@ -317,6 +319,8 @@ ClientEvent = (
 
 class ServerEnvelope(Envelope, kw_only=True):
     source: str = "vocero"
+    data: Data[Any]
+    """Each event narrows it to its own payload."""
 
 
 class SessionConfigurationAppliedV1(ServerEnvelope, tag="vocero.session.configuration_applied.v1"):

@@ -30,9 +30,8 @@ from vocero.contracts.errors import CODES, AuthError, CloseCode, ErrorCode, Prot
 from vocero.contracts.secrets import Secret
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import ControlLaneFull, OutFrame, OutputChannel
-from vocero.orchestrator.session import Session
 from vocero.relay.limits import AuditCoalescer, RateWindow, Strikes
-from vocero.relay.ports import RelayConfig, SessionHandle
+from vocero.relay.ports import RelayConfig, SessionHandle, SessionInput
 from vocero.relay.sanitize import sanitize
 
 HTTP_FORBIDDEN = 403
@@ -244,7 +243,7 @@ class Connection:
 
     async def _own(
         self,
-        session: Session,
+        session: SessionInput,
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -260,7 +259,7 @@ class Connection:
         finally:
             tg.cancel_scope.cancel()
 
-    def _announce(self, session: Session, rejected: list[ev.RejectedField]) -> None:
+    def _announce(self, session: SessionInput, rejected: list[ev.RejectedField]) -> None:
         assert self.out is not None and self.handle is not None
         applied = ev.ConfigurationApplied(
             session_id=self.session_id,
@@ -272,13 +271,13 @@ class Connection:
 
     # ---------------------------------------------------------------------- inbound
 
-    async def _inbound(self, session: Session) -> None:
+    async def _inbound(self, session: SessionInput) -> None:
         try:
             await self._inbound_loop(session)
         except WebSocketDisconnect:
             session.close("disconnect")
 
-    async def _inbound_loop(self, session: Session) -> None:
+    async def _inbound_loop(self, session: SessionInput) -> None:
         while True:
             text = await self._receive_text()
             try:
@@ -331,7 +330,7 @@ class Connection:
             return CloseCode.MESSAGE_TOO_BIG
         return CloseCode.POLICY_VIOLATION
 
-    def _dispatch(self, session: Session, event: ev.ClientEvent) -> bool:
+    def _dispatch(self, session: SessionInput, event: ev.ClientEvent) -> bool:
         """Hand one valid event to the session. True when the client closed the session."""
         match event:
             case ev.AudioInputDeltaV1():
@@ -359,7 +358,7 @@ class Connection:
                 return True
         return False
 
-    def _update(self, session: Session, update: ev.UpdateRequested) -> None:
+    def _update(self, session: SessionInput, update: ev.UpdateRequested) -> None:
         result = sanitize(update, profile_locale=session.ctx.profile.locale)
         effective = session.ctx.effective
         changes: dict[str, Any] = {}

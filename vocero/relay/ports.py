@@ -4,19 +4,54 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+import anyio
 
 from vocero.contracts.domain import AgentProfile, Caller
 from vocero.contracts.events import Effective, RejectedField
 from vocero.contracts.secrets import Secret
+from vocero.orchestrator.context import SessionContext
 from vocero.orchestrator.output import OutputChannel
-from vocero.orchestrator.session import Session
 from vocero.relay.limits import Limits, PendingConnections
 from vocero.relay.origins import OriginPolicy
 
 
+class SessionInput(Protocol):
+    """What the relay hands a session: the client's valid events, one handler each. Handlers
+    never await; the session runs its own tasks under :meth:`run`."""
+
+    ctx: SessionContext
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None: ...
+
+    def close(self, reason: str = "client_close") -> None: ...
+
+    def set_turn_mode(self, mode: str) -> None: ...
+
+    def on_audio(self, pcm16: bytes) -> None: ...
+
+    def on_speech_hint(self) -> None: ...
+
+    def on_commit(self) -> None: ...
+
+    def on_text(self, text: str) -> None: ...
+
+    def on_playout(self, generation_id: str, played_ms: int) -> None: ...
+
+    def on_cancel(self, generation_id: str) -> None: ...
+
+    def on_confirmation(
+        self, proposal_id: str, revision: int, decision: Literal["confirm", "reject"]
+    ) -> None: ...
+
+
 class SessionHandle(Protocol):
-    session: Session
+    @property
+    def session(self) -> SessionInput: ...
+
     resume_token: Secret
     rejected: list[RejectedField]
     """Why a ``resume_token`` sent at connect was not honoured (a new session was opened)."""
