@@ -1,4 +1,5 @@
-"""``run_bench`` stays runnable: a tiny run over stdio returns the figures the CLI prints."""
+"""``run_bench`` stays runnable: a tiny run over stdio, on both revisions, returns the figures
+the CLI prints."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ from vocero.mcp_gateway.bench import GOAL_P95_MS, percentiles, run_bench
 pytestmark = pytest.mark.anyio
 
 
-async def test_run_bench_reports_overhead_per_transport() -> None:
+async def test_run_bench_reports_overhead_per_revision_and_transport() -> None:
     report = await run_bench(calls=6, warmup=1, transports=("stdio",))
 
-    stdio = report["transports"]["stdio"]
-    assert report["goal_p95_overhead_ms"] == GOAL_P95_MS
-    assert set(stdio) >= {"bare_sdk_ms", "gateway_ms", "overhead_ms", "overhead_cpu_ms"}
-    assert 0 < stdio["overhead_ms"]["p50"] < stdio["gateway_ms"]["p50"]
-    assert stdio["audit_events"] >= 7
+    assert set(report["protocols"]) == {"2025-11-25", "2026-07-28"}
+    assert report["goal_p95_overhead_ms"] == GOAL_P95_MS == 0.5
+    for revision in report["protocols"].values():
+        stdio = revision["stdio"]
+        assert set(stdio) >= {"bare_sdk_ms", "gateway_ms", "overhead_ms", "overhead_cpu_ms"}
+        assert 0 < stdio["overhead_ms"]["p50"] < stdio["gateway_ms"]["p50"]
+        assert stdio["audit_events"] >= 7
     assert isinstance(report["meets_goal"], bool)
 
 
