@@ -112,19 +112,21 @@ async def _turns(iterations: int, interrupt: bool) -> dict[str, Any]:
             if not interrupt:
                 samples.append((time.perf_counter() - start) * 1000)
             else:
-                generation = session.generation
+                generation = session.generations.current
                 assert generation is not None
                 mark = len(wire.log)
                 start = time.perf_counter()
                 session.on_speech_hint()
                 await wire.stopped.wait()
-                samples.append((time.perf_counter() - start) * 1000)
                 await anyio.wait_all_tasks_blocked()
                 stop_index = next(
                     i
                     for i, (_, f) in enumerate(wire.log[mark:], mark)
                     if isinstance(f.payload, ev.StopAndFlush)
                 )
+                # When the flush was encoded for the wire (its log stamp), not when this task
+                # next ran: the frames queued after it would otherwise count too.
+                samples.append((wire.log[stop_index][0] - start) * 1000)
                 stale += sum(
                     1
                     for _, f in wire.log[stop_index + 1 :]
@@ -142,7 +144,7 @@ async def _turns(iterations: int, interrupt: bool) -> dict[str, Any]:
 
 async def _settle(session: Session) -> None:
     with anyio.fail_after(10):
-        while session.generation is not None and not session.generation.done:  # noqa: ASYNC110
+        while session.generations.live() is not None:  # noqa: ASYNC110
             await anyio.sleep(0.001)
         await anyio.wait_all_tasks_blocked()
 
@@ -218,7 +220,7 @@ async def _false_barge_ins(per_kind: int) -> dict[str, Any]:
             wire.first_audio, wire.stopped = anyio.Event(), anyio.Event()
             session.on_text("tell me about my order")
             await wire.first_audio.wait()
-            generation = session.generation
+            generation = session.generations.current
             assert generation is not None
             for frame in [tone] * (speech_ms // 20) + [silence] * 30:
                 session.on_audio(frame)
