@@ -94,13 +94,17 @@ async def recover(config: dict[str, Any]) -> dict[str, Any]:
                             gateway_for=lambda p: McpGateway(connections, p),
                             executor_settings=ExecutorSettings(poll_interval_s=0.1,
                                                                reconcile_delay_s=0.05))
+        pending = [op for op in await plane.repo.operations(config["session_id"])
+                   if not settled(op)]
+        done = {op.id: anyio.Event() for op in pending}
+        for op in pending:  # before the worker starts: no settlement can be missed
+            plane.executor.subscribe(
+                op.id, lambda seen: done[seen.id].set() if settled(seen) else None)
         await tg.start(plane.run)
         with anyio.fail_after(30):
-            while True:
-                ops = await plane.repo.operations(config["session_id"])
-                if all(settled(op) for op in ops):
-                    break
-                await anyio.sleep(0.1)
+            for event in done.values():
+                await event.wait()
+        ops = await plane.repo.operations(config["session_id"])
         async with store.read() as session:
             proposals = (await session.scalars(select(ProposalRow))).all()
             proposal_states = {p.id: p.status for p in proposals}

@@ -22,7 +22,7 @@ from policy_support import (
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
-from vocero.contracts.actions import ToolPlan
+from vocero.contracts.actions import ToolOutcome, ToolPlan
 from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import ToolSpec
 from vocero.policy import CoordinatorSettings, ExecutorSettings
@@ -344,18 +344,29 @@ async def test_authorized_operation_expires_before_dispatch(
         run = await confirmed_write(talk, plan, generation)
         settle = CoordinatorSettings(settle_wait_s=0.2)
         talk.coordinator.settings = settle
-        outcome = await talk.execute(run)
+        outcomes: list[ToolOutcome] = []
+
+        async def execute() -> None:
+            outcomes.append(await talk.execute(run))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(execute)
+            with anyio.fail_after(10):
+                await clock.waited_on()  # the coordinator waits for a receipt...
+            clock.advance(0.2)  # ...that cannot come: no worker runs
+        [outcome] = outcomes
         assert outcome.status == "authorized"
         clock.advance(61)
+        [op] = await writes(h, talk.coordinator.session_id)
+        settled_now = anyio.Event()
+        unsubscribe = h.plane.executor.subscribe(
+            op.id, lambda seen: settled_now.set() if seen.status == "rejected" else None)
         async with anyio.create_task_group() as tg:
             await tg.start(h.plane.run)
             with anyio.fail_after(10):
-                while True:
-                    [op] = await writes(h, talk.coordinator.session_id)
-                    if op.status == "rejected":
-                        break
-                    await anyio.sleep(0.05)
+                await settled_now.wait()
             tg.cancel_scope.cancel()
+        unsubscribe()
         [op] = await writes(h, talk.coordinator.session_id)
         assert (op.status, op.reason_code, op.attempts) == (
             "rejected", "authorization_expired", 0)
