@@ -49,7 +49,7 @@ from vocero.policy.canonical import (
 )
 from vocero.policy.confirmations import Answer, Question, Source, judge
 from vocero.policy.delivery import DeliveryEvidence
-from vocero.policy.executor import OperationExecutor, Watch
+from vocero.policy.executor import OperationExecutor, Watch, refusal_code
 from vocero.policy.gate import (
     ConfirmationFacts,
     Decision,
@@ -539,7 +539,7 @@ class SessionCoordinator:
             with anyio.fail_after(run.tool.timeout_ms / 1000 + 2.0):
                 result = await self._call(run, plan.tool, meta)
             if result.is_error:
-                status, reason = "rejected", "refused"
+                status, reason = "rejected", refusal_code(result)
         except ToolCallError as exc:
             status = "unknown" if exc.possibly_executed else "rejected"
             reason = exc.code.value

@@ -255,7 +255,7 @@ class OperationExecutor:
             return await self._move(op, "unknown", reason="timeout"), True
         self.step("sent", op.id)
         if result.is_error:
-            return await self._move(op, "rejected", reason=_refusal(result),
+            return await self._move(op, "rejected", reason=refusal_code(result),
                                     receipt=_receipt(result, "dispatch")), False
         return await self._move(op, "committed", receipt=_receipt(result, "dispatch")), False
 
@@ -429,7 +429,8 @@ def _receipt(result: ToolResult, source: str) -> dict[str, Any]:
     return {"source": source, "content": result.content}
 
 
-def _refusal(result: ToolResult) -> str:
+def refusal_code(result: ToolResult) -> str:
+    """The owning service's stable code for a refusal ("not_found: ..." -> ``not_found``)."""
     message = str(result.content.get("error") or result.content.get("code") or "")
     match = _CODE.match(_SDK_PREFIX.sub("", message.strip()))
     return match.group(1) if match else "refused"
