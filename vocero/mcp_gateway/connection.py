@@ -26,7 +26,12 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import AgentProfile, McpServerSpec, Principal
-from vocero.contracts.errors import ConfigError, ToolChangedError, ToolUnavailableError
+from vocero.contracts.errors import (
+    ConfigError,
+    ToolCallError,
+    ToolChangedError,
+    ToolUnavailableError,
+)
 from vocero.contracts.ports import AuditSink, CallMeta, Clock, InputHandler
 from vocero.mcp_gateway.adapters import (
     AdapterSession,
@@ -300,10 +305,10 @@ class ServerConnection:
             self.breaker.release_probe()
             raise
         except Exception as exc:
-            error: Exception = map_call_failure(exc, dispatched=dispatched)
+            error: ToolCallError = map_call_failure(exc, dispatched=dispatched)
             if route.auth_failure:
                 error = ServerAuthError(route.auth_failure)
-            if counts_against_server(error):  # type: ignore[arg-type]
+            if counts_against_server(error):
                 self.breaker.record_failure()
             else:
                 self.breaker.record_success()
