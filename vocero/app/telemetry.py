@@ -45,6 +45,8 @@ class MetricsPort:
                 m.frame_dropped("inbound", labels.get("reason", ""))
             case "stt_speculations":
                 m.stt_speculation(labels.get("outcome", ""))
+            case "findings":
+                m.finding(labels.get("kind", ""))
             case "recorder_drops":
                 m.frame_dropped("recorder", "queue_full")
 

@@ -97,6 +97,13 @@ class Metrics:
             ["outcome"],
             registry=reg,
         )
+        self.findings_total = Counter(
+            "vocero_findings_total",
+            "Review findings by kind (promised_unbooked: a promise heard with no record).",
+            ["kind"],
+            registry=reg,
+        )
+        self.findings_total.labels(kind="promised_unbooked")
         self.active_sessions = Gauge("vocero_active_sessions", "Live sessions.", registry=reg)
         self.queue_depth = Gauge("vocero_queue_depth", "Items queued.", ["link"], registry=reg)
         for outcome in SESSION_OUTCOMES:
@@ -134,6 +141,10 @@ class Metrics:
     def generation(self, status: str) -> None:
         """Count a finished generation by its ``response.completed`` status."""
         self.generations_total.labels(status=status).inc()
+
+    def finding(self, kind: str) -> None:
+        """Count a review finding (kinds are a fixed set: ``promised_unbooked``)."""
+        self.findings_total.labels(kind=kind).inc()
 
     def stt_speculation(self, outcome: str) -> None:
         """Count a speculative final: ``used`` as the turn's transcript, or ``stale``."""
