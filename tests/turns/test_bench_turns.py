@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import functools
 
+import anyio
 import pytest
 
 from vocero.app import bench_turns as bt
 from vocero.app.bench import _registry
 from vocero.app.turn_corpus import Clip, load_corpus
 from vocero.contracts.domain import TurnTaking
+from vocero.contracts.ports import TurnVerdict
 from vocero.inference.sim.turn import SimTurnJudge
 
 pytestmark = pytest.mark.anyio
@@ -87,3 +89,22 @@ async def test_the_early_transcript_reaches_the_judge_at_the_pause(silero: str) 
     assert transcriber.calls == 1
     again = await bt.Replay(heard, TurnTaking(), oracle, words=True).run()
     assert again == outcome and transcriber.calls == 1, "a replay reuses every model answer"
+
+
+class SlowJudge(SimTurnJudge):
+    async def judge(self, pcm16: bytes, **kwargs: object) -> TurnVerdict:  # type: ignore[override]
+        await anyio.sleep(0.05)
+        return await super().judge(pcm16, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.models
+async def test_a_timed_replay_charges_the_judge_s_time_an_instant_one_does_not(
+    silero: str,
+) -> None:
+    heard = bt.hear(_clip("c00_piper_slow"), silero)
+    oracle = bt.Oracle(SlowJudge(default=1.0), None)
+    timed = await bt.Replay(heard, TurnTaking(), oracle, words=False).run()
+    instant = await bt.Replay(heard, TurnTaking(), oracle, words=False, timed=False).run()
+    assert timed.commit_ms is not None and instant.commit_ms is not None
+    assert timed.commit_ms - instant.commit_ms >= 50
+    assert len(oracle.judge_ms) == 1, "the instant replay reused the timed run's answer"

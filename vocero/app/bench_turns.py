@@ -186,8 +186,11 @@ class _Due:
 class Replay:
     """One clip through the policy: frames, verdicts and transcripts in time order."""
 
-    def __init__(self, heard: Heard, settings: TurnTaking, oracle: Oracle, words: bool) -> None:
+    def __init__(
+        self, heard: Heard, settings: TurnTaking, oracle: Oracle, words: bool, timed: bool = True
+    ) -> None:
         self.heard, self.oracle, self.words = heard, oracle, words
+        self.timed = timed  # charge each model answer its measured time, or none
         self.policy = TurnPolicy(settings)
         self.start_ms = max(0.0, heard.speech_started_ms - PREROLL_MS)
         self.queue: list[_Due] = []
@@ -233,7 +236,7 @@ class Replay:
             return
         self.speculating = True
         text, cost = await self.oracle.transcript(self.heard.clip, self.start_ms, now_ms)
-        self._push(_Due(now_ms + cost, 0, "words", text=text))
+        self._push(_Due(now_ms + (cost if self.timed else 0.0), 0, "words", text=text))
 
     async def _deliver(self, due: _Due) -> Commit | None:
         if due.kind == "words":
@@ -251,6 +254,7 @@ class Replay:
             verdict, cost = await self.oracle.verdict(
                 clip, self.start_ms, decision.audio_end_ms, self.text
             )
+            cost = cost if self.timed else 0.0
             self._push(_Due(now_ms + cost, 0, "verdict", decision.ticket, verdict))
         return None
 
@@ -310,12 +314,13 @@ async def run_turns(limit: int | None = None, sweep: bool = True) -> dict[str, A
     hangover = [Outcome(h.clip, h.hangover_commit_ms, "hangover") for h in heard]
     defaults = TurnTaking()
 
-    async def policy(s: TurnTaking, words: bool) -> list[Outcome]:
-        return [await Replay(h, s, oracle, words).run() for h in heard]
+    async def policy(s: TurnTaking, words: bool, timed: bool = True) -> list[Outcome]:
+        return [await Replay(h, s, oracle, words, timed).run() for h in heard]
 
     judged = await policy(defaults, words=True)
     judge_ms = list(oracle.judge_ms)
     audio_only = await policy(defaults, words=False)
+    instant = await policy(defaults, words=True, timed=False)
     result: dict[str, Any] = {
         "benchmark": "turns",
         "measure": "commit time vs the end of the caller's last word, real Silero VAD in 20 ms "
@@ -326,6 +331,10 @@ async def run_turns(limit: int | None = None, sweep: bool = True) -> dict[str, A
         "hangover_480ms": summary(hangover),
         "judge": summary(judged),
         "judge_audio_only": summary(audio_only),
+        "judge_models_instant": summary(instant),
+        "note": "judge and judge_audio_only charge every model answer its measured time on this "
+        "machine (see load_average_1m); judge_models_instant replays the same answers as if "
+        "the models took no time: the decisions alone, free of the machine's load",
         "judge_cost_ms": percentiles(judge_ms),
         "judge_goal_p95_ms": 30,
         "stt_cost_ms": percentiles(oracle.stt_ms),
@@ -339,15 +348,16 @@ async def run_turns(limit: int | None = None, sweep: bool = True) -> dict[str, A
 
 async def _sweep_point(policy: Any, defaults: TurnTaking, change: dict[str, float]) -> Any:
     s = msgspec.structs.replace(defaults, **change)
-    facts = summary(await policy(s, True))
-    return {
-        **change,
-        "premature_paused": facts["premature_cut_off_rate_paused"],
-        "premature_complete": facts["premature_cut_off_rate_complete"],
-        "endpointing_ms_complete_p50": facts["endpointing_ms_complete"].get("p50"),
-        "endpointing_ms_complete_p95": facts["endpointing_ms_complete"].get("p95"),
-        "endpointing_ms_paused_p50": facts["endpointing_ms_paused"].get("p50"),
-    }
+    point: dict[str, Any] = dict(change)
+    for prefix, timed in (("", True), ("instant_", False)):
+        facts = summary(await policy(s, True, timed))
+        point |= {
+            f"{prefix}premature_paused": facts["premature_cut_off_rate_paused"],
+            f"{prefix}premature_complete": facts["premature_cut_off_rate_complete"],
+            f"{prefix}endpointing_ms_complete_p50": facts["endpointing_ms_complete"].get("p50"),
+            f"{prefix}endpointing_ms_complete_p95": facts["endpointing_ms_complete"].get("p95"),
+        }
+    return point
 
 
 def _corpus_facts(clips: list[Clip]) -> dict[str, Any]:
