@@ -147,27 +147,6 @@ def test_unrecognised_answers_go_to_the_model() -> None:
     assert confirmation.classify("the blue one") is None
 
 
-def test_tool_results_are_read_out_faithfully() -> None:
-    result = {"order_id": "A123", "status": "shipped", "eta": "2026-03-04"}
-    spoken = replies.summarise_result("orders.status", result, "")
-    assert spoken == "Here is what I found. Order id A123, status shipped, eta March 4, 2026."
-    listing = {"appointments": [{"id": "204", "time": "15:00"}, {"id": "318", "time": "09:00"}]}
-    assert replies.summarise_result("appointments.list", listing, "") == (
-        "Here is what I found. 2 appointments. Id 204, time 15:00. Id 318, time 09:00."
-    )
-    assert replies.summarise_result("x", {"error": "boom"}, "") == (
-        "Sorry, I could not complete that."
-    )
-    listing_call = {"appointments": [{"id": "204"}]}
-    assert "committed" not in replies.summarise_result(
-        "appointments.list", listing_call, "", status="committed"
-    ), "the call's outcome is not data to read out"
-    assert replies.summarise_result("x", {"order_id": "A1"}, "", status="rejected") == (
-        "Sorry, I could not complete that."
-    )
-    assert "could not confirm" in replies.summarise_result("x", None, "", status="unknown")
-
-
 async def _deltas(*parts: str) -> AsyncIterator[str]:
     for part in parts:
         yield part

@@ -91,7 +91,8 @@ async def test_a_yes_that_cuts_off_the_question_binds_once_the_values_were_heard
         assert generation is not None
         gen = generation.generation_id
         # The caller hears "To confirm: ... Madrid time." and the first of "Shall I go ahead?"
-        await c.h.until(lambda: any(p.unit_id == "u1" for p in c.h.received.of("AudioOut")))
+        await c.h.until(lambda: len({p.unit_id for p in c.h.received.of("AudioOut")
+                                     if p.generation_id == gen}) >= 2)
         c.h.auto_ack = False
         c.h.session.on_text("yes")  # as "Shall I go ahead?" begins
         await settled(c)

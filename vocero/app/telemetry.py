@@ -47,6 +47,8 @@ class MetricsPort:
                 m.stt_speculation(labels.get("outcome", ""))
             case "findings":
                 m.finding(labels.get("kind", ""))
+            case "units":
+                m.unit(labels.get("disposition", ""), labels.get("reason_code", ""))
             case "recorder_drops":
                 m.frame_dropped("recorder", "queue_full")
 

@@ -49,6 +49,8 @@ class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True):
     reason_code: str = ""
     side_effect: bool = False
     """True when the operation may have changed a downstream system."""
+    arguments: dict[str, Any] = {}
+    """The canonical arguments the call was made with (what a read-out may refer to)."""
 
 
 class ConfirmationVerdict(msgspec.Struct, frozen=True, kw_only=True):

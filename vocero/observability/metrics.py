@@ -104,6 +104,12 @@ class Metrics:
             registry=reg,
         )
         self.findings_total.labels(kind="promised_unbooked")
+        self.units_total = Counter(
+            "vocero_units_total",
+            "Spoken units by disposition (admitted, stale, canceled, expired, refused) and reason.",
+            ["disposition", "reason_code"],
+            registry=reg,
+        )
         self.active_sessions = Gauge("vocero_active_sessions", "Live sessions.", registry=reg)
         self.queue_depth = Gauge("vocero_queue_depth", "Items queued.", ["link"], registry=reg)
         for outcome in SESSION_OUTCOMES:
@@ -141,6 +147,10 @@ class Metrics:
     def generation(self, status: str) -> None:
         """Count a finished generation by its ``response.completed`` status."""
         self.generations_total.labels(status=status).inc()
+
+    def unit(self, disposition: str, reason_code: str) -> None:
+        """Count a spoken unit's final disposition (SPEC §8)."""
+        self.units_total.labels(disposition=disposition, reason_code=reason_code).inc()
 
     def finding(self, kind: str) -> None:
         """Count a review finding (kinds are a fixed set: ``promised_unbooked``)."""

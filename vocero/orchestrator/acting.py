@@ -20,6 +20,7 @@ from vocero.contracts.ports import Message, ToolIntent
 from vocero.orchestrator.context import SessionMetrics
 from vocero.orchestrator.generation import Generation
 from vocero.orchestrator.machine import Event, Step
+from vocero.speech import EvidenceRef, ToolEvidence, UnitKind
 
 log = structlog.get_logger("vocero.acting")
 
@@ -37,9 +38,19 @@ class ActorHost(Protocol):
 
     def remember(self, message: Message) -> None: ...
 
+    def cite(self, call: ToolEvidence) -> None:
+        """A tool result later answers of the session may still rest on."""
+        ...
+
 
 class Says(Protocol):
-    async def say(self, text: str) -> None: ...
+    """The part of a speaker the actor uses: application wording, and citing a tool result."""
+
+    async def say(
+        self, text: str, *, kind: UnitKind = ..., evidence: Sequence[EvidenceRef] = ...
+    ) -> None: ...
+
+    def cite(self, call: ToolEvidence) -> None: ...
 
 
 class Actor:
@@ -69,8 +80,11 @@ class Actor:
         )
         return await coordinator.propose(ref, intent, history=history)
 
-    async def run_plan(self, generation: Generation, speaker: Says, plan: ToolPlan) -> bool:
-        """Act on the gate's decision. True: the model should continue with the result."""
+    async def run_plan(
+        self, generation: Generation, speaker: Says, plan: ToolPlan
+    ) -> ToolEvidence | None:
+        """Act on the gate's decision. The tool's result (what the answer may now cite and say)
+        when it ran; ``None`` when the answer ends here (a denial or a question was said)."""
         host = self._host
         if plan.kind == "deny":
             host.fire(Event.DENIED)
@@ -87,7 +101,7 @@ class Actor:
                     )
                 )
             await speaker.say(plan.summary)
-            return False
+            return None
         if plan.kind == "confirm":
             host.fire(Event.SENSITIVE_ACTION)
             host.control(
@@ -100,12 +114,22 @@ class Actor:
                     expires_at=plan.expires_at,
                 )
             )
-            await speaker.say(plan.summary)
-            return False
+            await speaker.say(plan.summary, kind="readback", evidence=[proposal_evidence(plan)])
+            return None
         host.fire(Event.ALLOWED)  # after a confirmation the session is already running it
         outcome = await self.execute(generation, plan)
         host.fire(Event.TOOL_RESULT)
-        return outcome is not None
+        evidence = ToolEvidence(
+            tool_call_id=plan.tool_call_id or outcome.tool_call_id,
+            tool=plan.tool,
+            status=outcome.status,
+            result=outcome.result,
+            arguments=outcome.arguments,
+            reason_code=outcome.reason_code,
+        )
+        host.cite(evidence)
+        speaker.cite(evidence)
+        return evidence
 
     async def execute(self, generation: Generation, plan: ToolPlan) -> ToolOutcome:
         """Run the operation in the session's task group: a barge-in stops the words, never a
@@ -168,3 +192,8 @@ class Actor:
                 reason_code=reason,
             )
         )
+
+
+def proposal_evidence(plan: ToolPlan) -> EvidenceRef:
+    """A read-back rests on the proposal it reads (its canonical fields), named by its id."""
+    return EvidenceRef(tool_call_id=plan.proposal_id or plan.tool_call_id or "proposal")

@@ -41,6 +41,7 @@ class Completion:
         core = self.core
         generation.done = True
         core.out.stop_generation(generation.generation_id)
+        core.admission.cancel(generation.generation_id)
         core.control(ev.StopAndFlush(generation_id=generation.generation_id, reason=reason))
         _cancel_soon(generation.scope)
         played = core.out.acknowledged_ms(generation.generation_id)

@@ -47,35 +47,3 @@ class NullMetrics:
 
     def count(self, name: str, amount: float = 1.0, **labels: str) -> None:
         return None
-
-
-class SessionRecorder(Protocol):
-    """Persists the conversation off the hot path. Calls never block."""
-
-    def turn(self, session_id: str, turn_id: str, source: str, text: str) -> None: ...
-
-    def generation(
-        self,
-        session_id: str,
-        generation_id: str,
-        turn_id: str,
-        *,
-        status: str,
-        generated_text: str,
-        heard_text: str,
-        played_ms: float,
-        sent_ms: float,
-    ) -> None: ...
-
-    def state(self, session_id: str, state: str) -> None: ...
-
-
-class NullRecorder:
-    def turn(self, session_id: str, turn_id: str, source: str, text: str) -> None:
-        return None
-
-    def generation(self, session_id: str, generation_id: str, turn_id: str, **_: object) -> None:
-        return None
-
-    def state(self, session_id: str, state: str) -> None:
-        return None

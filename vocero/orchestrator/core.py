@@ -10,7 +10,7 @@ with its rule next to it.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from typing import overload
 
@@ -21,18 +21,20 @@ from vocero.contracts.actions import ActionCoordinator
 from vocero.contracts.errors import CODES, ErrorCode
 from vocero.contracts.ports import Message, Timers
 from vocero.inference.runner_set import RunnerSet
-from vocero.orchestrator.context import (
-    NullMetrics,
-    NullRecorder,
-    SessionContext,
-    SessionMetrics,
-    SessionRecorder,
-    Timeouts,
-)
+from vocero.orchestrator.context import NullMetrics, SessionContext, SessionMetrics, Timeouts
 from vocero.orchestrator.generation import Generation
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.machine import Effect, Event, SessionMachine, Step
 from vocero.orchestrator.output import OutFrame, OutputChannel
+from vocero.orchestrator.recording import NullRecorder, SessionRecorder
+from vocero.speech import (
+    Admission,
+    ClaimCatalog,
+    GenerationRef,
+    PlannerSettings,
+    ToolEvidence,
+    UnitPlanner,
+)
 
 log = structlog.get_logger("vocero.session")
 
@@ -40,6 +42,9 @@ MAX_HISTORY_MESSAGES = 64
 MAX_HISTORY_CHARS = 24_000
 """The model sees at most the last 64 messages and 24,000 characters of the call (the oldest go
 first); the store keeps the whole call, so nothing is lost for review or resumption."""
+MAX_TOOL_CALLS = 32
+"""Tool results of the session a later answer may still cite (a follow-up record backs a
+promise made turns later): the last 32."""
 MAX_GENERATIONS = 16
 """Finished generations are remembered (for late cancels, playout reports and delivery) only
 while they are among the last 16 of the session."""
@@ -82,14 +87,16 @@ class History:
 class Generations:
     """The current generation and the recent ones, by id (bounded by :data:`MAX_GENERATIONS`)."""
 
-    def __init__(self, out: OutputChannel) -> None:
+    def __init__(self, out: OutputChannel, admission: Admission) -> None:
         self._out = out
+        self._admission = admission
         self._by_id: OrderedDict[str, Generation] = OrderedDict()
         self.current: Generation | None = None
 
     def begin(self, turn_id: str) -> Generation:
         generation = Generation(generation_id=new_id("gen"), turn_id=turn_id)
         self.current = generation
+        self._admission.begin(generation.generation_id)
         self._by_id[generation.generation_id] = generation
         while len(self._by_id) > MAX_GENERATIONS:
             old_id, old = self._by_id.popitem(last=False)
@@ -142,7 +149,10 @@ class SessionCore:
         self.monotonic = clock.monotonic
         self.machine = SessionMachine("CONFIGURING")
         self.history = History()
-        self.generations = Generations(out)
+        self.admission = Admission(max_age_ms=ctx.profile.unit_max_age_ms)
+        self.generations = Generations(out, self.admission)
+        self.catalog = ClaimCatalog.of(ctx.profile.claims)
+        self.tool_calls: deque[ToolEvidence] = deque(maxlen=MAX_TOOL_CALLS)
         self._handlers: dict[Effect, Callable[..., None]] = {}
         self.barge_ins = 0
         self.false_barge_ins = 0
@@ -191,6 +201,28 @@ class SessionCore:
 
     def remember(self, message: Message) -> None:
         self.history.append(message)
+
+    def cite(self, call: ToolEvidence) -> None:
+        self.tool_calls.append(call)
+
+    def planner(self, generation: Generation) -> UnitPlanner:
+        """The unit planner of one generation: the catalog, this call's caller words and tool
+        results as evidence, the question revision it answers."""
+        ctx = self.ctx
+        ref = GenerationRef(
+            generation.generation_id, generation.turn_id, self.admission.question_revision
+        )
+        return UnitPlanner(
+            ref,
+            catalog=self.catalog,
+            settings=PlannerSettings.of(
+                ctx.profile, locale=ctx.effective.locale, timezone=ctx.caller.timezone
+            ),
+            clock=self.clock,
+            tools={t.name: t for t in ctx.profile.tools},
+            caller_lines=[m.content for m in self.history if m.role == "user"],
+            session_tools=self.tool_calls,
+        )
 
     def stt_down(self) -> bool:
         return self.runners.stt.status().health == "unavailable"

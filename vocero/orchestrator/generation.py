@@ -16,6 +16,8 @@ class UnitRecord:
     start_ms: float = 0.0
     audio_ms: float = 0.0
     voiced: bool = True
+    started: bool = False
+    """Admitted: its first audio (or, without a voice, its text) went to the client."""
     separator: str = ""
     """What goes before this unit's text on the wire: a space after the first unit, so the text
     deltas of a generation concatenate to exactly what is spoken (SPEC §2)."""
@@ -48,6 +50,11 @@ class Generation:
         unit = UnitRecord(text=text, start_ms=self.audio_ms, separator=separator)
         self.units.append(unit)
         return unit
+
+    def discard_unit(self, unit: UnitRecord) -> None:
+        """A unit that never played (dropped at admission) is no part of what was said."""
+        if unit in self.units and not unit.started:
+            self.units.remove(unit)
 
     def add_audio(self, unit: UnitRecord, ms: float) -> None:
         unit.audio_ms += ms

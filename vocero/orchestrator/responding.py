@@ -17,11 +17,12 @@ from vocero.contracts.ports import (
     Message,
     ToolIntent,
 )
-from vocero.orchestrator.acting import Actor
+from vocero.orchestrator.acting import Actor, proposal_evidence
 from vocero.orchestrator.completion import Completion
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.generation import Generation
 from vocero.orchestrator.speaking import Speaker, speaking
+from vocero.speech import ToolEvidence
 
 MAX_TOOL_ROUNDS = 4
 """Tool calls one answer may chain before the model must answer in words."""
@@ -48,12 +49,15 @@ class Responder:
         failure: ErrorCode | None = None
         with generation.scope:
             try:
-                async with speaking(self.core, generation, committed_at) as speaker:
+                planner = self.core.planner(generation)
+                async with speaking(self.core, generation, planner, committed_at) as speaker:
+                    result: ToolEvidence | None = None
                     proceed = True
                     if first_plan is not None:
-                        proceed = await self.actor.run_plan(generation, speaker, first_plan)
+                        result = await self.actor.run_plan(generation, speaker, first_plan)
+                        proceed = result is not None
                     if proceed:
-                        await self._model_loop(generation, speaker, turn)
+                        await self._model_loop(generation, speaker, turn, result)
                     await speaker.finish()
             except* TimeoutError:
                 failure = ErrorCode.LLM_TIMEOUT
@@ -71,8 +75,12 @@ class Responder:
         if readback is not None and coordinator is not None:
             await coordinator.readback_started(readback, generation.generation_id)
         with generation.scope:
-            async with speaking(self.core, generation, committed_at) as speaker:
-                await speaker.say(text)
+            planner = self.core.planner(generation)
+            async with speaking(self.core, generation, planner, committed_at) as speaker:
+                if readback is not None:
+                    await speaker.say(text, kind="readback", evidence=[proposal_evidence(readback)])
+                else:
+                    await speaker.say(text)
                 await speaker.finish()
         await self._end(generation, None)
         return generation
@@ -85,20 +93,30 @@ class Responder:
             self.completion.finish(generation, "failed" if failure is not None else "completed")
         await self.completion.settle(generation, stopped=stopped)
 
-    async def _model_loop(self, generation: Generation, speaker: Speaker, turn: TurnRef) -> None:
-        """Ask the model until it answers in words; run each tool it asks for in between."""
+    async def _model_loop(
+        self,
+        generation: Generation,
+        speaker: Speaker,
+        turn: TurnRef,
+        result: ToolEvidence | None,
+    ) -> None:
+        """Ask the model until it answers in words; run each tool it asks for in between. A
+        tool result the model says nothing about is read out in the profile's words."""
         for _ in range(MAX_TOOL_ROUNDS):
-            intent = await self._model_with_retry(generation, speaker)
+            intent, worded = await self._model_with_retry(generation, speaker)
             if intent is None:
+                if not worded and result is not None:
+                    await speaker.read_out(result)
                 return
             history = self.core.history.messages()
             plan = await self.actor.propose(generation, turn, intent, history)
-            if not await self.actor.run_plan(generation, speaker, plan):
+            result = await self.actor.run_plan(generation, speaker, plan)
+            if result is None:
                 return
 
     async def _model_with_retry(
         self, generation: Generation, speaker: Speaker
-    ) -> ToolIntent | None:
+    ) -> tuple[ToolIntent | None, bool]:
         try:
             return await self._stream_model(speaker)
         except TimeoutError:
@@ -107,7 +125,9 @@ class Responder:
             self.core.metrics.count("llm_retries")
             return await self._stream_model(speaker)
 
-    async def _stream_model(self, speaker: Speaker) -> ToolIntent | None:
+    async def _stream_model(self, speaker: Speaker) -> tuple[ToolIntent | None, bool]:
+        """One model answer: its tool intent (if it asked for one), and whether it said
+        anything (words, or approved claims)."""
         core = self.core
         request = LlmRequest(
             messages=self.model_messages(),
@@ -118,6 +138,7 @@ class Responder:
         started = core.monotonic()
         stream = aiter(core.runners.llm.generate(request))
         first = True
+        worded = False
         while True:
             with core.clock.fail_after(core.timeouts.llm_s):
                 try:
@@ -129,12 +150,17 @@ class Responder:
                 first = False
             if isinstance(output, ToolIntent):
                 await speaker.flush()
-                return output
-            if isinstance(output, IntentClassified | ClaimAnswer):
+                return output, worded
+            if isinstance(output, IntentClassified):
                 continue
+            if isinstance(output, ClaimAnswer):
+                worded = True
+                await speaker.answer(output)
+                continue
+            worded = worded or bool(output.text.strip())
             await speaker.feed(output.text)
         await speaker.flush()
-        return None
+        return None, worded
 
     def pending(self) -> ToolIntent | None:
         """The proposal the caller is being asked about, so a correction can be made to it."""

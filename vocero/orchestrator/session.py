@@ -30,12 +30,13 @@ from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.acting import Actor
 from vocero.orchestrator.answers import Answers
 from vocero.orchestrator.completion import Completion
-from vocero.orchestrator.context import SessionContext, SessionMetrics, SessionRecorder, Timeouts
+from vocero.orchestrator.context import SessionContext, SessionMetrics, Timeouts
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.hearing import Hearing
 from vocero.orchestrator.listening import Utterance
 from vocero.orchestrator.machine import Event, Intent
 from vocero.orchestrator.output import OutputChannel
+from vocero.orchestrator.recording import SessionRecorder
 from vocero.orchestrator.responding import Responder
 from vocero.orchestrator.turns import Turns
 

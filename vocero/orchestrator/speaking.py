@@ -1,14 +1,24 @@
-"""Text to voice for one generation: spoken units go to the TTS while the model keeps writing.
+"""Speaking one generation: every sentence is a planned, grounded unit, admitted at every
+boundary before its audio leaves (seed 000, SPEC §8).
 
-:func:`speaking` opens a :class:`Speaker` for one generation inside its own task group: the
-model loop feeds text; a worker synthesizes unit by unit into the data lane. Both live inside the
-generation's cancel scope, so a stop cancels the model, the TTS and every queued frame together.
-A TTS failure keeps the text flowing and never switches to another voice.
+:func:`speaking` opens a :class:`Speaker` for one generation inside its own task group. The
+generation's planner (:class:`~vocero.speech.UnitPlanner`) turns what the answer produces into
+units: the model's sentences, checked against the turn's evidence; approved claims; read-outs of
+tool results; the application's own wording (read-backs, denials, questions). A refused unit is
+recorded and never spoken; the fallback planned after it is said instead. A worker synthesizes
+unit by unit into the data lane, asking the session's :class:`~vocero.speech.Admission` after the
+unit waited in the queue, after every await of synthesis, and right before each audio chunk is
+submitted: a unit of a stopped generation, of an old question, or older than
+``unit_max_age_ms`` is dropped, and recorded so. The worker lives inside the generation's cancel
+scope, so a stop cancels the model, the synthesis and the queued frames together; units still
+queued then are recorded with the reason they never played. A TTS failure keeps the text flowing
+and never switches to another voice.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol
 
@@ -18,16 +28,28 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from vocero.contracts import events as ev
 from vocero.contracts.errors import CapacityError, ErrorCode
-from vocero.contracts.ports import Timers
+from vocero.contracts.ports import ClaimAnswer, Timers
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.context import SessionContext, SessionMetrics, Timeouts
 from vocero.orchestrator.generation import Generation, UnitRecord
 from vocero.orchestrator.machine import Event, Step
 from vocero.orchestrator.output import OutFrame, OutputChannel
-from vocero.speech.units import SpokenUnit, UnitChunker
+from vocero.orchestrator.recording import SessionRecorder
+from vocero.speech import (
+    Admission,
+    Decision,
+    EvidenceRef,
+    PlannedUnit,
+    ToolEvidence,
+    UnitKind,
+    UnitPlanner,
+    decided_entry,
+    unit_entry,
+)
 
 log = structlog.get_logger("vocero.speaker")
 
+_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 UNIT_QUEUE = 4
 """Units planned ahead of the one being synthesized; the model waits when the queue is full."""
 
@@ -39,6 +61,8 @@ class SpeakerHost(Protocol):
     runners: RunnerSet
     out: OutputChannel
     metrics: SessionMetrics
+    recorder: SessionRecorder
+    admission: Admission
     timeouts: Timeouts
     clock: Timers
     monotonic: Callable[[], float]
@@ -50,18 +74,21 @@ class SpeakerHost(Protocol):
 
 @asynccontextmanager
 async def speaking(
-    host: SpeakerHost, generation: Generation, committed_at: float
+    host: SpeakerHost, generation: Generation, planner: UnitPlanner, committed_at: float
 ) -> AsyncIterator[Speaker]:
     """A speaker for ``generation`` whose worker runs until the block ends (and, on a normal
     exit, until every unit fed was synthesized and sent)."""
-    send, receive = anyio.create_memory_object_stream[SpokenUnit](UNIT_QUEUE)
-    speaker = Speaker(host, generation, committed_at, send)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(speaker.work, receive)
-        try:
-            yield speaker
-        finally:
-            send.close()
+    send, receive = anyio.create_memory_object_stream[PlannedUnit](UNIT_QUEUE)
+    speaker = Speaker(host, generation, planner, committed_at, send)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(speaker.work, receive)
+            try:
+                yield speaker
+            finally:
+                send.close()
+    finally:
+        speaker.settle_unplayed()
 
 
 class Speaker:
@@ -69,31 +96,71 @@ class Speaker:
         self,
         host: SpeakerHost,
         generation: Generation,
+        planner: UnitPlanner,
         committed_at: float,
-        send: MemoryObjectSendStream[SpokenUnit],
+        send: MemoryObjectSendStream[PlannedUnit],
     ) -> None:
         self._host = host
         self._generation = generation
+        self.planner = planner
         self._committed_at = committed_at
         self._send = send
-        self._chunker = UnitChunker(word_budget=host.ctx.profile.word_budget)
+        self._unplayed: dict[str, PlannedUnit] = {}
+        """Planned, speakable units without a final disposition yet."""
         self._tts_error_sent = False
         self._tts_broken = False
         self._worker_done = anyio.Event()
+        self._free_at = float("-inf")
+        """When the audio admitted so far should have finished playing (monotonic seconds)."""
+        self.spoke = False
+        """Whether anything was planned to be said in this generation."""
+
+    # ------------------------------------------------------------------------ planning
 
     async def feed(self, text: str) -> None:
-        for unit in self._chunker.feed(text):
-            await self._send.send(unit)
+        """The model's streamed words."""
+        await self._queue(self.planner.feed(text))
 
     async def flush(self) -> None:
-        for unit in self._chunker.flush():
+        await self._queue(self.planner.flush())
+
+    async def answer(self, answer: ClaimAnswer) -> None:
+        """The model answered with approved claims (or a paraphrase of them)."""
+        await self._queue(self.planner.answer(answer))
+
+    async def read_out(self, call: ToolEvidence) -> None:
+        """Say a tool result of this turn in the profile's words (or the claims it found)."""
+        await self._queue(self.planner.tool_result(call))
+
+    def cite(self, call: ToolEvidence) -> None:
+        """A tool result the model words itself: its values back the model's sentences."""
+        self.planner.add_tool_result(call)
+
+    async def say(
+        self,
+        text: str,
+        *,
+        kind: UnitKind = "conversational",
+        evidence: Sequence[EvidenceRef] = (),
+    ) -> None:
+        """Speak a whole, application-worded text (read-backs, denials, clarifications), one
+        unit a sentence: the first is synthesized sooner, and playout tells exactly which
+        sentences were heard (a "yes" that cuts off "Shall I go ahead?")."""
+        for sentence in _SENTENCES.split(text.strip()):
+            await self._queue(self.planner.say(sentence, kind=kind, evidence=evidence))
+
+    async def _queue(self, units: Sequence[PlannedUnit]) -> None:
+        host = self._host
+        for unit in units:
+            host.recorder.unit(unit_entry(unit, session_id=host.ctx.session_id))
+            if not unit.speakable:
+                host.metrics.count("units", disposition="refused", reason_code=unit.refusal)
+                continue
+            self.spoke = True
+            self._unplayed[unit.unit_id] = unit
             await self._send.send(unit)
 
-    async def say(self, text: str) -> None:
-        """Speak a whole, application-worded text (read-backs, denials, clarifications)."""
-        if text:
-            await self.feed(text + " ")
-            await self.flush()
+    # ------------------------------------------------------------------------ playing
 
     async def finish(self) -> None:
         """Wait until every unit was synthesized, sent and (by playout) played."""
@@ -104,64 +171,156 @@ class Speaker:
             self._generation.generation_id, grace_s=host.timeouts.playout_grace_s
         )
 
-    async def work(self, receive: MemoryObjectReceiveStream[SpokenUnit]) -> None:
+    async def work(self, receive: MemoryObjectReceiveStream[PlannedUnit]) -> None:
         try:
             async with receive:
                 async for unit in receive:
-                    await self._speak(unit)
+                    if self._allowed(unit):
+                        await self._speak(unit)
         finally:
             self._worker_done.set()
 
-    async def _speak(self, unit: SpokenUnit) -> None:
+    def _now(self, unit: PlannedUnit) -> float:
+        """The time admission ages ``unit`` by. Waiting for the earlier units of the answer to
+        be spoken is the unit's normal turn, not age: what counts is how long it has waited
+        past the moment the audio before it should have ended (when output is blocked, or the
+        synthesis stalls, that time grows)."""
+        now = self._host.monotonic()
+        return now - max(0.0, self._free_at - unit.planned_mono)
+
+    def _allowed(self, unit: PlannedUnit) -> bool:
+        """Admission after the unit waited: drop it (and record why) unless it may still play."""
+        decision = self._host.admission.check(unit, self._now(unit))
+        if decision.ready:
+            return True
+        self._decided(unit, decision)
+        return False
+
+    async def _speak(self, unit: PlannedUnit) -> None:
         host, generation = self._host, self._generation
         record = generation.begin_unit(unit.text)
-        delta = ev.TextDelta(
-            generation_id=generation.generation_id, unit_id=unit.unit_id, text=record.wire_text
-        )
-        if not await host.out.data(OutFrame(payload=delta, generation_id=generation.generation_id)):
-            return
-        if self._tts_broken:
+        if self._tts_broken or not host.ctx.voice_usable():
+            if not self._tts_broken:  # revoked (or expired) since the session began
+                self._tts_failed(record, ErrorCode.TTS_UNAVAILABLE)
             record.voiced = False
-            return
-        if not host.ctx.voice_usable():
-            # Revoked (or expired) since the session began: refuse new synthesis at once and keep
-            # the words as text; never fall back to another voice.
-            self._tts_failed(record, ErrorCode.TTS_UNAVAILABLE)
+            await self._text_only(unit, record)
             return
         try:
             await self._synthesize(unit, record)
         except CapacityError:
             self._tts_failed(record, ErrorCode.CAPACITY_EXHAUSTED)
+            await self._text_only(unit, record)
         except Exception:
             log.warning("tts_failed", exc_info=True)
             self._tts_failed(record, ErrorCode.TTS_UNAVAILABLE)
+            await self._text_only(unit, record)
+        finally:
+            if not record.started:
+                generation.discard_unit(record)  # never played: not part of what was said
 
-    async def _synthesize(self, unit: SpokenUnit, record: UnitRecord) -> None:
+    async def _text_only(self, unit: PlannedUnit, record: UnitRecord) -> None:
+        """No voice (the TTS failed, the voice was revoked): the words still go, admitted."""
+        if unit.unit_id not in self._unplayed:
+            return  # its audio had started: the text went with it
+        decision = self._host.admission.admit(unit, self._now(unit))
+        if not decision.ready:
+            self._decided(unit, decision)
+            return
+        record.started = True
+        self._decided(unit, decision, audio_offset_ms=record.start_ms)
+        await self._text(unit, record)
+
+    async def _text(self, unit: PlannedUnit, record: UnitRecord) -> bool:
+        generation = self._generation
+        delta = ev.TextDelta(
+            generation_id=generation.generation_id, unit_id=unit.unit_id, text=record.wire_text
+        )
+        return await self._host.out.data(
+            OutFrame(payload=delta, generation_id=generation.generation_id)
+        )
+
+    async def _synthesize(self, unit: PlannedUnit, record: UnitRecord) -> None:
         host, generation = self._host, self._generation
         tts = host.runners.tts
         rate = tts.sample_rate
         started = host.monotonic()
+        audio = None
         index = 0
-        with host.clock.fail_after(host.timeouts.tts_s):
-            async for chunk in tts.synthesize(unit.text, host.ctx.voice):
-                audio_ms = len(chunk) / 2 / rate * 1000.0
-                if index == 0:
-                    host.metrics.observe_ms("tts_ttfa_ms", (host.monotonic() - started) * 1000.0)
-                    self._first_audio()
-                generation.add_audio(record, audio_ms)
-                payload = ev.AudioOut(
-                    generation_id=generation.generation_id,
-                    unit_id=unit.unit_id,
-                    chunk_index=index,
-                    audio=chunk,
-                    sample_rate=rate,
+        try:
+            with host.clock.fail_after(host.timeouts.tts_s):
+                async for chunk in tts.synthesize(unit.speech, host.ctx.voice):
+                    decision = host.admission.admit(unit, self._now(unit))
+                    if not decision.ready:
+                        self._decided(unit, decision, audio_ms=record.audio_ms)
+                        return
+                    audio_ms = len(chunk) / 2 / rate * 1000.0
+                    if index == 0:
+                        record.started = True
+                        self._free_at = host.monotonic()
+                        host.metrics.observe_ms(
+                            "tts_ttfa_ms", (host.monotonic() - started) * 1000.0
+                        )
+                        self._decided(unit, decision, audio_offset_ms=record.start_ms,
+                                      synthesis=self._synthesis(tts.name, rate))
+                        audio = host.recorder.unit_audio(
+                            host.ctx.session_id, unit.unit_id, sample_rate=rate
+                        )
+                        if not await self._text(unit, record):
+                            return
+                        self._first_audio()
+                    generation.add_audio(record, audio_ms)
+                    self._free_at += audio_ms / 1000.0
+                    payload = ev.AudioOut(
+                        generation_id=generation.generation_id,
+                        unit_id=unit.unit_id,
+                        chunk_index=index,
+                        audio=chunk,
+                        sample_rate=rate,
+                    )
+                    frame = OutFrame(
+                        payload=payload, generation_id=generation.generation_id, audio_ms=audio_ms
+                    )
+                    if not await host.out.data(frame):
+                        return
+                    assert audio is not None
+                    audio.write(chunk)
+                    index += 1
+        finally:
+            if audio is not None:
+                audio.close()
+                host.recorder.unit(
+                    decided_entry(unit, Decision("ready"), session_id=host.ctx.session_id,
+                                  at=host.clock.now(), audio_offset_ms=record.start_ms,
+                                  audio_ms=record.audio_ms)
                 )
-                frame = OutFrame(
-                    payload=payload, generation_id=generation.generation_id, audio_ms=audio_ms
-                )
-                if not await host.out.data(frame):
-                    return
-                index += 1
+
+    # ------------------------------------------------------------------------ records
+
+    def _synthesis(self, runner: str, rate: int) -> dict[str, object]:
+        voice = self._host.ctx.voice
+        return {"runner": runner, "sample_rate": rate, "voice_profile_id": voice.voice_profile_id,
+                "voice_version": voice.voice_version}
+
+    def _decided(self, unit: PlannedUnit, decision: Decision, **extra: object) -> None:
+        """A unit's final disposition (admitted, or why it never played): recorded once."""
+        if self._unplayed.pop(unit.unit_id, None) is None:
+            return
+        host = self._host
+        host.recorder.unit(
+            decided_entry(unit, decision, session_id=host.ctx.session_id, at=host.clock.now(),
+                          **extra)
+        )
+        disposition = "admitted" if decision.ready else decision.disposition
+        host.metrics.count("units", disposition=disposition, reason_code=decision.reason_code)
+
+    def settle_unplayed(self) -> None:
+        """The generation ended with units that never played (it was stopped): record why."""
+        host = self._host
+        for unit in list(self._unplayed.values()):
+            decision = host.admission.check(unit, host.monotonic())
+            if decision.ready:  # the generation finished without getting to them
+                decision = Decision("canceled", "generation_ended")
+            self._decided(unit, decision)
 
     def _first_audio(self) -> None:
         """A unit's first audio: the first of the answer is time to first sound."""

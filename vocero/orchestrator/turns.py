@@ -84,6 +84,7 @@ class Turns:
         )
         core.recorder.turn(core.ctx.session_id, turn_id, source, text)
         core.remember(Message(role="user", content=text))
+        core.admission.revise_question()  # whatever was planned for the last one is stale
         step = core.fire(Event.TURN_COMMITTED)
         turn = TurnRef(session_id=core.ctx.session_id, turn_id=turn_id)
         await self._route(turn, step, committed_at)

@@ -565,7 +565,11 @@ class SessionCoordinator:
         )
         self._observe(content)
         return ToolOutcome(
-            tool_call_id=plan.tool_call_id, status=status, result=content, reason_code=reason
+            tool_call_id=plan.tool_call_id,
+            status=status,
+            result=content,
+            reason_code=reason,
+            arguments=dict(run.arguments),
         )
 
     async def _call(self, run: _Runnable, name: str, meta: CallMeta) -> ToolResult:
@@ -598,6 +602,7 @@ class SessionCoordinator:
             result=result,
             reason_code=op.reason_code,
             side_effect=op.status != "rejected",
+            arguments=dict(run.arguments),
         )
 
     def _refused(self, plan: ToolPlan, reason: str, on_status: StatusCallback) -> ToolOutcome:

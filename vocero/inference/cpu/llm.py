@@ -5,8 +5,9 @@ profile's tools, the tool intent is built from rule-extracted values; the model 
 required free-text fields no rule knows, under a JSON schema with every known value pinned as a
 constant and every string bounded, and the result is validated against the tool's own schema. A
 tool whose identifier, date or time is missing yields a clarifying question instead of a guess.
-A turn that ends with a tool result is read out faithfully (:func:`.replies.summarise_result`):
-a 135M model paraphrases data unreliably. Anything else (greetings, "what can you do", requests
+A turn that ends with a tool result gets no words from this runner (unless the result moves an
+open task on): a 135M model paraphrases data unreliably, so the orchestrator reads the result out
+in the profile's words, grounded in it. Anything else (greetings, "what can you do", requests
 out of scope) is answered from the profile's own words (:mod:`.small_talk`); a deployment may opt
 in to letting the model chat instead (``free_text="model"``: streamed within ``max_words``, but
 ungrounded). ``classify_confirmation`` turns use strict rules, then the model
@@ -37,6 +38,7 @@ from vocero.inference.cpu.shell import RunnerShell
 
 log = structlog.get_logger(__name__)
 _TODAY = re.compile(r"\btoday(?: is|:)?\s*(?:\w+,?\s+)?(\d{4}-\d{2}-\d{2})", re.IGNORECASE)
+KNOWLEDGE = "knowledge.search"
 _LABELS: dict[str, confirmation.Intent] = {
     "confirm": "confirm",
     "reject": "reject",
@@ -132,12 +134,8 @@ class RoutedLlm(LlmBase):
             step = tasks.after_list(opened, last, request.tools)
             if step is not None and (step.intent is not None or step.question):
                 yield step.intent or TextChunk(text=step.question)
-                return
-            summary = replies.summarise_result(
-                last.tool_name, last.tool_result, last.content, status=last.tool_status
-            )
-            async for chunk in replies.within_budget(replies.one(summary), request.max_words):
-                yield chunk
+            # Otherwise nothing: a 135M model words data unreliably, so the orchestrator reads
+            # the result out in the profile's words (``readout``), grounded in the result.
             return
         utterance = replies.last_user_text(request)
         corrected = tasks.correction(utterance, request.pending, request.tools, today)
@@ -158,6 +156,10 @@ class RoutedLlm(LlmBase):
         if step is None and confirmation.classify(utterance) == "confirm":
             offer = tasks.accepted_offer(request.messages, request.tools, today)
             step = tasks.Step(intent=offer) if offer is not None else None
+        if step is None and self._knowledge(request, utterance):
+            log.info("llm.tool_routed", tool=KNOWLEDGE, runner_up="")
+            yield ToolIntent(name=KNOWLEDGE, arguments={"query": utterance})
+            return
         if step is None:
             async for chunk in self._conversational(request, utterance):
                 yield chunk
@@ -177,6 +179,17 @@ class RoutedLlm(LlmBase):
                 return
         log.info("llm.tool_routed", tool=step.intent.name, runner_up=decision.runner_up)
         yield ToolIntent(name=step.intent.name, arguments=arguments)
+
+    def _knowledge(self, request: LlmRequest, utterance: str) -> bool:
+        """A question no business tool answers goes to the approved claims, when the profile
+        offers ``knowledge.search``, unless it is small talk."""
+        offered = any(t.name == KNOWLEDGE for t in request.tools)
+        return (
+            offered
+            and len(utterance.split()) >= 2
+            and not small_talk.is_conversational(utterance)
+            and self._free_text != "model"
+        )
 
     def _conversational(self, request: LlmRequest, utterance: str) -> AsyncIterator[TextChunk]:
         if self._free_text == "model":

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import re
 from collections.abc import AsyncIterator
-from typing import Any
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import LlmRequest, TextChunk
@@ -117,60 +115,3 @@ def last_user_text(request: LlmRequest) -> str:
     if not request.messages or request.messages[-1].role != "user":
         return ""
     return request.messages[-1].content
-
-
-def summarise_result(
-    tool_name: str, result: dict[str, Any] | None, fallback: str, *, status: str = "committed"
-) -> str:
-    """A faithful spoken summary of a tool result, for models too small to paraphrase one.
-
-    Only scalar values are read out (lists of records one sentence per record, at most five, so
-    a word budget ends between records); ISO dates become "March 4, 2026". The result is data,
-    never instructions: nothing in it is obeyed. A call that did not commit is never read as if
-    it had: ``unknown`` (it may have happened) is said as such.
-    """
-    if status == "unknown":
-        return "Sorry, I could not confirm whether that went through. Please check again later."
-    if status and status != "committed":
-        return "Sorry, I could not complete that."
-    if not result:
-        return fallback.strip() or "That is done."
-    if result.get("error") or result.get("is_error"):
-        return "Sorry, I could not complete that."
-    parts = [_speak_record(result)]
-    for key, value in result.items():
-        if isinstance(value, list) and value:
-            records = [_speak_record(v) if isinstance(v, dict) else _speak(v) for v in value[:5]]
-            parts.append(f"{len(value)} {_label(key)}")
-            parts.extend(records)
-        elif isinstance(value, list):
-            parts.append(f"no {_label(key)}")
-    text = ". ".join(p[:1].upper() + p[1:] for p in parts if p)
-    return f"Here is what I found. {text}." if text else "That is done."
-
-
-def _speak_record(record: dict[str, Any]) -> str:
-    return ", ".join(
-        f"{_label(k)} {_speak(v)}" for k, v in record.items() if isinstance(v, str | int | float)
-    )
-
-
-def _label(key: str) -> str:
-    return key.replace("_", " ").replace(".", " ").strip()
-
-
-def _speak(value: Any) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    text = str(value)
-    match = _ISO_DAY.fullmatch(text)
-    if match:
-        try:
-            day = dt.date.fromisoformat(text)
-        except ValueError:
-            return text
-        return f"{day:%B} {day.day}, {day.year}"
-    return text
-
-
-_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")

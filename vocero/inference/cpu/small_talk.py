@@ -93,6 +93,14 @@ _BACK_REFERENCE = re.compile(
 )
 
 
+def is_conversational(utterance: str) -> bool:
+    """A greeting, thanks, goodbye, "who are you", "say that again", a bare yes or no: the
+    profile's own words answer it, no knowledge is needed."""
+    acts = (_GREETING, _IDENTITY, _CAPABILITIES, _HOW_ARE_YOU, _THANKS, _GOODBYE, _REPEAT,
+            _SLOWER, _BARE_ANSWER)
+    return any(act.search(utterance) for act in acts)
+
+
 def is_request(utterance: str) -> bool:
     """A turn that asks for something of its own (a greeting, a question, thanks, goodbye), not
     an answer to a yes-or-no question."""
