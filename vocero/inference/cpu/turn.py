@@ -107,6 +107,9 @@ class SmartTurnEngine:
         options.inter_op_num_threads = 1
         options.intra_op_num_threads = self._threads
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        # No busy-waiting between judgements: on two cores the recogniser runs at the same
+        # pause, and spinning threads would take its cores.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 4
         return onnxruntime.InferenceSession(
             self.model_path, providers=["CPUExecutionProvider"], sess_options=options
