@@ -173,7 +173,7 @@ class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     turn models learnt turns that end shortly after speech); 0: all of it."""
     rejudge_ms: int = 200
     """After a "not finished", the judge is asked again this much later (about new audio)."""
-    complete_probability: float = 0.5
+    complete_probability: float = 0.9
     """A judgement that weighed the caller's words ends the turn at this probability or above."""
     audio_probability: float = 0.97
     """A judgement of the audio alone must reach this; above 1: never (wait for the words)."""
