@@ -9,7 +9,7 @@ import anyio.lowlevel
 import pytest
 
 from tests.support.audio import silence_frames, tone_frames, utterance
-from tests.support.fakes import fake_runners
+from tests.support.fakes import RecordingRecorder, fake_runners
 from tests.support.harness import profile, running
 from vocero.contracts import events as ev
 from vocero.inference.sim.script import Rule
@@ -374,3 +374,47 @@ async def test_speech_after_the_pause_makes_the_early_transcription_stale() -> N
         second = await h.until_frame("transcript.final.v1", 2)
         assert second.text == "thanks", "a script line is consumed once per audio turn"
         assert len(set(stt.calls)) == 2
+
+
+TWO = "The first sentence is short. The second sentence waits for its turn to play."
+
+
+async def test_a_held_unit_expires_while_output_is_blocked() -> None:
+    """Seed 000: the caller says nothing, output is blocked (no playout progress) and a unit
+    planned in time grows too old while it waits: it is dropped when its turn comes, not
+    played late. Fails if the age were checked only before the wait."""
+    recorder = RecordingRecorder()
+    # 40 ms a character: the first unit (1.1 s of audio) is longer than the 400 ms the client
+    # may be ahead, so the second waits in the queue while nothing is played.
+    runners, *_ = fake_runners(rules=[Rule(match=".*", reply=TWO)], ms_per_char=40)
+    async with running(runners, prof=profile(unit_max_age_ms=1000), recorder=recorder) as h:
+        h.auto_ack = False
+        h.session.on_text("hello")
+        first = await h.until_frame("AudioOut", 1)
+        await h.advance(3.0)  # blocked: nothing is played for 3 s
+        h.auto_ack = True
+        h.session.on_playout(first.generation_id, 10**7)
+        done = await h.until_frame("ResponseCompleted")
+        decided = recorder.final()
+        first_unit, second_unit = [e for e in recorder.entries if e.disposition == "planned"]
+        assert decided[first_unit.unit_id].disposition == "admitted"
+        assert (decided[second_unit.unit_id].disposition,
+                decided[second_unit.unit_id].reason_code) == ("expired", "max_age")
+        assert "second sentence" not in "".join(p.text for p in h.received.of("TextDelta"))
+        assert done.heard_text == "The first sentence is short."
+
+
+async def test_waiting_for_the_earlier_audio_of_the_answer_is_not_age() -> None:
+    recorder = RecordingRecorder()
+    runners, *_ = fake_runners(rules=[Rule(match=".*", reply=TWO)], ms_per_char=40)
+    async with running(runners, prof=profile(unit_max_age_ms=500), recorder=recorder) as h:
+        h.auto_ack = False
+        h.session.on_text("hello")
+        first = await h.until_frame("AudioOut", 1)
+        played = 0
+        while not h.received.of("ResponseCompleted"):  # the caller hears it in real time
+            played += 100
+            h.session.on_playout(first.generation_id, played)
+            await h.advance(0.1)
+        assert {e.disposition for e in recorder.final().values()} == {"admitted"}
+        assert h.received.of("ResponseCompleted")[0].heard_text == TWO

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 
@@ -214,3 +214,44 @@ class FakeActionCoordinator:
 
     async def withdraw(self, turn: TurnRef) -> str:
         return ""
+
+
+class RecordingRecorder:
+    """A session recorder that keeps what it is given: the units (every entry, in order) and
+    each admitted unit's audio."""
+
+    def __init__(self) -> None:
+        self.entries: list[Any] = []
+        self.audio: dict[str, bytearray] = {}
+
+    def turn(self, session_id: str, turn_id: str, source: str, text: str) -> None:
+        return None
+
+    def generation(self, session_id: str, generation_id: str, turn_id: str, **_: object) -> None:
+        return None
+
+    def state(self, session_id: str, state: str) -> None:
+        return None
+
+    def unit(self, entry: Any) -> None:
+        self.entries.append(entry)
+
+    def unit_audio(self, session_id: str, unit_id: str, *, sample_rate: int) -> Any:
+        buffer = self.audio.setdefault(unit_id, bytearray())
+
+        class Sink:
+            def write(self, pcm16: bytes) -> None:
+                buffer.extend(pcm16)
+
+            def close(self) -> None:
+                return None
+
+        return Sink()
+
+    def final(self) -> dict[str, Any]:
+        """Each unit's first decided entry (the final disposition), by unit id."""
+        decided: dict[str, Any] = {}
+        for entry in self.entries:
+            if entry.disposition != "planned":
+                decided.setdefault(entry.unit_id, entry)
+        return decided

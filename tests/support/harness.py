@@ -130,13 +130,17 @@ async def running(
     caller: Caller = CALLER,
     tools: tuple[ToolDefinition, ...] = (),
     session_id: str = "ses_test",
+    recorder: Any = None,
 ) -> AsyncIterator[Harness]:
     """A running session on a virtual clock: time passes only when the test says
     (:meth:`Harness.advance`), so every timeout is reached exactly, never waited for."""
     ctx = context(prof, turn_mode, caller, tools, session_id)
     clock = clock or VirtualClock()
     out = OutputChannel(max_lead_ms=ctx.profile.max_lead_ms, playout_acks=acks, clock=clock)
-    session = Session(ctx, runners, out, coordinator=coordinator, timeouts=timeouts, clock=clock)
+    session = Session(
+        ctx, runners, out, coordinator=coordinator, timeouts=timeouts, clock=clock,
+        recorder=recorder,
+    )
     harness = Harness(session, out, clock)
     async with anyio.create_task_group() as tg:
         await tg.start(session.run)

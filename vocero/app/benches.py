@@ -29,7 +29,8 @@ from vocero.orchestrator.context import SessionContext
 from vocero.orchestrator.output import OutFrame, OutputChannel
 from vocero.orchestrator.session import Session
 
-REPLY = "Your order has shipped and should arrive on Thursday. Is there anything else I can do?"
+REPLY = "Your order is on its way to you now. Is there anything else I can do?"
+"""Grounded speech refuses a date no evidence backs ("arrive on Thursday"): the reply says none."""
 
 
 def _session(

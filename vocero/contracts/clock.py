@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -41,6 +42,40 @@ class SystemClock:
         self, seconds: float | None, *, shield: bool = False
     ) -> AbstractContextManager[anyio.CancelScope]:
         return anyio.fail_after(seconds, shield=shield)
+
+    def deadline(self, seconds: float) -> Deadline:
+        return Deadline(seconds, anyio.current_time, anyio.CancelScope())
+
+
+class Deadline:
+    """A timeout that can be pushed back: ``with clock.deadline(s) as d: ... d.extend()``. One
+    cancel scope for a whole stream whose every item must come within ``s`` of the last (the
+    model's next words), instead of a new scope per item. Raises ``TimeoutError`` on exit when
+    the deadline cancelled it."""
+
+    def __init__(
+        self, seconds: float, now: Callable[[], float], scope: anyio.CancelScope
+    ) -> None:
+        self._seconds = seconds
+        self._now = now
+        self.scope = scope
+
+    def extend(self) -> None:
+        self.scope.deadline = self._now() + self._seconds
+
+    def pause(self) -> None:
+        self.scope.deadline = math.inf
+
+    def __enter__(self) -> Deadline:
+        self.extend()
+        self.scope.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        suppressed = bool(self.scope.__exit__(*exc))  # type: ignore[arg-type]
+        if self.scope.cancelled_caught and self._now() >= self.scope.deadline:
+            raise TimeoutError
+        return suppressed
 
 
 @dataclass(order=True, slots=True)
@@ -101,6 +136,9 @@ class VirtualClock:
             self._scheduled = anyio.Event()
             await self._scheduled.wait()
 
+    def deadline(self, seconds: float) -> _VirtualDeadline:
+        return _VirtualDeadline(self, seconds)
+
     async def sleep(self, seconds: float) -> None:
         woken = anyio.Event()
         timer = self._schedule(seconds, woken.set)
@@ -136,3 +174,34 @@ class VirtualClock:
                     fired = timer.fired
         if fired and scope.cancelled_caught:
             raise TimeoutError
+
+
+class _VirtualDeadline:
+    """:class:`Deadline` on a :class:`VirtualClock`: a timer re-armed at every ``extend``."""
+
+    def __init__(self, clock: VirtualClock, seconds: float) -> None:
+        self._clock = clock
+        self._seconds = seconds
+        self.scope = anyio.CancelScope()
+        self._timer: _Timer | None = None
+
+    def extend(self) -> None:
+        self.pause()
+        self._timer = self._clock._schedule(self._seconds, self.scope.cancel)
+
+    def pause(self) -> None:
+        if self._timer is not None:
+            self._timer.dropped = True
+
+    def __enter__(self) -> _VirtualDeadline:
+        self.extend()
+        self.scope.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        timer = self._timer
+        self.pause()
+        suppressed = bool(self.scope.__exit__(*exc))  # type: ignore[arg-type]
+        if self.scope.cancelled_caught and timer is not None and timer.fired:
+            raise TimeoutError
+        return suppressed

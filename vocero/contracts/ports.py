@@ -310,6 +310,21 @@ class Clock(Protocol):
         ...
 
 
+class Extendable(Protocol):
+    """A deadline that can be pushed back (``extend``): a context manager that raises
+    ``TimeoutError`` when the deadline passed."""
+
+    def extend(self) -> None: ...
+
+    def pause(self) -> None:
+        """No deadline until the next ``extend``."""
+        ...
+
+    def __enter__(self) -> Extendable: ...
+
+    def __exit__(self, *exc: object) -> bool: ...
+
+
 class Timers(Clock, Protocol):
     """A clock that can also be waited on: every timeout and pause goes through one, so a
     virtual clock (``vocero.contracts.clock.VirtualClock``) can drive them in tests."""
@@ -324,6 +339,10 @@ class Timers(Clock, Protocol):
         self, seconds: float | None, *, shield: bool = False
     ) -> AbstractContextManager[anyio.CancelScope]:
         """Like ``anyio.fail_after``: raises ``TimeoutError`` when the deadline cancelled it."""
+        ...
+
+    def deadline(self, seconds: float) -> Extendable:
+        """One deadline ``seconds`` ahead, pushed back by each ``extend()``."""
         ...
 
 

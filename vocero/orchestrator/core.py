@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import overload
 
 import structlog
 
 from vocero.contracts import events as ev
 from vocero.contracts.actions import ActionCoordinator
+from vocero.contracts.builtins import zone_of
+from vocero.contracts.domain import ToolSpec
 from vocero.contracts.errors import CODES, ErrorCode
 from vocero.contracts.ports import Message, Timers
 from vocero.inference.runner_set import RunnerSet
@@ -35,6 +38,7 @@ from vocero.speech import (
     ToolEvidence,
     UnitPlanner,
 )
+from vocero.speech.values import text_values
 
 log = structlog.get_logger("vocero.session")
 
@@ -56,10 +60,14 @@ class History:
     def __init__(self, messages: list[Message] | None = None) -> None:
         self._messages: list[Message] = []
         self._chars = 0
+        self.version = 0
+        """Grows with every message: what was derived from the history is current while it
+        is unchanged."""
         for message in messages or []:
             self.append(message)
 
     def append(self, message: Message) -> None:
+        self.version += 1
         self._messages.append(message)
         self._chars += len(message.content)
         while len(self._messages) > 1 and (
@@ -153,6 +161,9 @@ class SessionCore:
         self.generations = Generations(out, self.admission)
         self.catalog = ClaimCatalog.of(ctx.profile.claims)
         self.tool_calls: deque[ToolEvidence] = deque(maxlen=MAX_TOOL_CALLS)
+        self._values: frozenset[tuple[str, str]] = frozenset()
+        self._values_key: tuple[object, int] = (None, -1)
+        self._speech_config: tuple[str, PlannerSettings, dict[str, ToolSpec]] | None = None
         self._handlers: dict[Effect, Callable[..., None]] = {}
         self.barge_ins = 0
         self.false_barge_ins = 0
@@ -202,6 +213,18 @@ class SessionCore:
     def remember(self, message: Message) -> None:
         self.history.append(message)
 
+    def caller_values(self) -> frozenset[tuple[str, str]]:
+        """The critical values of the caller's heard lines in the history, each line read once
+        (and again only when the caller's day changes)."""
+        today = datetime.fromtimestamp(self.clock.now(), UTC).astimezone(
+            zone_of(self.ctx.caller.timezone)
+        ).date()
+        if self._values_key != (today, self.history.version):
+            lines = [m.content for m in self.history if m.role == "user"]
+            self._values = frozenset(text_values(lines, today=today))
+            self._values_key = (today, self.history.version)
+        return self._values
+
     def cite(self, call: ToolEvidence) -> None:
         self.tool_calls.append(call)
 
@@ -212,16 +235,22 @@ class SessionCore:
         ref = GenerationRef(
             generation.generation_id, generation.turn_id, self.admission.question_revision
         )
+        config = self._speech_config
+        if config is None or config[0] != ctx.effective.locale:  # an update changed the locale
+            settings = PlannerSettings.of(
+                ctx.profile, locale=ctx.effective.locale, timezone=ctx.caller.timezone
+            )
+            config = (ctx.effective.locale, settings, {t.name: t for t in ctx.profile.tools})
+            self._speech_config = config
         return UnitPlanner(
             ref,
             catalog=self.catalog,
-            settings=PlannerSettings.of(
-                ctx.profile, locale=ctx.effective.locale, timezone=ctx.caller.timezone
-            ),
+            settings=config[1],
             clock=self.clock,
-            tools={t.name: t for t in ctx.profile.tools},
+            tools=config[2],
             caller_lines=[m.content for m in self.history if m.role == "user"],
             session_tools=self.tool_calls,
+            caller_values=self.caller_values(),
         )
 
     def stt_down(self) -> bool:

@@ -49,6 +49,8 @@ class Playout:
     """What the client has been sent and has played of one generation."""
 
     sent_ms: float = 0.0
+    queued_ms: float = 0.0
+    """Audio of the generation in the data lane, not sent yet."""
     played_ms: float = 0.0
     reported: bool = False
     first_sent_at: float | None = None
@@ -114,14 +116,44 @@ class OutputChannel:
         if frame.generation_id in self._stopped:
             self.dropped += 1
             return False
+        if frame.audio_ms:
+            self.playout_of(frame.generation_id).queued_ms += frame.audio_ms
         self._data.append(frame)
         if len(self._data) == 1:  # behind other frames it changes nothing the consumer waits on
             self._wake()
         return True
 
+    async def room(self, generation_id: str, audio_ms: float, *, grace_s: float) -> bool:
+        """Wait until ``audio_ms`` more of the generation (counting what is already queued)
+        stays within ``max_lead_ms`` of its playout: audio is handed over only as it may be
+        sent, so a decision taken just before handing it over still holds when it leaves.
+        False: the generation stopped, or its playout has not moved for ``grace_s`` (the client
+        may be gone; the answer must not hang on it)."""
+        track = self.playout_of(generation_id)
+        track.last_progress = self._monotonic()
+        while generation_id not in self._stopped:
+            if track.sent_ms + track.queued_ms == 0:
+                return True
+            excess = track.sent_ms + track.queued_ms + audio_ms - self._played(track)
+            excess -= self.max_lead_ms
+            if excess <= 0:
+                return True
+            if self._monotonic() - track.last_progress > grace_s:
+                return False
+            if track.progress.is_set():
+                track.progress = anyio.Event()
+            wait_s = grace_s if self.playout_acks else min(grace_s, excess / 1000.0)
+            with self._clock.move_on_after(wait_s + 0.001):
+                await track.progress.wait()
+        return False
+
     def stop_generation(self, generation_id: str) -> int:
         """Refuse and remove every unsent frame of a generation; returns how many were removed."""
         self._stopped.add(generation_id)
+        track = self._playout.get(generation_id)
+        if track is not None:
+            track.queued_ms = 0.0
+            track.progress.set()
         before = len(self._data)
         self._data = deque(f for f in self._data if f.generation_id != generation_id)
         removed = before - len(self._data)
@@ -222,14 +254,19 @@ class OutputChannel:
         track = self.playout_of(frame.generation_id)
         if track.sent_ms == 0:
             return 0.0
-        played = (
-            track.played_ms if self.playout_acks else max(track.played_ms, self._estimate(track))
-        )
-        excess = track.sent_ms + frame.audio_ms - played - self.max_lead_ms
+        excess = track.sent_ms + frame.audio_ms - self._played(track) - self.max_lead_ms
         return 0.0 if excess <= 0 else excess / 1000.0
+
+    def _played(self, track: Playout) -> float:
+        """How much of the generation the client has played: its reports, or (for a client
+        that cannot report) the audio's real-time duration since its first frame."""
+        if self.playout_acks:
+            return track.played_ms
+        return max(track.played_ms, self._estimate(track))
 
     def _account_sent(self, frame: OutFrame) -> None:
         track = self.playout_of(frame.generation_id)
+        track.queued_ms = max(0.0, track.queued_ms - frame.audio_ms)
         if track.first_sent_at is None:
             track.first_sent_at = self._monotonic()
         track.sent_ms += frame.audio_ms

@@ -13,6 +13,7 @@ from vocero.contracts.errors import CapacityError, ErrorCode
 from vocero.contracts.ports import (
     ClaimAnswer,
     IntentClassified,
+    LlmOutput,
     LlmRequest,
     Message,
     ToolIntent,
@@ -139,28 +140,37 @@ class Responder:
         stream = aiter(core.runners.llm.generate(request))
         first = True
         worded = False
-        while True:
-            with core.clock.fail_after(core.timeouts.llm_s):
-                try:
-                    output = await anext(stream)
-                except StopAsyncIteration:
-                    break
-            if first:
-                core.metrics.observe_ms("llm_ttft_ms", (core.monotonic() - started) * 1000.0)
-                first = False
-            if isinstance(output, ToolIntent):
-                await speaker.flush()
-                return output, worded
-            if isinstance(output, IntentClassified):
-                continue
-            if isinstance(output, ClaimAnswer):
-                worded = True
-                await speaker.answer(output)
-                continue
-            worded = worded or bool(output.text.strip())
-            await speaker.feed(output.text)
+        # One deadline for the stream: each output must come within llm_s of the model being
+        # asked for it (the time the speaker takes to accept an output does not count).
+        with core.clock.deadline(core.timeouts.llm_s) as deadline:
+            async for output in stream:
+                deadline.pause()
+                if first:
+                    core.metrics.observe_ms("llm_ttft_ms", (core.monotonic() - started) * 1000.0)
+                    first = False
+                intent, worded = await self._take(speaker, output, worded)
+                if intent is not None:
+                    return intent, worded
+                deadline.extend()
         await speaker.flush()
         return None, worded
+
+    @staticmethod
+    async def _take(
+        speaker: Speaker, output: LlmOutput, worded: bool
+    ) -> tuple[ToolIntent | None, bool]:
+        """Hand one model output to the speaker: the intent it asks for, and whether the answer
+        has said anything so far."""
+        if isinstance(output, ToolIntent):
+            await speaker.flush()
+            return output, worded
+        if isinstance(output, IntentClassified):
+            return None, worded
+        if isinstance(output, ClaimAnswer):
+            await speaker.answer(output)
+            return None, True
+        await speaker.feed(output.text)
+        return None, worded or bool(output.text.strip())
 
     def pending(self) -> ToolIntent | None:
         """The proposal the caller is being asked about, so a correction can be made to it."""

@@ -51,6 +51,8 @@ log = structlog.get_logger("vocero.speaker")
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 UNIT_QUEUE = 4
+STALLED = Decision("expired", "output_stalled")
+"""Why a unit never played when the client stopped reporting playout for the grace period."""
 """Units planned ahead of the one being synthesized; the model waits when the queue is full."""
 
 
@@ -110,6 +112,7 @@ class Speaker:
         self._tts_error_sent = False
         self._tts_broken = False
         self._worker_done = anyio.Event()
+        self._stalled = False
         self._free_at = float("-inf")
         """When the audio admitted so far should have finished playing (monotonic seconds)."""
         self.spoke = False
@@ -175,7 +178,9 @@ class Speaker:
         try:
             async with receive:
                 async for unit in receive:
-                    if self._allowed(unit):
+                    if self._stalled:  # the client stopped playing: nothing more is sent
+                        self._decided(unit, STALLED)
+                    elif self._allowed(unit):
                         await self._speak(unit)
         finally:
             self._worker_done.set()
@@ -249,11 +254,17 @@ class Speaker:
         try:
             with host.clock.fail_after(host.timeouts.tts_s):
                 async for chunk in tts.synthesize(unit.speech, host.ctx.voice):
+                    audio_ms = len(chunk) / 2 / rate * 1000.0
+                    room = await host.out.room(
+                        generation.generation_id, audio_ms, grace_s=host.timeouts.playout_grace_s
+                    )
+                    if not room:  # stopped, or the client stopped playing: say no more
+                        self._stalled = True
+                        return
                     decision = host.admission.admit(unit, self._now(unit))
                     if not decision.ready:
                         self._decided(unit, decision, audio_ms=record.audio_ms)
                         return
-                    audio_ms = len(chunk) / 2 / rate * 1000.0
                     if index == 0:
                         record.started = True
                         self._free_at = host.monotonic()

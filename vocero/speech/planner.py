@@ -62,6 +62,7 @@ FALLBACKS: dict[str, str] = {
 """What is said instead of a refused unit: truthful, and never a guess."""
 
 _SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*\s+")
+_SPACE = re.compile(r"\s")
 _ABBREVIATION = re.compile(
     r"(?:\b(?:a\.m|p\.m|e\.g|i\.e|etc|mr|mrs|ms|dr|st|no|approx|vs)|\b[A-Z])\.\s+$", re.IGNORECASE
 )
@@ -101,10 +102,12 @@ class UnitPlanner:
         caller_lines: Iterable[str] = (),
         session_tools: Iterable[ToolEvidence] = (),
         new_id: Callable[[], str] = new_unit_id,
+        caller_values: Iterable[tuple[str, str]] | None = None,
     ) -> None:
         """``caller_lines``: what the caller said this session, as heard. ``session_tools``:
         earlier tool calls of the session that may still back a unit (follow-up records back
-        promises; their values count as evidence too)."""
+        promises; their values count as evidence too). ``caller_values``: the critical values of
+        ``caller_lines`` when the caller already read them (a session reads each line once)."""
         self.generation = generation
         self._catalog = catalog
         self._settings = settings
@@ -115,7 +118,10 @@ class UnitPlanner:
         self.evidence = TurnEvidence(today=today.date())
         lines = [line for line in caller_lines if line.strip()]
         self._caller_words = " ".join(lines)
-        self.evidence.add_caller(*lines)
+        if caller_values is None:
+            self.evidence.add_caller(*lines)
+        else:
+            self.evidence.caller |= set(caller_values)
         for call in session_tools:
             self.evidence.add_tool(call)
         self.units: list[PlannedUnit] = []
@@ -186,12 +192,14 @@ class UnitPlanner:
         """Streamed model words; returns the units of every sentence completed."""
         if self.exhausted:
             return []
+        tail = self._buffer[-8:]
         self._buffer += text
         planned: list[PlannedUnit] = []
-        while not self.exhausted and (cut := self._next_cut()) is not None:
-            sentence, self._buffer = self._buffer[:cut], self._buffer[cut:]
-            planned.extend(self._sentence(sentence))
-        if not self.exhausted and self._over_budget(self._buffer):
+        if _SENTENCE_END.search(tail + text):  # only this text can have ended a sentence
+            while not self.exhausted and (cut := self._next_cut()) is not None:
+                sentence, self._buffer = self._buffer[:cut], self._buffer[cut:]
+                planned.extend(self._sentence(sentence))
+        if not self.exhausted and _SPACE.search(text) and self._over_budget(self._buffer):
             planned.extend(self._refuse_over_budget(self._buffer))
         return planned
 
