@@ -103,6 +103,27 @@ async def test_llama31_runner_mechanics_on_a_stand_in_model(llm_path: str) -> No
     assert all(o.name in names for o in results if isinstance(o, ToolIntent))
 
 
+@pytest.mark.models
+@pytest.mark.anyio
+@pytest.mark.timeout(300)
+async def test_llama31_leaves_found_claims_to_their_approved_wording(llm_path: str) -> None:
+    """After knowledge.search the runner says nothing: the orchestrator speaks the claims it
+    found, verbatim (a paraphrase of a policy would not pass strict grounding)."""
+    llm = Llama31Llm(
+        LlamaEngine(llm_path, chat_format="llama-3"), QueueSettings(), today=lambda: TODAY
+    )
+    request = LlmRequest(
+        messages=[
+            Message(role="user", content="Can I return an opened item?"),
+            Message(role="tool", content="", tool_name="knowledge.search", tool_status="committed",
+                    tool_result={"best": ["returns.opened"], "claims": []}),
+        ],
+        tools=corpus.demo_tools(),
+    )
+    async with aclosing(llm.generate(request)) as outputs:
+        assert [o async for o in outputs] == []
+
+
 # ------------------------------------------------------------------------------- Parakeet
 
 

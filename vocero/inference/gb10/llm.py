@@ -21,7 +21,7 @@ from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import LlmOutput, LlmRequest, TextChunk, ToolIntent
 from vocero.inference.cpu import replies, schema, threads
 from vocero.inference.cpu.llama import LlamaEngine
-from vocero.inference.cpu.llm import LlmBase
+from vocero.inference.cpu.llm import KNOWLEDGE, LlmBase
 from vocero.inference.cpu.settings import QueueSettings
 
 log = structlog.get_logger(__name__)
@@ -47,6 +47,11 @@ class Llama31Llm(LlmBase):
         self._today = today
 
     async def _respond(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
+        last = request.messages[-1] if request.messages else None
+        if last is not None and last.role == "tool" and last.tool_name == KNOWLEDGE:
+            # The claims it found are spoken in their approved wording (the orchestrator's
+            # planner); the model's own wording of a policy would be refused anyway.
+            return
         prompt = llama31_prompt(request, self._today())
         grammar = reply_or_call_grammar(request.tools) if request.tools else None
         deltas = threads.iterate(
