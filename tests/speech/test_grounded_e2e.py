@@ -97,7 +97,8 @@ def test_a_demo_call_is_spoken_in_grounded_units(grounded: Settings, tmp_path: P
     assert lookup["status"] == "committed"
     assert {u["disposition"] for u in units} <= {"admitted", "refused"}, "nothing left planned"
     assert all(u["planned_at"] for u in units)
-    assert 'vocero_units_total{disposition="refused",reason_code="unsupported_value"} 1.0' in metrics
+    refusals = 'vocero_units_total{disposition="refused",reason_code="unsupported_value"} 1.0'
+    assert refusals in metrics
 
     out = tmp_path / "review"
     done = subprocess.run(

@@ -143,7 +143,9 @@ class _Lane:
         question = await self.coordinator.propose(asked, intent)
         if question.kind != "confirm":
             return self._failed(question.reason_code)
-        await self.coordinator.record_delivery(asked.generation_id, delivered=True)
+        await self.coordinator.record_delivery(
+            asked.generation_id, heard_text=question.summary, complete=True
+        )
         started = time.perf_counter()
         verdict = await self.coordinator.submit_confirmation(
             self._ref(), question.proposal_id, question.revision, "confirm", source="speech")

@@ -160,6 +160,7 @@ class SessionFactory:
                 profile=profile,
                 gateway=gateway,
             )
+        history = await self._heard_history(session_id) if previous is not None else []
         session = Session(
             ctx,
             runners,
@@ -168,9 +169,8 @@ class SessionFactory:
             recorder=runtime.recorder,
             metrics=runtime.port,
             monotonic=runtime.monotonic,
+            history=history,
         )
-        if previous is not None:
-            session.history = await self._heard_history(session_id)
         runtime.live[session_id] = session
         runtime.released[session_id] = anyio.Event()
         return OpenSession(

@@ -123,11 +123,21 @@ class SimLlm:
         classify = request.mode == "classify_confirmation"
         for rule, pattern in self._rules:
             match = pattern.search(last_user)
-            if match is None or bool(rule.intent) != classify:
+            if match is None:
                 continue
             if classify:
-                yield IntentClassified(intent=rule.intent or "uncertain")
-                return
+                # While a question is open the first matching rule decides: an intent rule
+                # answers it; any other rule that says something (not a catch-all such as
+                # ``.*``, which matches anything) makes the turn a new request.
+                if rule.intent:
+                    yield IntentClassified(intent=rule.intent)
+                    return
+                if pattern.search("") is None:
+                    yield IntentClassified(intent="new_request")
+                    return
+                continue
+            if rule.intent:
+                continue
             values: dict[str, Any] = {k: v or "" for k, v in match.groupdict().items()}
             values.update(last_user=last_user, last_assistant=last_assistant)
             result = next(
