@@ -169,7 +169,8 @@ def test_bearer_token_and_roles(
 def test_bad_versions_are_refused(api: TestClient, body: dict[str, Any], code: str) -> None:
     api.post("/v1/voices", json=VOICE, headers=OWNER)
     refused = api.post("/v1/voices/corp-en/versions", json=body, headers=OWNER)
-    assert (refused.status_code, refused.json()["error"]) == (400, code)
+    assert (refused.status_code, refused.json()["error"]["code"]) == (400, code)
+    assert set(refused.json()["error"]) == {"code", "field", "reason"}
     assert api.get("/v1/voices/corp-en", headers=OWNER).json()["versions"] == []
 
 
@@ -180,9 +181,9 @@ def test_bad_requests_and_conflicts(api: TestClient) -> None:
                        ({**VOICE, "voice_id": "bad id"}, "invalid_body"),
                        ({**VOICE, "languages": []}, "invalid_body")]:
         refused = api.post("/v1/voices", json=body, headers=OWNER)
-        assert (refused.status_code, refused.json()["error"]) == (400, code)
+        assert (refused.status_code, refused.json()["error"]["code"]) == (400, code)
     garbled = api.post("/v1/voices", content=b"{", headers=OWNER)
-    assert (garbled.status_code, garbled.json()["error"]) == (400, "invalid_json")
+    assert (garbled.status_code, garbled.json()["error"]["code"]) == (400, "invalid_json")
     assert api.post("/v1/voices", json=VOICE, headers=OWNER).status_code == 201
     duplicate = api.post("/v1/voices", json=VOICE, headers=ADMIN)
     assert (duplicate.status_code, duplicate.json()["error"]) == (409, "already_exists")

@@ -16,6 +16,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from vocero.app.bodies import BodyError, decode, from_error
+from vocero.app.bodies import rejected as _rejected
 from vocero.app.operator_api import READERS, guarded, json, problem
 from vocero.app.operators import Operator
 from vocero.app.runtime import Runtime
@@ -33,7 +35,7 @@ class Approval(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def rejected(field: str, reason: str, code: str = "invalid_body") -> Response:
-    return json({"error": {"code": code, "field": field, "reason": reason}}, status=400)
+    return _rejected(code, field, reason)
 
 
 async def list_followups(request: Request, runtime: Runtime, _: Operator) -> Response:
@@ -52,11 +54,9 @@ async def approve_followup(request: Request, runtime: Runtime, operator: Operato
     if runtime.followups is None:
         return problem(404, "followup_not_found")
     try:
-        body = msgspec.json.decode(await request.body() or b"{}", type=Approval)
-    except msgspec.ValidationError as exc:
-        return rejected(_field_of(exc), str(exc))
-    except msgspec.DecodeError:
-        return rejected("", "expected a JSON object")
+        body = decode(await request.body(), Approval, empty=b"{}")
+    except BodyError as bad:
+        return from_error(bad)
     if len(body.note) > MAX_NOTE:
         return rejected("note", f"at most {MAX_NOTE} characters")
     try:
@@ -81,11 +81,6 @@ async def list_findings(request: Request, runtime: Runtime, _: Operator) -> Resp
         session_id=request.query_params.get("session_id") or None,
         kind=request.query_params.get("kind") or None)
     return json({"items": [f.public() for f in items]})
-
-
-def _field_of(exc: msgspec.ValidationError) -> str:
-    text = str(exc)
-    return text.rsplit("`$.", 1)[-1].rstrip("`") if "`$." in text else ""
 
 
 def routes() -> list[Route]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from vocero.app.bodies import BodyError, decode, from_error, rejected
 from vocero.app.operators import Operator, OperatorDirectory
 from vocero.app.runtime import Runtime
 
@@ -84,8 +85,7 @@ async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response
         after_seq = _int_query(request, "after_seq", 0, 0, 2**63 - 1)
         limit = _int_query(request, "limit", AUDIT_PAGE, 1, AUDIT_PAGE_MAX)
     except _BadQuery as bad:
-        return json({"error": {"code": "invalid_query", "field": bad.field, "reason": bad.reason}},
-                    400)  # fmt: skip
+        return rejected("invalid_query", bad.field, bad.reason)
     await runtime.audits_settled()
     events = await runtime.audit.events(session_id=session_id, after_seq=after_seq, limit=limit + 1)
     page = events[:limit]
@@ -151,7 +151,7 @@ TOOL_REVIEWERS = frozenset({"admin", "security"})
 
 
 class ToolApproval(msgspec.Struct, forbid_unknown_fields=True):
-    definition_hash: str
+    definition_hash: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 
 
 def _pin_view(pin: Any) -> dict[str, Any]:
@@ -176,9 +176,9 @@ async def approve_tool(request: Request, runtime: Runtime, operator: Operator) -
     if runtime.connections is None:
         return problem(404, "tool_not_found")
     try:
-        body = msgspec.json.decode(await request.body(), type=ToolApproval)
-    except msgspec.DecodeError:
-        return problem(400, "invalid_body")
+        body = decode(await request.body(), ToolApproval)
+    except BodyError as bad:
+        return from_error(bad)
     server, tool = request.path_params["server"], request.path_params["tool"]
     if runtime.connections.connection(server) is None:
         return problem(404, "tool_not_found")

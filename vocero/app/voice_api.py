@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-from datetime import datetime
 from typing import Annotated, TypeVar
 
 import msgspec
@@ -13,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from vocero.app.bodies import BodyError, decode, from_error, instant, rejected
 from vocero.app.operator_api import Handler, guarded, json, problem
 from vocero.app.operators import Operator
 from vocero.app.runtime import Runtime
@@ -38,6 +38,13 @@ STATUS_OF: dict[str, int] = {
     "voice_expired": 409,
 }
 """HTTP status of each vault refusal; every other code is a 400."""
+FIELD_OF: dict[str, str] = {
+    "invalid_wav": "ref_audio",
+    "invalid_ref_text": "ref_text",
+    "invalid_usage_until": "usage_until",
+    "invalid_reason": "reason",
+}
+"""The body member a 400 refusal of the vault is about (``invalid_voice`` names its own)."""
 
 T = TypeVar("T")
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
@@ -50,7 +57,8 @@ class CreateVoice(msgspec.Struct, forbid_unknown_fields=True):
     owner: Text
     purpose: Annotated[str, msgspec.Meta(min_length=1, max_length=2_000)]
     languages: Annotated[list[Language], msgspec.Meta(min_length=1, max_length=16)]
-    usage_until: Annotated[datetime, msgspec.Meta(tz=True)]
+    usage_until: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    """RFC 3339 date-time with an offset, or a date: the end of that day in UTC (SPEC §3)."""
     consent_ref: Text
 
 
@@ -63,18 +71,16 @@ class Revoke(msgspec.Struct, forbid_unknown_fields=True):
     reason: Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
 
 
-class BadRequest(Exception):
-    def __init__(self, code: str, detail: str = "") -> None:
-        super().__init__(code)
-        self.code = code
-        self.detail = detail
+class BodyTooLarge(Exception):
+    """The body is over :data:`MAX_BODY` (413, not a 400)."""
 
 
 async def create_voice(request: Request, runtime: Runtime, operator: Operator) -> Response:
     body = await _body(request, CreateVoice)
     voice = await _vault(runtime).create_voice(
         voice_id=body.voice_id, tenant=body.tenant, owner=body.owner, purpose=body.purpose,
-        languages=body.languages, usage_until=body.usage_until, consent_ref=body.consent_ref,
+        languages=body.languages, usage_until=instant(body.usage_until, "usage_until"),
+        consent_ref=body.consent_ref,
         created_by=operator.name,
     )
     return json(voice, status=201)
@@ -113,17 +119,24 @@ async def get_voice(request: Request, runtime: Runtime, _: Operator) -> Response
 
 
 def _refusals(handler: Handler) -> Handler:
-    """Vault refusals and malformed bodies become ``{"error": code, "detail": ...}`` with their
-    status. Details name a field or a format problem, never a submitted value."""
+    """A rejected body or a vault refusal that is the request's fault answers 400 with
+    ``{"error": {"code", "field", "reason"}}`` (SPEC §3); other refusals keep
+    ``{"error": code, "detail": ...}`` with their status (404, 409, 413). Reasons name a field or
+    a format problem, never a submitted value."""
 
     async def endpoint(request: Request, runtime: Runtime, operator: Operator) -> Response:
         try:
             return await handler(request, runtime, operator)
-        except BadRequest as bad:
-            status = 413 if bad.code == "body_too_large" else 400
-            return _problem(status, bad.code, bad.detail)
+        except BodyTooLarge:
+            return problem(413, "body_too_large")
+        except BodyError as bad:
+            return from_error(bad)
         except VaultError as refused:
-            return _problem(STATUS_OF.get(refused.code, 400), refused.code, refused.detail)
+            status = STATUS_OF.get(refused.code, 400)
+            if status == 400:
+                field = FIELD_OF.get(refused.code, refused.detail)
+                return rejected(refused.code, field, refused.detail or refused.code)
+            return _problem(status, refused.code, refused.detail)
 
     return endpoint
 
@@ -135,16 +148,11 @@ def _problem(status: int, code: str, detail: str) -> Response:
 async def _body(request: Request, kind: type[T]) -> T:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY:
-        raise BadRequest("body_too_large")
+        raise BodyTooLarge
     raw = await request.body()
     if len(raw) > MAX_BODY:
-        raise BadRequest("body_too_large")
-    try:
-        return msgspec.json.decode(raw, type=kind)
-    except msgspec.ValidationError as exc:
-        raise BadRequest("invalid_body", str(exc)) from None
-    except msgspec.DecodeError:
-        raise BadRequest("invalid_json") from None
+        raise BodyTooLarge
+    return decode(raw, kind)
 
 
 def _vault(runtime: Runtime) -> VoiceVault:

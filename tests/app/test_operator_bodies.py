@@ -1,0 +1,134 @@
+"""SPEC §3's rule for operator bodies: plain dates where a date-time is asked, and every 400
+answers ``{"error": {"code", "field", "reason"}}`` naming the member at fault."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import yaml
+from starlette.testclient import TestClient
+
+from tests.conftest import DEMO_SCRIPT
+from tests.support.voices import make_wav
+from vocero.app.bodies import BodyError, instant
+from vocero.app.server import create_app
+from vocero.app.settings import Settings
+
+ADMIN = {"authorization": "Bearer op-admin-token"}
+VOICE = {
+    "voice_id": "corp-en", "tenant": "acme", "owner": "Brand team", "purpose": "Agent voice",
+    "languages": ["en"], "usage_until": "2099-01-01T00:00:00Z", "consent_ref": "consent-1",
+}
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """One server for the module: every case below is refused, so none changes its state
+    (the two that create voices use ids of their own)."""
+    tmp = tmp_path_factory.mktemp("bodies")
+    script = tmp / "script.yaml"
+    script.write_text(yaml.safe_dump(DEMO_SCRIPT))
+    settings = Settings(runners="sim", db=f"sqlite+aiosqlite:///{tmp}/vocero.db",
+                        sim_script=str(script), operator_token="op-admin-token")
+    with TestClient(create_app(settings)) as client:
+        assert client.post("/v1/voices", json=VOICE, headers=ADMIN).status_code == 201
+        yield client
+
+
+def test_a_plain_date_is_the_end_of_that_day_in_utc(api: TestClient) -> None:
+    body = {**VOICE, "voice_id": "dated-1", "usage_until": "2099-12-31"}
+    created = api.post("/v1/voices", json=body, headers=ADMIN)
+    assert created.status_code == 201, created.text
+    assert created.json()["usage_until"] == "2099-12-31T23:59:59.999999Z"
+    offset = {**VOICE, "voice_id": "dated-2", "usage_until": "2099-12-31T23:00:00-02:00"}
+    assert api.post("/v1/voices", json=offset, headers=ADMIN).json()["usage_until"] == (
+        "2100-01-01T01:00:00Z"
+    )
+
+
+def test_the_spec_example_date_is_accepted(api: TestClient) -> None:
+    """``usage_until: 2027-12-31`` (the issue's example) was a bare 400 before."""
+    body = {**VOICE, "voice_id": "dated-3", "usage_until": "2027-12-31"}
+    created = api.post("/v1/voices", json=body, headers=ADMIN)
+    assert created.status_code == 201, created.text
+    assert created.json()["usage_until"].startswith("2027-12-31T23:59:59")
+
+
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        ("2027-12-31", datetime(2027, 12, 31, 23, 59, 59, 999999, UTC)),
+        ("2027-12-31T10:00:00Z", datetime(2027, 12, 31, 10, tzinfo=UTC)),
+        ("2027-12-31T10:00:00.5+02:00", datetime(2027, 12, 31, 8, 0, 0, 500000, UTC)),
+        ("2027-12-31T10:00:00.123456789Z", datetime(2027, 12, 31, 10, 0, 0, 123456, UTC)),
+    ],
+)
+def test_instants(value: str, parsed: datetime) -> None:
+    assert instant(value, "f") == parsed
+
+
+@pytest.mark.parametrize(
+    "value", ["2027-12-31T10:00:00", "2027-02-30", "31/12/2027", "2027-12-31T25:00:00Z", ""]
+)
+def test_not_instants(value: str) -> None:
+    with pytest.raises(BodyError) as refused:
+        instant(value, "usage_until")
+    assert (refused.value.code, refused.value.field) == ("invalid_body", "usage_until")
+
+
+def _wav_body() -> dict[str, str]:
+    return {"ref_audio": base64.b64encode(make_wav(1.5)).decode(), "ref_text": "Hello there."}
+
+
+BAD_REQUESTS: list[tuple[str, str, Any, str, str]] = [
+    ("POST", "/v1/voices", {**VOICE, "usage_until": "31/12/2027"}, "invalid_body", "usage_until"),
+    ("POST", "/v1/voices", {**VOICE, "usage_until": "2099-01-01T00:00:00"}, "invalid_body",
+     "usage_until"),
+    ("POST", "/v1/voices", {**VOICE, "usage_until": "2001-01-01"}, "invalid_usage_until",
+     "usage_until"),
+    ("POST", "/v1/voices", {k: v for k, v in VOICE.items() if k != "consent_ref"},
+     "invalid_body", "consent_ref"),
+    ("POST", "/v1/voices", {**VOICE, "languages": [7]}, "invalid_body", "languages[0]"),
+    ("POST", "/v1/voices", {**VOICE, "colour": "red"}, "invalid_body", "colour"),
+    ("POST", "/v1/voices", b"{", "invalid_json", ""),
+    ("POST", "/v1/voices", [], "invalid_body", ""),
+    ("POST", "/v1/voices/corp-en/versions", {"ref_audio": "%%", "ref_text": "Hi."},
+     "invalid_wav", "ref_audio"),
+    ("POST", "/v1/voices/corp-en/versions", {**_wav_body(), "ref_text": ""}, "invalid_body",
+     "ref_text"),
+    ("POST", "/v1/voices/corp-en/revoke", {}, "invalid_body", "reason"),
+    ("POST", "/v1/tools/orders/get_order_status/approvals", {}, "invalid_body",
+     "definition_hash"),
+    ("POST", "/v1/tools/orders/get_order_status/approvals", b"nope", "invalid_json", ""),
+    ("POST", "/v1/followups/fu_x/approve", {"note": 5}, "invalid_body", "note"),
+    ("POST", "/v1/followups/fu_x/approve", {"note": "x" * 501}, "invalid_body", "note"),
+    ("POST", "/v1/followups/fu_x/approve", {"by": "me"}, "invalid_body", "by"),
+    ("GET", "/v1/audit?limit=lots", None, "invalid_query", "limit"),
+    ("GET", "/v1/units", None, "invalid_query", "session_id"),
+    ("GET", "/v1/followups?status=someday", None, "invalid_query", "status"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "code", "field"), BAD_REQUESTS)
+def test_every_400_names_its_code_field_and_reason(
+    api: TestClient, method: str, path: str, body: Any, code: str, field: str
+) -> None:
+    kwargs: dict[str, Any] = {"content": body} if isinstance(body, bytes) else {"json": body}
+    answer = api.request(method, path, headers=ADMIN, **(kwargs if body is not None else {}))
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert set(error) == {"code", "field", "reason"}
+    assert (error["code"], error["field"]) == (code, field)
+    assert error["reason"]
+    if isinstance(body, dict) and "usage_until" in body:
+        assert body["usage_until"] not in error["reason"], "a reason never quotes the value"
+
+
+def test_a_refused_body_changes_nothing(api: TestClient) -> None:
+    bad = {**VOICE, "voice_id": "never", "usage_until": "soon"}
+    assert api.post("/v1/voices", json=bad, headers=ADMIN).status_code == 400
+    assert api.get("/v1/voices/never", headers=ADMIN).status_code == 404
