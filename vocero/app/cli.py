@@ -35,6 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from vocero.app.followups_cli import add_tick_arguments
 
     add_tick_arguments(followup_commands.add_parser("tick", help="one pass of the queue"))
+    from vocero.app.purge import add_purge_arguments
+
+    add_purge_arguments(commands.add_parser("purge", help="erase what retention no longer "
+                                            "allows; print what was erased as JSON"))
     bench = commands.add_parser("bench", help="run a benchmark and print JSON")
     bench.add_argument("name")
     bench.add_argument("--json", dest="json_file", default=None)
@@ -67,6 +71,10 @@ def _run(args: argparse.Namespace) -> int:
         from vocero.app.followups_runtime import tick_command
 
         return tick_command(args)
+    if args.command == "purge":
+        from vocero.app.purge import purge_command
+
+        return purge_command(args)
     if args.command == "review":
         from vocero.app.review import review_command
         from vocero.app.settings import Settings

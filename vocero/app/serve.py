@@ -13,6 +13,7 @@ import uvicorn
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
 from vocero.observability.logging import configure_logging
+from vocero.store.retention import load_policy
 
 
 def serve(settings: Settings) -> int:
@@ -20,6 +21,7 @@ def serve(settings: Settings) -> int:
     from vocero.app.runtime import load_config
 
     loaded = load_config(settings)  # fail fast, before binding, on a bad config file
+    load_policy(settings.retention)
     app = create_app(settings, loaded)
     config = uvicorn.Config(
         app,

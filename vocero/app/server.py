@@ -16,9 +16,12 @@ from starlette.websockets import WebSocket
 
 from vocero.app import followups_api, operator_api, units_api, voice_api
 from vocero.app.operators import load_operators
+from vocero.app.purge import purging
 from vocero.app.runtime import Runtime, open_runtime
 from vocero.app.sessions import SessionFactory
 from vocero.app.settings import Settings
+from vocero.app.telemetry import traces
+from vocero.contracts.clock import SystemClock
 from vocero.identity.identities import IdentityDirectory
 from vocero.identity.profiles import ProfileCatalog
 from vocero.relay.connection import Connection
@@ -61,7 +64,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_runtime(settings, config) as runtime:
+        async with (
+            traces(settings.otlp_endpoint),
+            open_runtime(settings, config) as runtime,
+            purging(runtime.store, settings.retention, settings.purge_every_s, SystemClock()),
+        ):
             app.state.runtime = runtime
             app.state.operators = operators
             app.state.relay = RelayConfig(

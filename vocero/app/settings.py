@@ -41,6 +41,21 @@ class Settings:
     """Connections from one address that may be open without a ``session.connect.v1`` yet."""
     followups_tick_s: float = 30.0
     """How often ``serve`` runs a pass of the follow-up queue (SPEC §9); 0 turns it off."""
+    workers: str = "1"
+    """``serve`` processes sharing the port and the store: a number, or ``auto`` (one per
+    core). More than one needs PostgreSQL (docs/scaling.md)."""
+    lease_ttl_s: float = 15.0
+    """How long this process's hold on its sessions and outbox rows lasts unrenewed (renewed
+    every third of it): the takeover delay after a crash on another host, and the longest
+    database outage a live process rides out without losing its sessions to a peer."""
+    lease_local_liveness: bool = True
+    """Take over at once what a process of this host that is gone held (not after its lease)."""
+    otlp_endpoint: str = ""
+    """OTLP/HTTP collector for traces (``http://collector:4318``); empty: no traces exported."""
+    retention: str = ""
+    """YAML file of retention periods per data class (docs/operators.md); empty: defaults."""
+    purge_every_s: float = 3600.0
+    """How often ``serve`` runs the retention purge; 0 turns it off."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.operator_token, Secret):
@@ -103,11 +118,45 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds between passes of the follow-up queue (0: off)",
     )
     parser.add_argument(
+        "--otlp-endpoint",
+        dest="otlp_endpoint",
+        default=_env("otlp_endpoint", d.otlp_endpoint),
+        help="OTLP/HTTP endpoint traces are exported to (default: none, no traces)",
+    )
+    add_retention_arguments(parser)
+    parser.add_argument(
+        "--purge-every-s",
+        dest="purge_every_s",
+        type=float,
+        default=float(_env("purge_every_s", str(d.purge_every_s))),
+        help="seconds between retention purges (0: off)",
+    )
+    parser.add_argument(
         "--allowed-origins",
         dest="allowed_origins",
         default=_env("allowed_origins", d.allowed_origins),
         help="comma-separated browser origins allowed on /v1/realtime ('*': any); "
         "default: the server's own origin",
+    )
+    parser.add_argument(
+        "--workers",
+        default=_env("workers", d.workers),
+        help="server processes sharing the port and the store: N or 'auto' (one per core); "
+        "more than one needs a PostgreSQL --db",
+    )
+    parser.add_argument(
+        "--lease-ttl-s",
+        dest="lease_ttl_s",
+        type=float,
+        default=float(_env("lease_ttl_s", str(d.lease_ttl_s))),
+        help="how long this process's hold on sessions and outbox rows lasts unrenewed",
+    )
+    parser.add_argument(
+        "--lease-local-liveness",
+        dest="lease_local_liveness",
+        choices=["on", "off"],
+        default=_env("lease_local_liveness", "on"),
+        help="take over at once what a gone process of this host held (default on)",
     )
     parser.add_argument(
         "--max-pending-per-address",
@@ -118,9 +167,20 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_retention_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--retention",
+        default=_env("retention", Settings().retention),
+        help="YAML file of retention periods per data class (default: the built-in ones)",
+    )
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     fields = Settings.__dataclass_fields__
-    return Settings(**{name: getattr(args, name) for name in fields if hasattr(args, name)})
+    values = {name: getattr(args, name) for name in fields if hasattr(args, name)}
+    if isinstance(values.get("lease_local_liveness"), str):
+        values["lease_local_liveness"] = values["lease_local_liveness"] != "off"
+    return Settings(**values)
 
 
 def db_url(url: str) -> str:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import cast
 
+from vocero.observability import tracing
 from vocero.observability.metrics import LatencyStage, Metrics
 
 _STAGES = {
@@ -61,3 +64,14 @@ class MetricsPort:
             self.metrics.active_sessions.set(value)
         elif name == "queue_depth":
             self.metrics.set_queue_depth(labels.get("link", ""), int(value))
+
+
+@asynccontextmanager
+async def traces(endpoint: str) -> AsyncIterator[None]:
+    """Export traces over OTLP/HTTP to ``endpoint`` while the block runs (flushed at its end);
+    no endpoint: the tracer installed already stays (the null one unless a test put another)."""
+    if not endpoint:
+        yield
+        return
+    with tracing.installed(tracing.otel_from_endpoint(endpoint)):
+        yield

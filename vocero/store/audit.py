@@ -24,6 +24,7 @@ from vocero.store.hashchain import GENESIS_HASH, canonical_json, entry_hash, sen
 from vocero.store.models import DEFAULT_CHAIN, AuditChainHeadRow, AuditEventRow
 from vocero.store.models.base import ID, NAME
 from vocero.store.records import AuditRecord, ChainVerification
+from vocero.store.tombstones import TombstoneLedger, tombstone_of
 
 if TYPE_CHECKING:
     from vocero.contracts.ports import AuditSink
@@ -116,15 +117,26 @@ class _ChainWalker:
         self.last_seq: int | None = None
         self.last_hash = GENESIS_HASH
         self.broken_at: int | None = None
+        self.tombstones = TombstoneLedger()
 
     def feed(self, event: AuditRecord) -> None:
+        """A tombstoned event only links; its claim is checked at the end (tombstones.py)."""
         self.count += 1
-        intact = event.prev_hash == self.last_hash and event.hash == _hash_of(event)
+        claimed_by = tombstone_of(event.data)
+        if claimed_by is not None:
+            self.tombstones.tombstoned(event.seq, event.hash, claimed_by)
+            intact = event.prev_hash == self.last_hash
+        else:
+            intact = event.prev_hash == self.last_hash and event.hash == _hash_of(event)
+            self.tombstones.intact(event.seq, event.kind, event.data)
         if not intact and self.broken_at is None:
             self.broken_at = event.seq
         self.last_seq, self.last_hash = event.seq, event.hash
 
     def result(self, head: AuditChainHeadRow | None) -> ChainVerification:
+        unclaimed = self.tombstones.first_unclaimed()
+        if unclaimed is not None and (self.broken_at is None or unclaimed < self.broken_at):
+            self.broken_at = unclaimed
         if self.broken_at is not None:
             return ChainVerification(ok=False, count=self.count, broken_at_seq=self.broken_at)
         if head is None:
