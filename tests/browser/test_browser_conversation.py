@@ -307,6 +307,54 @@ def test_confirmation_prompt_renders_and_submits(
     assert {(f["specversion"], f["source"]) for f in upstream} == {("1.0", "web-client")}
 
 
+def test_server_questions_render_a_link_only_when_it_is_safe(
+    start_server: StartServer, open_page: OpenPage, tmp_path: Path
+) -> None:
+    """``tool.input_required.v1`` injected into the real connection: a form question lists its
+    fields; a URL question shows its link with the server named, opened without an opener; a
+    link that is not https (off loopback) is not made a link at all."""
+    server = start_server(ECHO_SCRIPT)
+    page = open_page(fake_audio=_silence(tmp_path / "silence.wav"))
+    routes: list[WebSocketRoute] = []
+
+    def relay(route: WebSocketRoute) -> None:
+        server_side = route.connect_to_server()
+        route.on_message(server_side.send)
+        server_side.on_message(route.send)
+        routes.append(route)
+
+    page.route_web_socket("**/v1/realtime", relay)
+    _connect(page, server.url)
+    session_id = _of(_hook(page)["events"], "session.configuration_applied.v1")[0]["session_id"]
+
+    def inject(sequence: int, payload: dict[str, Any]) -> None:
+        routes[0].send(json.dumps({
+            "specversion": "1.0", "type": "vocero.tool.input_required.v1",
+            "id": f"evt_{sequence}", "time": "2026-01-01T00:00:00Z", "source": "vocero",
+            "subject": f"session/{session_id}", "traceparent": "",
+            "data": {"session_id": session_id, "sequence": sequence, "payload": payload},
+        }))  # fmt: skip
+
+    base = {"server": "bookings", "tool": "bookings.book", "link": None}
+    inject(1000, {**base, "question_id": "q_form", "mode": "form",
+                  "fields": [{"name": "party_size", "title": "People"}]})  # fmt: skip
+    page.wait_for_selector("[data-key='question:q_form'] li")
+    assert page.locator("[data-key='question:q_form'] li").all_text_contents() == ["People"]
+
+    url = "https://pay.example.com/approve/O7"
+    inject(1001, {**base, "question_id": "q_url", "mode": "url", "fields": [],
+                  "link": {"server": "bookings", "url": url, "message": "Approve the deposit."}})
+    link = page.wait_for_selector("[data-key='question:q_url'] a")
+    assert link.get_attribute("href") == url
+    assert link.get_attribute("rel") == "noopener noreferrer"
+    assert link.text_content() == f"Open bookings: {url}"
+
+    inject(1002, {**base, "question_id": "q_bad", "mode": "url", "fields": [],
+                  "link": {"server": "bookings", "url": "http://evil.example/x", "message": ""}})
+    page.wait_for_selector("[data-key='question:q_bad']")
+    assert page.locator("[data-key='question:q_bad'] a").count() == 0
+
+
 def test_confirmation_prompt_from_server(
     start_server: StartServer, open_page: OpenPage, tmp_path: Path
 ) -> None:

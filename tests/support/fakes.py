@@ -212,6 +212,9 @@ class FakeActionCoordinator:
     def withdrawable(self) -> ToolPlan | None:
         return None
 
+    def set_input_handler(self, ask: Any) -> None:
+        return None
+
     async def withdraw(self, turn: TurnRef) -> str:
         return ""
 

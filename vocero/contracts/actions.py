@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from vocero.contracts.events import ToolStatus
-from vocero.contracts.ports import Message, ToolIntent
+from vocero.contracts.ports import InputHandler, Message, ToolIntent
 
 
 class TurnRef(msgspec.Struct, frozen=True, kw_only=True):
@@ -97,6 +97,10 @@ class ActionCoordinator(Protocol):
 
     async def drop_question(self, proposal_id: str, revision: int) -> None:
         """The conversation gives up on the question: it can no longer be confirmed."""
+        ...
+
+    def set_input_handler(self, ask: InputHandler | None) -> None:
+        """Who answers a server's questions during this session's tool calls."""
         ...
 
     def withdrawable(self) -> ToolPlan | None:

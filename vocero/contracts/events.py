@@ -228,6 +228,30 @@ class ToolStatusChanged(msgspec.Struct, kw_only=True):
     reason_code: str = ""
 
 
+class InputLinkShown(msgspec.Struct, kw_only=True):
+    """A URL-mode question: the link the browser shows, with the server named (never spoken)."""
+
+    server: str
+    url: str
+    message: str = ""
+
+
+class InputField(msgspec.Struct, kw_only=True):
+    name: str
+    title: str
+
+
+class ToolInputRequired(msgspec.Struct, kw_only=True):
+    """A server asks the caller something during a tool call (an addition to SPEC §2)."""
+
+    question_id: str
+    server: str
+    tool: str
+    mode: Literal["form", "url"] = "form"
+    fields: list[InputField] = []
+    link: InputLinkShown | None = None
+
+
 class Error(msgspec.Struct, kw_only=True):
     code: str
     category: str
@@ -247,6 +271,7 @@ ServerPayload = (
     | StopAndFlush
     | ConfirmationRequired
     | ToolStatusChanged
+    | ToolInputRequired
     | Error
 )
 """Everything the server can say to a client: the payload of one outbound frame."""
@@ -367,6 +392,10 @@ class ToolStatusV1(ServerEnvelope, tag="vocero.tool.status.v1"):
     data: Data[ToolStatusChanged]
 
 
+class ToolInputRequiredV1(ServerEnvelope, tag="vocero.tool.input_required.v1"):
+    data: Data[ToolInputRequired]
+
+
 class ErrorV1(ServerEnvelope, tag="vocero.error.v1"):
     data: Data[Error]
 
@@ -383,6 +412,7 @@ ServerEvent = (
     | OutputStopAndFlushV1
     | ToolConfirmationRequiredV1
     | ToolStatusV1
+    | ToolInputRequiredV1
     | ErrorV1
 )
 

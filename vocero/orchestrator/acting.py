@@ -9,7 +9,8 @@ the words and never a dispatched operation; its statuses are still reported.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 import anyio
 import structlog
@@ -43,6 +44,13 @@ class ActorHost(Protocol):
         ...
 
 
+class Asked(Protocol):
+    """Where a server's question is posted while a call runs (:class:`.asking.Asking`)."""
+
+    @property
+    def posted(self) -> anyio.Event: ...
+
+
 class Says(Protocol):
     """The part of a speaker the actor uses: application wording, and citing a tool result."""
 
@@ -53,10 +61,22 @@ class Says(Protocol):
     def cite(self, call: ToolEvidence) -> None: ...
 
 
+@dataclass(slots=True)
+class PendingCall:
+    """A tool call waiting on the caller's answer to its server's question (it runs on)."""
+
+    plan: ToolPlan
+    done: anyio.Event
+    box: list[ToolOutcome]
+
+
 class Actor:
-    def __init__(self, host: ActorHost, tg: anyio.abc.TaskGroup) -> None:
+    def __init__(self, host: ActorHost, tg: anyio.abc.TaskGroup, asked: Asked) -> None:
         self._host = host
         self._tg = tg
+        self._asked = asked
+        self.pending: PendingCall | None = None
+        """The call a server question suspended (its answer turn waits for its result)."""
 
     async def propose(
         self,
@@ -82,9 +102,10 @@ class Actor:
 
     async def run_plan(
         self, generation: Generation, speaker: Says, plan: ToolPlan
-    ) -> ToolEvidence | None:
+    ) -> ToolEvidence | Literal["asked"] | None:
         """Act on the gate's decision. The tool's result (what the answer may now cite and say)
-        when it ran; ``None`` when the answer ends here (a denial or a question was said)."""
+        when it ran; ``None`` when the answer ends here (a denial or a question was said);
+        ``"asked"`` when the tool's server asks the caller something first (the call waits)."""
         host = self._host
         if plan.kind == "deny":
             host.fire(Event.DENIED)
@@ -118,7 +139,14 @@ class Actor:
             return None
         host.fire(Event.ALLOWED)  # after a confirmation the session is already running it
         outcome = await self.execute(generation, plan)
+        if outcome is None:
+            return "asked"
         host.fire(Event.TOOL_RESULT)
+        return self.evidence(plan, outcome, speaker)
+
+    def evidence(self, plan: ToolPlan, outcome: ToolOutcome, speaker: Says) -> ToolEvidence:
+        """What a finished call lets the answer say and cite."""
+        host = self._host
         evidence = ToolEvidence(
             tool_call_id=plan.tool_call_id or outcome.tool_call_id,
             tool=plan.tool,
@@ -131,9 +159,12 @@ class Actor:
         speaker.cite(evidence)
         return evidence
 
-    async def execute(self, generation: Generation, plan: ToolPlan) -> ToolOutcome:
+    async def execute(self, generation: Generation, plan: ToolPlan) -> ToolOutcome | None:
         """Run the operation in the session's task group: a barge-in stops the words, never a
-        dispatched operation; its status is still reported and its result remembered."""
+        dispatched operation; its status is still reported and its result remembered. ``None``
+        when its server asked the caller something first: the call waits for the answer
+        (:attr:`pending`), and this answer ends by asking it."""
+        self.pending = None  # one left by a question that timed out is over by now
         done = anyio.Event()
         box: list[ToolOutcome] = []
 
@@ -144,9 +175,27 @@ class Actor:
                 done.set()
 
         self._tg.start_soon(run)
-        await done.wait()
+        async with anyio.create_task_group() as waiting:  # the first of: done, a question
+
+            async def until(event: anyio.Event) -> None:
+                await event.wait()
+                waiting.cancel_scope.cancel()
+
+            waiting.start_soon(until, done)
+            waiting.start_soon(until, self._asked.posted)
+        if not done.is_set():
+            self.pending = PendingCall(plan, done, box)
+            return None
         generation.side_effect = generation.side_effect or box[0].side_effect
         return box[0]
+
+    async def resumed(self) -> ToolOutcome | None:
+        """The suspended call's outcome, once the caller answered its question."""
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return None
+        await pending.done.wait()
+        return pending.box[0]
 
     async def _run(self, plan: ToolPlan) -> ToolOutcome:
         host = self._host

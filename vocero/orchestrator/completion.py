@@ -33,8 +33,11 @@ class Completion:
     def _stop_live(self, *, reason: str = "barge_in", status: str = "interrupted") -> None:
         generation = self.core.generations.live()
         if generation is not None:
-            self.stop(generation, reason=reason, status="canceled" if status == "canceled"
-                      else "interrupted")
+            self.stop(
+                generation,
+                reason=reason,
+                status="canceled" if status == "canceled" else "interrupted",
+            )
 
     def stop(self, generation: Generation, *, reason: str, status: StopStatus) -> None:
         """Stop now: flush first, then nothing more of it, then its completion as heard."""

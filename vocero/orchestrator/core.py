@@ -216,9 +216,11 @@ class SessionCore:
     def caller_values(self) -> frozenset[tuple[str, str]]:
         """The critical values of the caller's heard lines in the history, each line read once
         (and again only when the caller's day changes)."""
-        today = datetime.fromtimestamp(self.clock.now(), UTC).astimezone(
-            zone_of(self.ctx.caller.timezone)
-        ).date()
+        today = (
+            datetime.fromtimestamp(self.clock.now(), UTC)
+            .astimezone(zone_of(self.ctx.caller.timezone))
+            .date()
+        )
         if self._values_key != (today, self.history.version):
             lines = [m.content for m in self.history if m.role == "user"]
             self._values = frozenset(text_values(lines, today=today))

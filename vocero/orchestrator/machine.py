@@ -70,6 +70,10 @@ class Event(enum.StrEnum):
     DENIED = "denied"
     CONFIRMED = "confirmed"
     DECLINED = "declined"
+    INPUT_REQUESTED = "input_requested"
+    """A server asks the caller something during a tool call: a question opens."""
+    INPUT_ANSWERED = "input_answered"
+    """The caller's answer to a server's question was sent (or declined): its call carries on."""
     QUESTION_CLOSED = "question_closed"
     """The open question ended without an answer that binds (expired, given up, withdrawn)."""
     TOOL_RESULT = "tool_result"
@@ -175,6 +179,7 @@ TABLE: dict[tuple[State, Event], Rule] = {
     # answers or asks for a tool.
     ("THINKING", E.ANSWER): Rule(None, (X.SUBMIT_ANSWER,)),
     ("THINKING", E.NEW_REQUEST): Rule(None, (X.RESPOND,)),
+    ("THINKING", E.INPUT_ANSWERED): Rule("TOOL_RUNNING"),
     ("THINKING", E.TOOL_INTENT): Rule("TOOL_PENDING"),
     ("THINKING", E.AUDIO_FIRST_CHUNK): Rule("SPEAKING"),
     ("THINKING", E.RESPONSE_COMPLETED): Rule(IDLE),
@@ -209,6 +214,11 @@ for _s in ANSWERING_STATES:
     for _e in (E.SPEECH_HINT, E.INTERRUPTION, E.BARGE_IN):
         TABLE[(_s, _e)] = Rule("INTERRUPTING", (X.STOP_OUTPUT,))
 
+# A server's question may come at any moment of a tool call: only the flag changes.
+for _s in STATES:
+    if _s not in TERMINAL:
+        TABLE[(_s, E.INPUT_REQUESTED)] = STAY
+
 # Every live state closes (stopping any output first) or fails.
 for _s in STATES:
     if _s not in TERMINAL:
@@ -242,8 +252,10 @@ for _s in TERMINAL:
     for _e in Event:
         TABLE.setdefault((_s, _e), STAY)
 
-QUESTION_OPENS: Final = frozenset({E.SENSITIVE_ACTION})
-QUESTION_ENDS: Final = frozenset({E.CONFIRMED, E.DECLINED, E.QUESTION_CLOSED, E.CLOSE, E.FAIL})
+QUESTION_OPENS: Final = frozenset({E.SENSITIVE_ACTION, E.INPUT_REQUESTED})
+QUESTION_ENDS: Final = frozenset(
+    {E.CONFIRMED, E.DECLINED, E.INPUT_ANSWERED, E.QUESTION_CLOSED, E.CLOSE, E.FAIL}
+)
 
 ANSWERING: Final[frozenset[State]] = frozenset(
     s for s in STATES if X.STOP_OUTPUT in TABLE.get((s, E.BARGE_IN), STAY).effects

@@ -7,6 +7,8 @@ generation is settled after its work has unwound (:meth:`Completion.settle`).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from vocero.contracts import events as ev
 from vocero.contracts.actions import ToolPlan, TurnRef
 from vocero.contracts.errors import CapacityError, ErrorCode
@@ -19,9 +21,11 @@ from vocero.contracts.ports import (
     ToolIntent,
 )
 from vocero.orchestrator.acting import Actor, proposal_evidence
+from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.completion import Completion
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.generation import Generation
+from vocero.orchestrator.machine import Event
 from vocero.orchestrator.speaking import Speaker, speaking
 from vocero.speech import ToolEvidence
 
@@ -30,10 +34,13 @@ MAX_TOOL_ROUNDS = 4
 
 
 class Responder:
-    def __init__(self, core: SessionCore, actor: Actor, completion: Completion) -> None:
+    def __init__(
+        self, core: SessionCore, actor: Actor, completion: Completion, asking: Asking
+    ) -> None:
         self.core = core
         self.actor = actor
         self.completion = completion
+        self.asking = asking
 
     def begin(self, turn: TurnRef) -> Generation:
         generation = self.core.generations.begin(turn.turn_id)
@@ -55,8 +62,9 @@ class Responder:
                     result: ToolEvidence | None = None
                     proceed = True
                     if first_plan is not None:
-                        result = await self.actor.run_plan(generation, speaker, first_plan)
-                        proceed = result is not None
+                        ran = await self.actor.run_plan(generation, speaker, first_plan)
+                        proceed = await self._carry_on(speaker, ran)
+                        result = ran if isinstance(ran, ToolEvidence) else None
                     if proceed:
                         await self._model_loop(generation, speaker, turn, result)
                     await speaker.finish()
@@ -111,9 +119,39 @@ class Responder:
                 return
             history = self.core.history.messages()
             plan = await self.actor.propose(generation, turn, intent, history)
-            result = await self.actor.run_plan(generation, speaker, plan)
-            if result is None:
+            ran = await self.actor.run_plan(generation, speaker, plan)
+            if not await self._carry_on(speaker, ran):
                 return
+            result = ran if isinstance(ran, ToolEvidence) else None
+
+    async def _carry_on(
+        self, speaker: Speaker, ran: ToolEvidence | Literal["asked"] | None
+    ) -> bool:
+        """Whether the answer goes on after a tool plan: not after a denial or a read-back, and
+        not when the tool's server asks the caller something (the answer says the question and
+        ends; the call waits for the answer turn)."""
+        if ran == "asked":
+            await speaker.say(self.asking.first_words())
+            return False
+        return ran is not None
+
+    async def resume(self, turn: TurnRef, committed_at: float, words: str) -> None:
+        """The caller answered a server's question: say ``words`` (if any), then the result of
+        the call it continued, once that call ends."""
+        generation = self.begin(turn)
+        with generation.scope:
+            planner = self.core.planner(generation)
+            async with speaking(self.core, generation, planner, committed_at) as speaker:
+                pending = self.actor.pending
+                outcome = await self.actor.resumed()  # the call carries on first
+                if pending is not None and outcome is not None:
+                    self.core.fire(Event.TOOL_RESULT)
+                if words:
+                    await speaker.say(words)
+                if pending is not None and outcome is not None:
+                    await speaker.read_out(self.actor.evidence(pending.plan, outcome, speaker))
+                await speaker.finish()
+        await self._end(generation, None)
 
     async def _model_with_retry(
         self, generation: Generation, speaker: Speaker

@@ -29,6 +29,7 @@ from vocero.contracts.ports import Message, Timers
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.acting import Actor
 from vocero.orchestrator.answers import Answers
+from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.completion import Completion
 from vocero.orchestrator.context import SessionContext, SessionMetrics, Timeouts
 from vocero.orchestrator.core import SessionCore
@@ -104,10 +105,14 @@ class Session:
         try:
             async with anyio.create_task_group() as tg:
                 completion = Completion(core)
-                responder = Responder(core, Actor(core, tg), completion)
+                asking = Asking(core)
+                responder = Responder(core, Actor(core, tg, asking), completion, asking)
                 answers = Answers(core, responder)
                 hearing = Hearing(core, tg, self._utterance_ended)
-                self._parts = _Parts(hearing, Turns(core, hearing, answers, responder), tg)
+                turns = Turns(core, hearing, answers, responder, asking)
+                self._parts = _Parts(hearing, turns, tg)
+                if core.coordinator is not None:
+                    core.coordinator.set_input_handler(asking.ask)
                 core.fire(Event.CONFIGURED)
                 task_status.started()
                 await anyio.sleep_forever()

@@ -271,8 +271,12 @@ class Speaker:
                         host.metrics.observe_ms(
                             "tts_ttfa_ms", (host.monotonic() - started) * 1000.0
                         )
-                        self._decided(unit, decision, audio_offset_ms=record.start_ms,
-                                      synthesis=self._synthesis(tts.name, rate))
+                        self._decided(
+                            unit,
+                            decision,
+                            audio_offset_ms=record.start_ms,
+                            synthesis=self._synthesis(tts.name, rate),
+                        )
                         audio = host.recorder.unit_audio(
                             host.ctx.session_id, unit.unit_id, sample_rate=rate
                         )
@@ -300,17 +304,26 @@ class Speaker:
             if audio is not None:
                 audio.close()
                 host.recorder.unit(
-                    decided_entry(unit, Decision("ready"), session_id=host.ctx.session_id,
-                                  at=host.clock.now(), audio_offset_ms=record.start_ms,
-                                  audio_ms=record.audio_ms)
+                    decided_entry(
+                        unit,
+                        Decision("ready"),
+                        session_id=host.ctx.session_id,
+                        at=host.clock.now(),
+                        audio_offset_ms=record.start_ms,
+                        audio_ms=record.audio_ms,
+                    )
                 )
 
     # ------------------------------------------------------------------------ records
 
     def _synthesis(self, runner: str, rate: int) -> dict[str, object]:
         voice = self._host.ctx.voice
-        return {"runner": runner, "sample_rate": rate, "voice_profile_id": voice.voice_profile_id,
-                "voice_version": voice.voice_version}
+        return {
+            "runner": runner,
+            "sample_rate": rate,
+            "voice_profile_id": voice.voice_profile_id,
+            "voice_version": voice.voice_version,
+        }
 
     def _decided(self, unit: PlannedUnit, decision: Decision, **extra: object) -> None:
         """A unit's final disposition (admitted, or why it never played): recorded once."""
@@ -318,8 +331,9 @@ class Speaker:
             return
         host = self._host
         host.recorder.unit(
-            decided_entry(unit, decision, session_id=host.ctx.session_id, at=host.clock.now(),
-                          **extra)
+            decided_entry(
+                unit, decision, session_id=host.ctx.session_id, at=host.clock.now(), **extra
+            )
         )
         disposition = "admitted" if decision.ready else decision.disposition
         host.metrics.count("units", disposition=disposition, reason_code=decision.reason_code)

@@ -17,6 +17,7 @@ from vocero.contracts.actions import ToolPlan, TurnRef
 from vocero.contracts.errors import CapacityError, ErrorCode
 from vocero.contracts.ports import Message, Transcription
 from vocero.orchestrator.answers import Answers
+from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.hearing import Hearing
 from vocero.orchestrator.ids import new_id
@@ -29,12 +30,18 @@ log = structlog.get_logger("vocero.turns")
 
 class Turns:
     def __init__(
-        self, core: SessionCore, hearing: Hearing, answers: Answers, responder: Responder
+        self,
+        core: SessionCore,
+        hearing: Hearing,
+        answers: Answers,
+        responder: Responder,
+        asking: Asking,
     ) -> None:
         self.core = core
         self.hearing = hearing
         self.answers = answers
         self.responder = responder
+        self.asking = asking
         self._lock = anyio.Lock()
 
     async def audio(self, utterance: Utterance, backchannel_check: bool = False) -> None:
@@ -93,6 +100,9 @@ class Turns:
         core = self.core
         question: ToolPlan | None = None
         intent: Intent = "new_request"
+        if Effect.CLASSIFY_ANSWER in step.effects and self.asking.open is not None:
+            await self._answer_server(turn, committed_at)
+            return
         if Effect.CLASSIFY_ANSWER in step.effects:
             coordinator = core.coordinator
             question = coordinator.active_question() if coordinator is not None else None
@@ -107,3 +117,15 @@ class Turns:
         if await self.answers.withdrawal(turn, committed_at):
             return
         await self.responder.respond(turn, committed_at)
+
+    async def _answer_server(self, turn: TurnRef, committed_at: float) -> None:
+        """The turn answers a tool server's question (it is open: nothing else is routed)."""
+        core = self.core
+        step = core.fire(Event.ANSWER)
+        assert Effect.SUBMIT_ANSWER in step.effects
+        words, settled = self.asking.answer(core.history[-1].content)
+        if settled:
+            await self.responder.resume(turn, committed_at, words)
+            return
+        generation = await self.responder.say(turn, committed_at, words)
+        self.asking.heard(generation.heard)

@@ -31,6 +31,7 @@ from vocero.contracts.errors import ToolCallError
 from vocero.contracts.events import ToolStatus
 from vocero.contracts.ports import (
     CallMeta,
+    InputHandler,
     Message,
     Timers,
     ToolCallRequest,
@@ -580,8 +581,16 @@ class SessionCoordinator:
             )
         assert self.gateway is not None
         return await self.gateway.call(
-            ToolCallRequest(tool=name, arguments=run.arguments, meta=meta)
+            ToolCallRequest(
+                tool=name, arguments=run.arguments, meta=meta,
+                ask=self.executor.targets.asker(self.session_id),
+            )
         )
+
+    def set_input_handler(self, ask: InputHandler | None) -> None:
+        """Who answers a server's questions during this session's tool calls, reads and
+        writes alike (the live session asks the caller by voice)."""
+        self.executor.targets.set_asker(self.session_id, ask)
 
     def _outcome(self, plan: ToolPlan, run: _Runnable, op: OperationRecord) -> ToolOutcome:
         receipt = (op.receipt or {}).get("content") if op.status == "committed" else None

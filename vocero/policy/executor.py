@@ -26,7 +26,14 @@ import structlog
 from vocero.contracts.domain import AgentProfile
 from vocero.contracts.errors import ToolCallError
 from vocero.contracts.events import ToolStatus
-from vocero.contracts.ports import CallMeta, Timers, ToolCallRequest, ToolGateway, ToolResult
+from vocero.contracts.ports import (
+    CallMeta,
+    InputHandler,
+    Timers,
+    ToolCallRequest,
+    ToolGateway,
+    ToolResult,
+)
 from vocero.policy.gate import ResolvedTool, resolve
 from vocero.policy.operations import TERMINAL, InvalidOperationTransition
 from vocero.policy.ports import BuiltinTools, StepHook, SupportsLookup
@@ -84,6 +91,7 @@ class Targets:
         self._profiles = profiles
         self._gateway_for = gateway_for
         self._live: dict[str, tuple[AgentProfile, ToolGateway | None]] = {}
+        self._askers: dict[str, InputHandler] = {}
         self._recovered: dict[str, tuple[AgentProfile, ToolGateway | None]] = {}
 
     def attach(self, session_id: str, profile: AgentProfile, gateway: ToolGateway | None) -> None:
@@ -91,6 +99,18 @@ class Targets:
 
     def detach(self, session_id: str) -> None:
         self._live.pop(session_id, None)
+        self._askers.pop(session_id, None)
+
+    def set_asker(self, session_id: str, ask: InputHandler | None) -> None:
+        """Who answers a server's questions during this session's calls (the live session);
+        none: every question is declined (``input_unavailable``)."""
+        if ask is None:
+            self._askers.pop(session_id, None)
+        else:
+            self._askers[session_id] = ask
+
+    def asker(self, session_id: str) -> InputHandler | None:
+        return self._askers.get(session_id)
 
     async def resolve(self, op: OperationRecord) -> Target | None:
         found = self._live.get(op.session_id) or await self._recover(op.session_id)
@@ -266,8 +286,9 @@ class OperationExecutor:
             return await target.builtins.call(target.tool.tool, op.arguments, meta,
                                               session_id=op.session_id)
         assert target.gateway is not None
-        return await target.gateway.call(
-            ToolCallRequest(tool=op.tool, arguments=op.arguments, meta=meta))
+        return await target.gateway.call(ToolCallRequest(
+            tool=op.tool, arguments=op.arguments, meta=meta,
+            ask=self.targets.asker(op.session_id)))
 
     async def _failed(
         self, op: OperationRecord, exc: ToolCallError

@@ -169,6 +169,9 @@ const HANDLERS = {
       this.send("tool.confirmation_submitted.v1", { proposal_id, revision, decision }),
     );
   },
+  "tool.input_required.v1"(p) {
+    view.showQuestion(p);
+  },
   "tool.status.v1"(p) {
     view.showToolStatus(p);
   },

@@ -137,6 +137,36 @@ export function showConfirmation({ proposal_id: id, revision, tool, summary, fie
   card.append(title, details, ...buttons);
 }
 
+// A server's question during a tool call: answered by voice. A URL-mode question shows its
+// link here, with the server named; the agent never reads a link out.
+export function showQuestion({ question_id: id, server, mode, fields, link }) {
+  const card = entry("question", `question:${id}`);
+  card.replaceChildren();
+  const title = document.createElement("strong");
+  title.textContent = `${server} asks`;
+  card.append(title);
+  if (mode === "url" && link && /^https:\/\/|^http:\/\/(localhost|127\.0\.0\.1)[:/]/.test(link.url)) {
+    const note = document.createElement("p");
+    note.textContent = link.message || `${link.server} needs you to open a page.`;
+    const anchor = document.createElement("a");
+    anchor.href = link.url;
+    anchor.target = "_blank";
+    anchor.rel = "noopener noreferrer";
+    anchor.textContent = `Open ${link.server}: ${link.url}`;
+    card.append(note, anchor);
+    return;
+  }
+  const list = document.createElement("ul");
+  for (const field of fields) {
+    const item = document.createElement("li");
+    item.textContent = field.title;
+    list.append(item);
+  }
+  const hint = document.createElement("small");
+  hint.textContent = "Answer by voice or type it below.";
+  card.append(list, hint);
+}
+
 export function showError(text) {
   const box = $("errors");
   box.textContent = text;

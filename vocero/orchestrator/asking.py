@@ -1,0 +1,328 @@
+"""A server's questions during a tool call, asked and answered by voice (MCP elicitation).
+
+The gateway hands the session an :class:`~vocero.contracts.ports.InputRequest` (a flat schema of
+fields a caller may answer; secrets never reach here) and waits for the
+:class:`~vocero.contracts.ports.InputResponse`. Here:
+
+* the answer in progress says the question and ends, leaving the call waiting (the machine holds
+  the question open); the browser gets ``tool.input_required.v1`` (the fields, or, in URL mode,
+  the link with the server named: a URL is shown, never spoken);
+* each caller turn while it is open fills fields from what was said (dates, numbers, choices,
+  yes/no, words), canonical and checked against the schema (``answer_problems``), one field
+  asked at a time, an unclear one asked again (at most twice, then the question is cancelled);
+* for a write, the answers are read back and only a "yes" heard after every value sends them: a
+  changed value ("no, five people") is a new answer revision, read back again; a "no" declines;
+* then the call carries on, and the turn that answered waits for its result and says it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import structlog
+
+from vocero.contracts import events as ev
+from vocero.contracts.builtins import zone_of
+from vocero.contracts.ports import InputRequest, InputResponse
+from vocero.inference.cpu import confirmation, slots
+from vocero.mcp_gateway import answer_problems
+from vocero.orchestrator.core import SessionCore
+from vocero.orchestrator.machine import Event
+from vocero.policy.readback import speak_date
+
+log = structlog.get_logger("vocero.asking")
+
+MAX_REASKS = 2
+"""Unclear answers to one field, or to the read-back, before the question is cancelled."""
+_UNITS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19,
+}  # fmt: skip
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+         "eighty": 80, "ninety": 90}  # fmt: skip
+
+
+@dataclass(slots=True)
+class Question:
+    """One server question being asked: the caller's answers so far, and its outcome."""
+
+    request: InputRequest
+    values: dict[str, Any] = field(default_factory=dict)
+    reading_back: bool = False
+    revision: int = 0
+    """Grows with every changed answer: a "yes" binds only the read-back of this revision."""
+    reasks: int = 0
+    parts: tuple[str, ...] = ()
+    heard_revision: int = -1
+    """The answer revision whose read-back the caller heard whole (-1: none yet)."""
+    answered: anyio.Event = field(default_factory=anyio.Event)
+    response: InputResponse | None = None
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        props = self.request.requested_schema.get("properties", {})
+        return props if isinstance(props, dict) else {}
+
+    @property
+    def missing(self) -> list[str]:
+        required = self.request.requested_schema.get("required", [])
+        return [name for name in required if name not in self.values]
+
+    @property
+    def write(self) -> bool:
+        return bool(self.request.proposal_id)
+
+
+class Asking:
+    """The session's server questions: one open at a time."""
+
+    def __init__(self, core: SessionCore) -> None:
+        self.core = core
+        self.open: Question | None = None
+        self.posted = anyio.Event()
+        """Set when a question is waiting to be said (the answer in progress ends with it)."""
+
+    # ----------------------------------------------------------------------- the gateway
+
+    async def ask(self, request: InputRequest) -> InputResponse:
+        """The :data:`~vocero.contracts.ports.InputHandler` of this session's tool calls."""
+        if self.open is not None:
+            return InputResponse(action="decline")  # one question at a time
+        question = Question(request)
+        self.open = question
+        core = self.core
+        fields = [
+            ev.InputField(name=n, title=str(p.get("title") or _label(n)))
+            for n, p in question.properties.items()
+        ]
+        core.control(
+            ev.ToolInputRequired(
+                question_id=request.id,
+                server=request.server,
+                tool=request.tool,
+                mode=request.mode,
+                fields=fields,
+                link=ev.InputLinkShown(
+                    server=request.link.server, url=request.link.url, message=request.link.message
+                )
+                if request.link
+                else None,
+            )
+        )
+        core.fire(Event.INPUT_REQUESTED)
+        self.posted.set()
+        try:
+            await question.answered.wait()
+        finally:
+            self.posted = anyio.Event()
+            if self.open is question:  # not answered in time (the call ends input_timeout)
+                self.open = None
+                core.fire(Event.QUESTION_CLOSED)
+        assert question.response is not None
+        return question.response
+
+    # ----------------------------------------------------------------------- the caller
+
+    def first_words(self) -> str:
+        """What the answer in progress says to ask the open question."""
+        question = self.open
+        if question is None:
+            return ""
+        if question.request.mode == "url":
+            return (
+                f"I've put a link from {question.request.server} on your screen. "
+                "Say done once you have finished there, or no to skip it."
+            )
+        return self._ask_next(question)
+
+    def answer(self, text: str) -> tuple[str, bool]:
+        """A caller turn while the question is open: what to say next, and whether the question
+        is settled (the call carries on)."""
+        question = self.open
+        assert question is not None
+        if question.request.mode == "url":
+            return self._url_answer(question, text)
+        if question.reading_back:
+            return self._readback_answer(question, text)
+        return self._collect(question, text)
+
+    def heard(self, heard_text: str) -> None:
+        """What the caller heard of the answer that said the read-back (by playout): a "yes"
+        binds only once every value of this revision was heard."""
+        question = self.open
+        if question is not None and question.reading_back:
+            heard_all = _in_order(question.parts, heard_text)
+            question.heard_revision = question.revision if heard_all else -1
+
+    # ------------------------------------------------------------------------ internals
+
+    def _collect(self, question: Question, text: str) -> tuple[str, bool]:
+        found = self._values(question, text)
+        if not found:
+            return self._unclear(question, "Sorry, I didn't catch that.")
+        candidate = {**question.values, **found}
+        problems = answer_problems(question.request, candidate)
+        bad = {p.split("/", 1)[0].split(":", 1)[0] for p in problems} & set(found)
+        for name in bad:
+            del candidate[name]
+        question.values = {k: v for k, v in candidate.items() if k not in bad}
+        if bad:
+            return self._unclear(question, "That doesn't fit.")
+        question.reasks = 0
+        if question.missing:
+            return self._ask_next(question), False
+        if not question.write:
+            return self._settle(
+                question, InputResponse(action="accept", content=dict(question.values))
+            )
+        return self._read_back(question), False
+
+    def _readback_answer(self, question: Question, text: str) -> tuple[str, bool]:
+        changed = {
+            k: v for k, v in self._values(question, text).items() if question.values.get(k) != v
+        }
+        if changed and not answer_problems(question.request, {**question.values, **changed}):
+            question.values.update(changed)  # a changed answer: a new revision, read back
+            question.revision += 1
+            return self._read_back(question), False
+        intent = confirmation.classify(text)
+        if intent == "reject":
+            return self._settle(question, InputResponse(action="decline"))
+        if intent == "confirm" and question.heard_revision == question.revision:
+            return self._settle(
+                question, InputResponse(action="accept", content=dict(question.values))
+            )
+        if intent == "confirm":
+            return self._unclear(question, "Let me finish first.", readback=True)
+        return self._unclear(question, "Sorry, I didn't catch that.", readback=True)
+
+    def _url_answer(self, question: Question, text: str) -> tuple[str, bool]:
+        intent = confirmation.classify(text)
+        if intent == "confirm" or re.search(r"\b(done|finished|ok|okay)\b", text, re.I):
+            return self._settle(question, InputResponse(action="accept"))
+        if intent == "reject":
+            return self._settle(question, InputResponse(action="decline"))
+        return self._unclear(question, "Say done once you have finished, or no to skip it.")
+
+    def _unclear(
+        self, question: Question, lead: str, *, readback: bool = False
+    ) -> tuple[str, bool]:
+        question.reasks += 1
+        if question.reasks > MAX_REASKS:
+            return self._settle(
+                question, InputResponse(action="cancel"), "I'll leave that for now."
+            )
+        again = self._read_back(question) if readback else self._ask_next(question)
+        return f"{lead} {again}", False
+
+    def _settle(
+        self, question: Question, response: InputResponse, words: str = ""
+    ) -> tuple[str, bool]:
+        question.response = response
+        question.answered.set()
+        self.open = None
+        self.core.fire(Event.INPUT_ANSWERED)
+        return words, True
+
+    def _ask_next(self, question: Question) -> str:
+        name = question.missing[0] if question.missing else next(iter(question.properties), "")
+        prop = question.properties.get(name, {})
+        title = str(prop.get("title") or prop.get("description") or _label(name)).strip()
+        server = question.request.server.capitalize()
+        if prop.get("enum"):
+            options = [str(o) for o in prop["enum"]]
+            choice = (
+                options[0] if len(options) == 1 else ", ".join(options[:-1]) + f" or {options[-1]}"
+            )
+            return f"{server} needs to know the {title.lower()}: {choice}?"
+        if prop.get("type") == "boolean":
+            return f"{title.rstrip('?')}? Please say yes or no."
+        return f"{server} needs to know: {title.lower()}?"
+
+    def _read_back(self, question: Question) -> str:
+        parts = [self._spoken(question, name, value) for name, value in question.values.items()]
+        question.parts = tuple(parts)
+        question.reading_back = True
+        return f"To confirm: {', '.join(parts)}. Shall I go ahead?"
+
+    def _spoken(self, question: Question, name: str, value: Any) -> str:
+        prop = question.properties.get(name, {})
+        title = str(prop.get("title") or _label(name)).lower()
+        if prop.get("format") == "date":
+            return f"{title} {speak_date(str(value), self._today())}"
+        return f"{title} {value}"
+
+    def _values(self, question: Question, text: str) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        numbers = _numbers_in(text)
+        for name, prop in question.properties.items():
+            value = self._value(prop, text, numbers)
+            if value is not None:
+                found[name] = value
+        return found
+
+    def _value(self, prop: dict[str, Any], text: str, numbers: list[int]) -> Any:
+        kind = prop.get("type")
+        if prop.get("enum"):
+            lowered = text.lower()
+            return next((o for o in prop["enum"] if str(o).lower() in lowered), None)
+        if prop.get("format") == "date":
+            return slots.date_in(text, self._today())
+        if prop.get("format") == "time":
+            return slots.time_in(text)
+        if kind in ("integer", "number"):
+            return numbers[0] if numbers else None
+        if kind == "boolean":
+            intent = confirmation.classify(text)
+            return {"confirm": True, "reject": False}.get(intent or "")
+        return None  # free text is not guessed from a spoken answer
+
+    def _today(self) -> dt.date:
+        now = dt.datetime.fromtimestamp(self.core.clock.now(), dt.UTC)
+        return now.astimezone(zone_of(self.core.ctx.caller.timezone)).date()
+
+
+def _numbers_in(text: str) -> list[int]:
+    """Whole numbers said, in order, dates and times left out ("Friday the 4th" is no party)."""
+    masked = re.sub(
+        r"\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}[:.]\d{2}\b|\b\d{4}-\d{2}-\d{2}\b", " ", text.lower()
+    )
+    found: list[int] = []
+    tens: int | None = None  # "twenty" waits for a "five" after it
+    for token in re.findall(r"[a-z]+|\d+", masked):
+        if tens is not None and token in _UNITS and 0 < _UNITS[token] < 10:
+            found.append(tens + _UNITS[token])
+            tens = None
+            continue
+        if tens is not None:
+            found.append(tens)
+            tens = None
+        if token.isdigit():
+            found.append(int(token))
+        elif token in _TENS:
+            tens = _TENS[token]
+        elif token in _UNITS:
+            found.append(_UNITS[token])
+    if tens is not None:
+        found.append(tens)
+    return found
+
+
+def _in_order(parts: tuple[str, ...], heard: str) -> bool:
+    position = 0
+    for part in parts:
+        found = heard.find(part, position)
+        if found < 0:
+            return False
+        position = found + len(part)
+    return bool(parts)
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ")
