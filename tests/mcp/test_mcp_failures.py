@@ -82,7 +82,6 @@ async def test_timeout_cancellation_and_bulkhead(transport: Transport, tmp_path:
 
                 tg.start_soon(cancelled)
                 await dispatched.wait()
-                await anyio.sleep(0.05)
                 tg.cancel_scope.cancel()
         aborted = [e for e in stack.audit.of("mcp.tool_call") if e["operation_id"] == "op_cancel"]
         assert aborted == [aborted[0]]
@@ -146,7 +145,6 @@ async def _failures_until_breaker_opens(gateway: McpGateway) -> list[ToolUnavail
         while not failures or str(failures[-1]) != "circuit_open":
             if (failure := await _call_orders(gateway)) is not None:
                 failures.append(failure)
-            await anyio.sleep(0.02)
     return failures
 
 
@@ -189,15 +187,14 @@ async def test_server_crash_opens_the_breaker_and_recovers(
             "mcp.breaker_changed"
         )
 
+        listed = conn.listed
         refuse.unlink()
         if transport == "http":
             stack.http["orders"].start()
             await anyio.to_thread.run_sync(stack.http["orders"].wait_ready)
 
-        with anyio.fail_after(20):
-            while True:
-                if await _call_orders(stack.gateway) is None:
-                    break
-                await anyio.sleep(0.1)
+        with anyio.fail_after(20):  # reconnected: a new listing of the server's tools
+            await conn.wait_listed(listed + 1)
+        assert await _call_orders(stack.gateway) is None  # the reconnection let the probe pass
         assert conn.breaker.state == "closed"
         assert len(stack.audit.of("mcp.server_connected")) == 2
