@@ -9,11 +9,13 @@ what reached the (fake) tool server and on the stored operations.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import anyio
+import msgspec
 import pytest
 
 from tests.orchestrator.action_support import Call, call
@@ -195,3 +197,25 @@ async def test_other_requests_while_asked_are_served_not_refused(db_path: Path) 
         c.h.session.on_text("what are your opening hours")
         await c.h.until(lambda: "We open at nine." in c.spoken_since(mark))
         assert "yes or no" not in c.spoken_since(0)
+
+
+async def test_a_tool_call_is_read_in_the_sessions_effective_locale(db_path: Path) -> None:
+    """A ``session.update`` that changed the locale changes what the coordinator reads values
+    in (the call-back rule asks again, never guesses, in a language it does not cover)."""
+    async with call(db_path) as c:
+        coordinator = c.h.session.core.coordinator
+        assert coordinator is not None
+        seen: list[str] = []
+        original = coordinator.propose
+
+        async def spy(*args: object, **kwargs: object) -> object:
+            seen.append(str(kwargs.get("locale")))
+            return await original(*args, **kwargs)  # type: ignore[arg-type]
+
+        coordinator.propose = spy  # type: ignore[method-assign,assignment]
+        c.h.session.ctx = dataclasses.replace(
+            c.h.session.ctx,
+            effective=msgspec.structs.replace(c.h.session.ctx.effective, locale="en-GB"),
+        )
+        await asked(c, "move APT-1001 to friday at 3pm", 1)
+    assert seen == ["en-GB"]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from vocero.contracts.domain import AgentProfile, Principal, ProfileMatch, ToolSpec
 from vocero.policy import operations
-from vocero.policy.canonical import CanonicalError, Context, canonicalize, resolve_when
+from vocero.policy.canonical import CanonicalError, Context, canonicalize
 from vocero.policy.confirmations import Question, judge
 from vocero.policy.evidence import TRANSITIONS, Ev, Step, apply, supersede
 from vocero.policy.gate import (
@@ -124,23 +124,6 @@ def test_amounts_carry_their_currency() -> None:
         "amount": "12.50", "currency": "EUR"}
     with pytest.raises(CanonicalError):
         canonicalize({"amount": "12.50"}, schema, CTX)
-
-
-@pytest.mark.parametrize(
-    ("said", "local", "exact"),
-    [
-        ("tomorrow at 11am", "2026-12-04 11:00", True),
-        ("friday 3pm", "2026-12-04 15:00", True),
-        ("in 10 minutes", "2026-12-03 09:40", True),
-        ("this evening", "2026-12-03 18:00", True),
-        ("at 8am", "2026-12-04 08:00", True),  # already past today: tomorrow
-        ("whenever suits", "2026-12-04 11:00", False),  # seed 003: 11:00 tomorrow, reviewed
-    ],
-)
-def test_call_back_times(said: str, local: str, exact: bool) -> None:
-    due, resolved = resolve_when(said, CTX)
-    assert (due.strftime("%Y-%m-%d %H:%M"), resolved) == (local, exact)
-    assert str(due.tzinfo) == "Europe/Madrid"
 
 
 # ------------------------------------------------------------------------------- readback

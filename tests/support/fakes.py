@@ -163,11 +163,18 @@ class FakeActionCoordinator:
     executed: list[ToolPlan] = field(default_factory=list)
     deliveries: list[tuple[str, str, bool]] = field(default_factory=list)
     question: ToolPlan | None = None
+    locales: list[str] = field(default_factory=list)
 
     async def propose(
-        self, turn: TurnRef, intent: ToolIntent, *, history: Sequence[Message] = ()
+        self,
+        turn: TurnRef,
+        intent: ToolIntent,
+        *,
+        history: Sequence[Message] = (),
+        locale: str = "",
     ) -> ToolPlan:
         self.proposed.append((turn, intent))
+        self.locales.append(locale)
         plan = self.plans[intent.name].pop(0)
         if plan.kind == "confirm":
             self.question = plan

@@ -66,9 +66,15 @@ StatusCallback = Callable[[str, str, ToolStatus, str], None]
 
 class ActionCoordinator(Protocol):
     async def propose(
-        self, turn: TurnRef, intent: ToolIntent, *, history: Sequence[Message] = ()
+        self,
+        turn: TurnRef,
+        intent: ToolIntent,
+        *,
+        history: Sequence[Message] = (),
+        locale: str = "",
     ) -> ToolPlan:
-        """Decide on a tool intent; ``history`` is the conversation as the caller heard it."""
+        """Decide on a tool intent; ``history`` is the conversation as the caller heard it,
+        ``locale`` the session's effective one (empty: the caller's)."""
         ...
 
     async def execute(self, plan: ToolPlan, on_status: StatusCallback) -> ToolOutcome: ...

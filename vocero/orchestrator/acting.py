@@ -33,6 +33,11 @@ class ActorHost(Protocol):
     metrics: SessionMetrics
     monotonic: Callable[[], float]
 
+    @property
+    def locale(self) -> str:
+        """The session's effective locale (what values are read in)."""
+        ...
+
     def fire(self, event: Event, **details: str) -> Step: ...
 
     def control(self, payload: ev.ServerPayload) -> None: ...
@@ -98,7 +103,9 @@ class Actor:
         ref = TurnRef(
             session_id=turn.session_id, turn_id=turn.turn_id, generation_id=generation.generation_id
         )
-        return await coordinator.propose(ref, intent, history=history)
+        return await coordinator.propose(
+            ref, intent, history=history, locale=self._host.locale
+        )
 
     async def run_plan(
         self, generation: Generation, speaker: Says, plan: ToolPlan

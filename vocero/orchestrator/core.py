@@ -170,6 +170,11 @@ class SessionCore:
         self.caller_speaking = False
         """The caller is speaking now (an utterance is in progress, or the client said so)."""
 
+    @property
+    def locale(self) -> str:
+        """The session's effective locale (a ``session.update`` may change it)."""
+        return self.ctx.effective.locale
+
     def on(self, effect: Effect, handler: Callable[..., None]) -> None:
         """Register who performs a synchronous effect (stop the output, watch speech); it is
         called with the details given to :meth:`fire`."""

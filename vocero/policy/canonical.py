@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from vocero.contracts.builtins import Canonical, CanonicalError, Context, zone_of
 
 __all__ = [
-    "Canonical", "CanonicalError", "Context", "canonicalize", "observed_versions", "resolve_when",
+    "Canonical", "CanonicalError", "Context", "canonicalize", "observed_versions",
     "zone_of",
 ]
 
@@ -359,73 +359,3 @@ def observed_versions(content: Any) -> dict[str, int]:
         elif isinstance(item, list):
             stack.extend(item)
     return found
-
-
-# --------------------------------------------------------------------------- follow-up times
-
-_IN = re.compile(r"^in\s+(an?|\d+)\s+(minute|hour|day)s?$")
-DAYPARTS = {"morning": "09:00", "afternoon": "15:00", "evening": "18:00", "tonight": "19:00"}
-FALLBACK_TIME = "11:00"
-
-
-def resolve_when(text: str, ctx: Context) -> tuple[datetime, bool]:
-    """A call-back time from the caller's words, in their timezone. Returns ``(due, exact)``;
-    what resolves to nothing usable becomes 11:00 tomorrow (seed 003) with ``exact`` false."""
-    zone = ctx.zone
-    local_now = ctx.now.astimezone(zone)
-    words = " ".join(text.strip().lower().replace(",", " ").split())
-    match = _IN.match(words)
-    if match:
-        count = 1 if match.group(1) in ("a", "an") else int(match.group(1))
-        return local_now + timedelta(**{f"{match.group(2)}s": count}), True
-    day_part, time_part = _split_when(words)
-    try:
-        day = resolve_date("when", day_part, ctx) if day_part else None
-        clock = _clock(time_part) if time_part else None
-    except CanonicalError:
-        day, clock = None, None
-    if day is None and clock is None:
-        fallback = ctx.today + timedelta(days=1)
-        return _at(fallback, FALLBACK_TIME, zone), False
-    if clock is None:
-        return _at(day or ctx.today, FALLBACK_TIME, zone), False
-    if day is None:
-        due = _at(ctx.today, clock, zone)
-        return (due if due > local_now else due + timedelta(days=1)), True
-    return _at(day, clock, zone), True
-
-
-def _split_when(words: str) -> tuple[str, str]:
-    if words in DAYPARTS:
-        return "today", words
-    for part in DAYPARTS:
-        if words.endswith(" " + part):
-            day = words.removesuffix(" " + part).strip()
-            day = day.removesuffix(" this").strip()
-            return ("today" if day in ("", "this") else day), part
-    if " at " in f" {words} ":
-        day, _, clock = f" {words} ".partition(" at ")
-        return day.strip(), clock.strip()
-    pieces = words.rsplit(" ", 1)
-    if len(pieces) == 2 and _is_clock(pieces[1]):
-        return pieces[0], pieces[1]
-    if _is_clock(words):
-        return "", words
-    return words, ""
-
-
-def _is_clock(text: str) -> bool:
-    try:
-        _clock(text)
-    except CanonicalError:
-        return False
-    return True
-
-
-def _clock(text: str) -> str:
-    return DAYPARTS.get(text) or resolve_time("when", text)
-
-
-def _at(day: date, clock: str, zone: ZoneInfo) -> datetime:
-    hour, minute = (int(p) for p in clock.split(":"))
-    return datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)

@@ -147,10 +147,16 @@ class SessionCoordinator:
     # ------------------------------------------------------------------------- propose
 
     async def propose(
-        self, turn: TurnRef, intent: ToolIntent, *, history: Sequence[Message] = ()
+        self,
+        turn: TurnRef,
+        intent: ToolIntent,
+        *,
+        history: Sequence[Message] = (),
+        locale: str = "",
     ) -> ToolPlan:
         """``history`` is the conversation as heard: built-in tools judge against it (the
-        call-back rule takes the time from the caller's own words)."""
+        call-back rule takes the time from the caller's own words). ``locale`` is the session's
+        effective one (a ``session.update`` may have changed it): values are read in it."""
         tool = resolve(self.profile, intent.name)
         call_id = new_id("call")
         schema, schema_ver, available = self._definition(tool)
@@ -159,7 +165,9 @@ class SessionCoordinator:
         canonical: Canonical | None = None
         if decision.outcome != "deny" and tool is not None:
             try:
-                canonical = self._canonical(tool, intent.arguments, schema, history)
+                canonical = self._canonical(
+                    tool, intent.arguments, schema, history, locale or self.caller.locale
+                )
             except CanonicalError as exc:
                 lead = explain(exc.reason_code) if exc.result is None else ""
                 return await self._deny(
@@ -671,6 +679,7 @@ class SessionCoordinator:
         arguments: dict[str, Any],
         schema: dict[str, Any],
         history: Sequence[Message] = (),
+        locale: str = "",
     ) -> Canonical:
         ctx = Context(
             tenant=self.caller.tenant,
@@ -679,7 +688,7 @@ class SessionCoordinator:
             server=tool.server,
             observed_versions=self._s.observed,
             history=tuple(history),
-            locale=self.caller.locale,
+            locale=locale or self.caller.locale,
             subject_ref=self.caller.subject_ref,
         )
         if tool.builtin and self.builtins is not None:
