@@ -30,6 +30,7 @@ from vocero.store.models.knowledge import (
     is_search_index,
     schema_compared,
 )
+from vocero.store.models.leases import NODE_ENDINGS, LeaseRow, NodeRow
 from vocero.store.models.tools import McpOAuthTokenRow, ToolPinRow, ToolPinStatus
 from vocero.store.models.units import (
     UNIT_DISPOSITIONS,
@@ -51,6 +52,7 @@ __all__ = [
     "CLAIMS_FTS",
     "DEFAULT_CHAIN",
     "NAMING_CONVENTION",
+    "NODE_ENDINGS",
     "UNIT_DISPOSITIONS",
     "UNIT_KINDS",
     "ApprovedClaimRow",
@@ -69,7 +71,9 @@ __all__ = [
     "FollowupRow",
     "GenerationRow",
     "GenerationStatus",
+    "LeaseRow",
     "McpOAuthTokenRow",
+    "NodeRow",
     "OperationRow",
     "OperationStatus",
     "OutboxRow",

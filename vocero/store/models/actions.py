@@ -151,7 +151,12 @@ class OperationRow(Base):
 
 
 class OutboxRow(Base):
-    """Written in the same transaction as the authorized operation; a worker claims due rows."""
+    """Written in the same transaction as the authorized operation; a worker claims due rows.
+
+    ``claimed_by`` is the process holding the row under a lease until ``lease_expires_at`` (the
+    authorizing process holds it from the start, so its live session hears every status);
+    ``claimed_at`` is set while its worker is processing it and cleared when the row waits for a
+    later attempt. A row whose lease ran out may be claimed by any process."""
 
     __tablename__ = "outbox"
     __table_args__ = (Index("ix_outbox_done_available_at", "done", "available_at"),)
@@ -164,3 +169,4 @@ class OutboxRow(Base):
     claimed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     claimed_by: Mapped[str | None] = mapped_column(String(NAME))
     done: Mapped[bool] = mapped_column(Boolean, default=False)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime)

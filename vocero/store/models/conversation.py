@@ -19,8 +19,15 @@ TURN_SOURCES: tuple[str, ...] = get_args(TurnSource)
 
 
 class SessionRow(Base):
+    """A conversational session. While live it is held by one Vocero process (``owner_id``, a
+    row of ``nodes``) under a lease the process renews; a session whose lease ran out is taken
+    over (closed as ended by a crash, resumable) by any other process."""
+
     __tablename__ = "sessions"
-    __table_args__ = (Index("ix_sessions_tenant_id_created_at", "tenant_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_sessions_tenant_id_created_at", "tenant_id", "created_at"),
+        Index("ix_sessions_lease_expires_at", "lease_expires_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(ID), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(NAME))
@@ -32,6 +39,11 @@ class SessionRow(Base):
     resume_token_hash: Mapped[str | None] = mapped_column(String(ID), index=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
     closed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    owner_id: Mapped[str | None] = mapped_column(String(ID))
+    """The process holding the session (``None``: none ever did, e.g. a tool's own row)."""
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    """Until when the owner's hold is good; ``None`` once closed. An open session whose lease
+    is past is no longer held by anyone."""
 
 
 class TurnRow(Base):
