@@ -301,6 +301,9 @@ def _spec_extras(options: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 
 async def wait_for(predicate: Any, timeout_s: float = 10.0, interval_s: float = 0.05) -> None:
+    """Until ``predicate()`` holds, checked every ``interval_s``: only for what another process
+    writes (a fixture server's record file), where no event of ours can tell; in-process
+    changes are awaited on their events (``McpConnection.wait_listed``, ``on_dispatched``)."""
     with anyio.fail_after(timeout_s):
         while True:
             if predicate():

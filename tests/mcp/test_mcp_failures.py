@@ -104,10 +104,13 @@ async def test_a_tool_that_changes_mid_session_is_disabled(
         assert conn is not None
         pinned = conn.pins.get("get_order_status")
         assert pinned is not None
+        listed = conn.listed
         for order in ("A123", "A124"):
             await stack.gateway.call(request("orders.status", {"order_id": order}))
 
-        await wait_for(lambda: conn.pins.get("get_order_status").status == "changed")  # type: ignore[union-attr]
+        with anyio.fail_after(10):  # the change is announced; the tools are listed again
+            await conn.wait_listed(listed + 1)
+        assert conn.pins.get("get_order_status").status == "changed"  # type: ignore[union-attr]
 
         assert "orders.status" not in {d.name for d in stack.gateway.definitions()}
         with pytest.raises(ToolChangedError) as changed:
