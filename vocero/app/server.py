@@ -14,7 +14,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
-from vocero.app import followups_api, operator_api, units_api, voice_api
+from vocero.app import console_api, followups_api, operator_api, units_api, voice_api
 from vocero.app.operators import load_operators
 from vocero.app.purge import purging
 from vocero.app.runtime import Runtime, open_runtime
@@ -97,6 +97,7 @@ def create_app(
         *units_api.routes(),
         *followups_api.routes(),
         *voice_api.routes(),
+        *console_api.routes(),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, lifespan=lifespan)

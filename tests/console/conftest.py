@@ -1,0 +1,259 @@
+"""Console fixtures: a real ``vocero serve --runners sim`` with operators, the demo profile (its
+MCP fixture servers, follow-ups held for approval, an orders tool whose definition changes after
+its first call), a demo call driven over the WebSocket, and headless Chromium (Debian's build,
+driven by Playwright; never a browser download)."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import Browser, sync_playwright
+
+from tests.support.audio import tone_frames
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures"
+CHROMIUM = os.environ.get("VOCERO_CHROMIUM", "/usr/bin/chromium")
+ADMIN_TOKEN = "console-admin-token"
+OPERATORS = [
+    {"token": "owner-token", "name": "olga", "roles": ["business_owner"]},
+    {"token": "sec-token", "name": "sam", "roles": ["security"]},
+    {"token": "viewer-token", "name": "vic", "roles": ["viewer"]},
+]
+MOVE_TO = (datetime.date.today() + datetime.timedelta(days=10)).isoformat()
+CALL = [
+    "what is the status of order A123",
+    "what are my appointments",
+    f"can you move appointment APT-1001 to {MOVE_TO} at 11:00",
+    "yes",
+    "please close my account",
+    "please call me back tomorrow at 9 about my invoice",
+]
+"""The demo call, one push-to-talk utterance per line (the sim recogniser hears these)."""
+SCRIPT: dict[str, Any] = {
+    "stt": CALL,
+    "tts": {"ms_per_char": 4},
+    "llm": [
+        {"match": "status of order (?P<order>[A-Za-z0-9-]+)", "tool": "orders.status",
+         "arguments": {"order_id": "{order}"}, "reply": "Order {order} is {result.status}."},
+        {"match": "my appointments", "tool": "appointments.list", "arguments": {}, "reply": "Ok."},
+        {"match": r"move appointment (?P<id>[A-Za-z0-9-]+) to (?P<date>\d{4}-\d{2}-\d{2}) at "
+                  r"(?P<time>\d{1,2}:\d{2})", "tool": "appointments.reschedule",
+         "arguments": {"appointment_id": "{id}", "new_date": "{date}", "new_time": "{time}",
+                       "timezone": "Europe/Madrid"},
+         "reply": "Done."},
+        {"match": "close my account", "tool": "account.close", "arguments": {}, "reply": "Ok."},
+        {"match": "call me back (?P<when>.+?) about (?P<reason>.+)", "tool": "followups.record",
+         "arguments": {"when": "{when}", "reason": "{reason}", "channel": "phone"},
+         "reply": "I have recorded a call-back {when}."},
+        {"match": r"^(yes|yeah|go ahead)\b", "intent": "confirm"},
+        {"match": r"^(yes|yeah|go ahead)\b", "reply": "All set."},
+        {"match": ".*", "reply": "I can help with orders, appointments and call-backs."},
+    ],
+}
+STARTUP_TIMEOUT_S = 60.0
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def demo_profile(workdir: Path, record: Path) -> Path:
+    """fixtures/profiles/demo.yaml with absolute paths, follow-ups held for an operator, and the
+    orders server changing its tool definition after the first call."""
+    profile = yaml.safe_load((FIXTURES / "profiles" / "demo.yaml").read_text())
+    profile["claims"] = str(FIXTURES / "profiles" / profile["claims"])
+    for server in profile["mcp_servers"].values():
+        server["args"] = [str((FIXTURES / "profiles" / a).resolve()) if a.endswith(".py") else a
+                          for a in server["args"]]
+    profile["mcp_servers"]["orders"]["env"] = {
+        "VOCERO_MCP_MUTATE": "get_order_status", "VOCERO_MCP_MUTATE_AFTER": "1",
+        "VOCERO_MCP_RECORD": str(record),
+    }
+    profile["followups"]["autonomy"] = "approve"
+    directory = workdir / "profiles"
+    directory.mkdir()
+    (directory / "demo.yaml").write_text(yaml.safe_dump(profile))
+    return directory
+
+
+class ConsoleServer:
+    def __init__(self, workdir: Path, extra_env: dict[str, str] | None = None) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.record = workdir / "orders.jsonl"
+        (workdir / "sim.yaml").write_text(yaml.safe_dump(SCRIPT))
+        (workdir / "operators.yaml").write_text(yaml.safe_dump(OPERATORS))
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.output: deque[str] = deque(maxlen=300)
+        self._ready = threading.Event()
+        command = [
+            sys.executable, "-m", "vocero", "serve", "--runners", "sim", "--port", str(self.port),
+            "--db", f"sqlite+aiosqlite:///{workdir / 'v.db'}",
+            "--sim-script", str(workdir / "sim.yaml"),
+            "--profiles", str(demo_profile(workdir, self.record)),
+            "--operator-token", ADMIN_TOKEN, "--operators", str(workdir / "operators.yaml"),
+            "--followups-tick-s", "0",
+        ]  # fmt: skip
+        self.process = subprocess.Popen(
+            command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, **(extra_env or {})},
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not self._ready.wait(0.1):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"server did not start:\n{self.log_tail()}")
+        self.http = httpx.Client(base_url=self.url, timeout=30)
+        until(lambda: self.http.get("/readyz").status_code == 200, "readiness")
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line.rstrip())
+            if line.startswith("vocero listening on "):
+                self._ready.set()
+
+    def log_tail(self, lines: int = 60) -> str:
+        return "\n".join(list(self.output)[-lines:])
+
+    def get(self, path: str, token: str = ADMIN_TOKEN) -> Any:
+        answer = self.http.get(path, headers={"authorization": f"Bearer {token}"})
+        assert answer.status_code == 200, (path, answer.text)
+        return answer.json()
+
+    def post(self, path: str, body: Any = None, token: str = ADMIN_TOKEN) -> httpx.Response:
+        return self.http.post(path, json=body, headers={"authorization": f"Bearer {token}"})
+
+    def stop(self) -> None:
+        if getattr(self, "http", None) is not None:
+            self.http.close()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def until(predicate: Any, what: str, timeout_s: float = 30.0) -> None:
+    """Wait for a condition of the other process, polled (it has no event to wait on)."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+@dataclass
+class Call:
+    session_id: str
+    frames: list[dict[str, Any]] = field(default_factory=list)
+
+    def of(self, name: str) -> list[dict[str, Any]]:
+        return [f["data"]["payload"] for f in self.frames if f["type"] == f"vocero.{name}"]
+
+
+def demo_call(url: str, traceparents: list[str] | None = None) -> Call:
+    """Drive the :data:`CALL` over the WebSocket, push-to-talk, acknowledging playout, until each
+    turn's answer completed; ``traceparents[i]`` rides on the frames of turn ``i``."""
+    from websockets.sync.client import connect
+
+    sequence = 0
+    call = Call("")
+
+    def send(ws: Any, name: str, payload: dict[str, Any], traceparent: str = "") -> None:
+        nonlocal sequence
+        sequence += 1
+        envelope: dict[str, Any] = {
+            "specversion": "1.0", "type": f"vocero.{name}", "id": f"evt_{sequence}",
+            "time": "2026-12-01T10:00:00Z", "source": "web-client",
+            "data": {"session_id": call.session_id, "sequence": sequence, "payload": payload},
+        }
+        if traceparent:
+            envelope["traceparent"] = traceparent
+        ws.send(json.dumps(envelope))
+
+    def until_frame(ws: Any, name: str, where: Any = lambda p: True) -> dict[str, Any]:
+        for _ in range(5000):
+            frame = json.loads(ws.recv(timeout=30))
+            call.frames.append(frame)
+            payload = frame["data"]["payload"]
+            if frame["type"] == "vocero.response.audio_delta.v1":
+                send(ws, "output.playout_progress.v1", {
+                    "generation_id": payload["generation_id"], "played_ms": 10**7,
+                    "buffered_ms": 0})
+            if frame["type"] == f"vocero.{name}" and where(payload):
+                return payload
+        raise AssertionError(f"no {name}")
+
+    ws_url = url.replace("http://", "ws://") + "/v1/realtime"
+    with connect(ws_url, max_size=2**22) as ws:
+        send(ws, "session.connect.v1", {"token": "demo-token"})
+        call.session_id = until_frame(ws, "session.configuration_applied.v1")["session_id"]
+        send(ws, "session.update_requested.v1", {
+            "client_capabilities": {"audio_codecs": ["pcm16"], "supports_playout_ack": True},
+            "preferences": {"locale": "en-US", "turn_mode": "push_to_talk"}})
+        until_frame(ws, "session.configuration_applied.v1")
+        for index, _line in enumerate(CALL):
+            traceparent = traceparents[index] if traceparents and index < len(traceparents) else ""
+            tone = tone_frames(400)
+            for frame in (b"".join(tone[:10]), b"".join(tone[10:])):  # two 200 ms frames
+                send(ws, "audio.input.delta.v1", {
+                    "audio": base64.b64encode(frame).decode(), "sample_rate": 16000}, traceparent)
+            send(ws, "audio.input.commit.v1", {}, traceparent)
+            until_frame(ws, "response.completed.v1")
+        send(ws, "session.close.v1", {})
+        try:
+            for _ in range(200):
+                call.frames.append(json.loads(ws.recv(timeout=10)))
+        except Exception:  # the server closed the connection: the call is over
+            pass
+    return call
+
+
+@pytest.fixture(scope="module")
+def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleServer]:
+    server = ConsoleServer(tmp_path_factory.mktemp("console") / "server")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists() and shutil.which(CHROMIUM) is None:
+        pytest.skip(f"no Chromium at {CHROMIUM} (set VOCERO_CHROMIUM)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update"],
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
