@@ -4,14 +4,17 @@ question at a time, and a question nobody answered in time closes (the flag is n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
 import pytest
 
+from vocero.contracts.clock import VirtualClock
 from vocero.contracts.ports import InputRequest
-from vocero.orchestrator.asking import Asking, _numbers_in
+from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.machine import Event
+from vocero.orchestrator.spoken_answers import numbers_in
 
 pytestmark = pytest.mark.anyio
 
@@ -22,6 +25,9 @@ class Core:
 
     sent: list[Any] = field(default_factory=list)
     fired: list[Event] = field(default_factory=list)
+    clock: VirtualClock = field(default_factory=VirtualClock)
+    ctx: Any = field(default_factory=lambda: SimpleNamespace(
+        caller=SimpleNamespace(timezone="Europe/Madrid")))  # fmt: skip
 
     def control(self, payload: Any) -> None:
         self.sent.append(payload)
@@ -51,7 +57,7 @@ def question(qid: str = "q1") -> InputRequest:
     ],
 )
 def test_spoken_numbers_leave_dates_and_times_out(said: str, numbers: list[int]) -> None:
-    assert _numbers_in(said) == numbers
+    assert numbers_in(said) == numbers
 
 
 async def test_a_question_nobody_answers_in_time_closes() -> None:

@@ -28,24 +28,16 @@ import structlog
 from vocero.contracts import events as ev
 from vocero.contracts.builtins import zone_of
 from vocero.contracts.ports import InputRequest, InputResponse
-from vocero.inference.cpu import confirmation, slots
+from vocero.inference.cpu import confirmation
 from vocero.mcp_gateway import answer_problems
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.machine import Event
-from vocero.policy.readback import speak_date
+from vocero.orchestrator.spoken_answers import label, said, values_in
 
 log = structlog.get_logger("vocero.asking")
 
 MAX_REASKS = 2
 """Unclear answers to one field, or to the read-back, before the question is cancelled."""
-_UNITS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
-    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
-    "nineteen": 19,
-}  # fmt: skip
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
-         "eighty": 80, "ninety": 90}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -98,7 +90,7 @@ class Asking:
         self.open = question
         core = self.core
         fields = [
-            ev.InputField(name=n, title=str(p.get("title") or _label(n)))
+            ev.InputField(name=n, title=str(p.get("title") or label(n)))
             for n, p in question.properties.items()
         ]
         core.control(
@@ -163,7 +155,7 @@ class Asking:
     # ------------------------------------------------------------------------ internals
 
     def _collect(self, question: Question, text: str) -> tuple[str, bool]:
-        found = self._values(question, text)
+        found = values_in(question.properties, text, self._today())
         if not found:
             return self._unclear(question, "Sorry, I didn't catch that.")
         candidate = {**question.values, **found}
@@ -185,7 +177,9 @@ class Asking:
 
     def _readback_answer(self, question: Question, text: str) -> tuple[str, bool]:
         changed = {
-            k: v for k, v in self._values(question, text).items() if question.values.get(k) != v
+            k: v
+            for k, v in values_in(question.properties, text, self._today()).items()
+            if question.values.get(k) != v
         }
         if changed and not answer_problems(question.request, {**question.values, **changed}):
             question.values.update(changed)  # a changed answer: a new revision, read back
@@ -233,7 +227,7 @@ class Asking:
     def _ask_next(self, question: Question) -> str:
         name = question.missing[0] if question.missing else next(iter(question.properties), "")
         prop = question.properties.get(name, {})
-        title = str(prop.get("title") or prop.get("description") or _label(name)).strip()
+        title = str(prop.get("title") or prop.get("description") or label(name)).strip()
         server = question.request.server.capitalize()
         if prop.get("enum"):
             options = [str(o) for o in prop["enum"]]
@@ -246,72 +240,17 @@ class Asking:
         return f"{server} needs to know: {title.lower()}?"
 
     def _read_back(self, question: Question) -> str:
-        parts = [self._spoken(question, name, value) for name, value in question.values.items()]
+        parts = [
+            said(question.properties.get(name, {}), name, value, self._today())
+            for name, value in question.values.items()
+        ]
         question.parts = tuple(parts)
         question.reading_back = True
         return f"To confirm: {', '.join(parts)}. Shall I go ahead?"
 
-    def _spoken(self, question: Question, name: str, value: Any) -> str:
-        prop = question.properties.get(name, {})
-        title = str(prop.get("title") or _label(name)).lower()
-        if prop.get("format") == "date":
-            return f"{title} {speak_date(str(value), self._today())}"
-        return f"{title} {value}"
-
-    def _values(self, question: Question, text: str) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        numbers = _numbers_in(text)
-        for name, prop in question.properties.items():
-            value = self._value(prop, text, numbers)
-            if value is not None:
-                found[name] = value
-        return found
-
-    def _value(self, prop: dict[str, Any], text: str, numbers: list[int]) -> Any:
-        kind = prop.get("type")
-        if prop.get("enum"):
-            lowered = text.lower()
-            return next((o for o in prop["enum"] if str(o).lower() in lowered), None)
-        if prop.get("format") == "date":
-            return slots.date_in(text, self._today())
-        if prop.get("format") == "time":
-            return slots.time_in(text)
-        if kind in ("integer", "number"):
-            return numbers[0] if numbers else None
-        if kind == "boolean":
-            intent = confirmation.classify(text)
-            return {"confirm": True, "reject": False}.get(intent or "")
-        return None  # free text is not guessed from a spoken answer
-
     def _today(self) -> dt.date:
         now = dt.datetime.fromtimestamp(self.core.clock.now(), dt.UTC)
         return now.astimezone(zone_of(self.core.ctx.caller.timezone)).date()
-
-
-def _numbers_in(text: str) -> list[int]:
-    """Whole numbers said, in order, dates and times left out ("Friday the 4th" is no party)."""
-    masked = re.sub(
-        r"\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}[:.]\d{2}\b|\b\d{4}-\d{2}-\d{2}\b", " ", text.lower()
-    )
-    found: list[int] = []
-    tens: int | None = None  # "twenty" waits for a "five" after it
-    for token in re.findall(r"[a-z]+|\d+", masked):
-        if tens is not None and token in _UNITS and 0 < _UNITS[token] < 10:
-            found.append(tens + _UNITS[token])
-            tens = None
-            continue
-        if tens is not None:
-            found.append(tens)
-            tens = None
-        if token.isdigit():
-            found.append(int(token))
-        elif token in _TENS:
-            tens = _TENS[token]
-        elif token in _UNITS:
-            found.append(_UNITS[token])
-    if tens is not None:
-        found.append(tens)
-    return found
 
 
 def _in_order(parts: tuple[str, ...], heard: str) -> bool:
@@ -322,7 +261,3 @@ def _in_order(parts: tuple[str, ...], heard: str) -> bool:
             return False
         position = found + len(part)
     return bool(parts)
-
-
-def _label(name: str) -> str:
-    return name.replace("_", " ")

@@ -28,45 +28,37 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from vocero.contracts import events as ev
 from vocero.contracts.errors import CapacityError, ErrorCode
-from vocero.contracts.ports import ClaimAnswer, Timers
+from vocero.contracts.ports import ClaimAnswer
 from vocero.inference.runner_set import RunnerSet
-from vocero.orchestrator.context import SessionContext, SessionMetrics, Timeouts
+from vocero.orchestrator.context import Timeouts
 from vocero.orchestrator.generation import Generation, UnitRecord
 from vocero.orchestrator.machine import Event, Step
 from vocero.orchestrator.output import OutFrame, OutputChannel
-from vocero.orchestrator.recording import SessionRecorder
+from vocero.orchestrator.units import LedgerHost, UnitLedger
 from vocero.speech import (
-    Admission,
     Decision,
     EvidenceRef,
     PlannedUnit,
     ToolEvidence,
     UnitKind,
     UnitPlanner,
-    decided_entry,
-    unit_entry,
 )
 
 log = structlog.get_logger("vocero.speaker")
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 UNIT_QUEUE = 4
+"""Units planned ahead of the one being synthesized; the model waits when the queue is full."""
 STALLED = Decision("expired", "output_stalled")
 """Why a unit never played when the client stopped reporting playout for the grace period."""
-"""Units planned ahead of the one being synthesized; the model waits when the queue is full."""
 
 
-class SpeakerHost(Protocol):
+class SpeakerHost(LedgerHost, Protocol):
     """What a speaker needs from its session."""
 
-    ctx: SessionContext
     runners: RunnerSet
     out: OutputChannel
-    metrics: SessionMetrics
-    recorder: SessionRecorder
-    admission: Admission
     timeouts: Timeouts
-    clock: Timers
     monotonic: Callable[[], float]
 
     def fire(self, event: Event) -> Step: ...
@@ -107,8 +99,8 @@ class Speaker:
         self.planner = planner
         self._committed_at = committed_at
         self._send = send
-        self._unplayed: dict[str, PlannedUnit] = {}
-        """Planned, speakable units without a final disposition yet."""
+        self._ledger = UnitLedger(host)
+        self._decided = self._ledger.decided
         self._tts_error_sent = False
         self._tts_broken = False
         self._worker_done = anyio.Event()
@@ -153,15 +145,10 @@ class Speaker:
             await self._queue(self.planner.say(sentence, kind=kind, evidence=evidence))
 
     async def _queue(self, units: Sequence[PlannedUnit]) -> None:
-        host = self._host
         for unit in units:
-            host.recorder.unit(unit_entry(unit, session_id=host.ctx.session_id))
-            if not unit.speakable:
-                host.metrics.count("units", disposition="refused", reason_code=unit.refusal)
-                continue
-            self.spoke = True
-            self._unplayed[unit.unit_id] = unit
-            await self._send.send(unit)
+            if self._ledger.planned(unit):
+                self.spoke = True
+                await self._send.send(unit)
 
     # ------------------------------------------------------------------------ playing
 
@@ -225,7 +212,7 @@ class Speaker:
 
     async def _text_only(self, unit: PlannedUnit, record: UnitRecord) -> None:
         """No voice (the TTS failed, the voice was revoked): the words still go, admitted."""
-        if unit.unit_id not in self._unplayed:
+        if not self._ledger.undecided(unit):
             return  # its audio had started: the text went with it
         decision = self._host.admission.admit(unit, self._now(unit))
         if not decision.ready:
@@ -275,7 +262,7 @@ class Speaker:
                             unit,
                             decision,
                             audio_offset_ms=record.start_ms,
-                            synthesis=self._synthesis(tts.name, rate),
+                            synthesis=self._ledger.synthesis(tts.name, rate),
                         )
                         audio = host.recorder.unit_audio(
                             host.ctx.session_id, unit.unit_id, sample_rate=rate
@@ -303,49 +290,13 @@ class Speaker:
         finally:
             if audio is not None:
                 audio.close()
-                host.recorder.unit(
-                    decided_entry(
-                        unit,
-                        Decision("ready"),
-                        session_id=host.ctx.session_id,
-                        at=host.clock.now(),
-                        audio_offset_ms=record.start_ms,
-                        audio_ms=record.audio_ms,
-                    )
-                )
+                self._ledger.played(unit, audio_offset_ms=record.start_ms, audio_ms=record.audio_ms)
 
     # ------------------------------------------------------------------------ records
 
-    def _synthesis(self, runner: str, rate: int) -> dict[str, object]:
-        voice = self._host.ctx.voice
-        return {
-            "runner": runner,
-            "sample_rate": rate,
-            "voice_profile_id": voice.voice_profile_id,
-            "voice_version": voice.voice_version,
-        }
-
-    def _decided(self, unit: PlannedUnit, decision: Decision, **extra: object) -> None:
-        """A unit's final disposition (admitted, or why it never played): recorded once."""
-        if self._unplayed.pop(unit.unit_id, None) is None:
-            return
-        host = self._host
-        host.recorder.unit(
-            decided_entry(
-                unit, decision, session_id=host.ctx.session_id, at=host.clock.now(), **extra
-            )
-        )
-        disposition = "admitted" if decision.ready else decision.disposition
-        host.metrics.count("units", disposition=disposition, reason_code=decision.reason_code)
-
     def settle_unplayed(self) -> None:
         """The generation ended with units that never played (it was stopped): record why."""
-        host = self._host
-        for unit in list(self._unplayed.values()):
-            decision = host.admission.check(unit, host.monotonic())
-            if decision.ready:  # the generation finished without getting to them
-                decision = Decision("canceled", "generation_ended")
-            self._decided(unit, decision)
+        self._ledger.settle(self._host.monotonic())
 
     def _first_audio(self) -> None:
         """A unit's first audio: the first of the answer is time to first sound."""

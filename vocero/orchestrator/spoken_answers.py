@@ -1,0 +1,90 @@
+"""What a caller's spoken answer says for the fields of a server's question, and how a value is
+said back: dates, times, numbers (in words or digits), choices and yes/no. Free text is never
+guessed from speech."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from vocero.inference.cpu import confirmation, slots
+from vocero.policy.readback import speak_date
+
+_UNITS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19,
+}  # fmt: skip
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+         "eighty": 80, "ninety": 90}  # fmt: skip
+
+
+def values_in(
+    properties: Mapping[str, dict[str, Any]], text: str, today: dt.date
+) -> dict[str, Any]:
+    """The fields ``text`` gives a value for (canonical: ISO dates, 24-hour times, numbers)."""
+    found: dict[str, Any] = {}
+    numbers = numbers_in(text)
+    for name, prop in properties.items():
+        value = _value(prop, text, numbers, today)
+        if value is not None:
+            found[name] = value
+    return found
+
+
+def said(prop: dict[str, Any], name: str, value: Any, today: dt.date) -> str:
+    """One field of a read-back: its title and its value as a person says it."""
+    title = str(prop.get("title") or label(name)).lower()
+    if prop.get("format") == "date":
+        return f"{title} {speak_date(str(value), today)}"
+    return f"{title} {value}"
+
+
+def label(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _value(prop: dict[str, Any], text: str, numbers: list[int], today: dt.date) -> Any:
+    kind = prop.get("type")
+    if prop.get("enum"):
+        lowered = text.lower()
+        return next((o for o in prop["enum"] if str(o).lower() in lowered), None)
+    if prop.get("format") == "date":
+        return slots.date_in(text, today)
+    if prop.get("format") == "time":
+        return slots.time_in(text)
+    if kind in ("integer", "number"):
+        return numbers[0] if numbers else None
+    if kind == "boolean":
+        intent = confirmation.classify(text)
+        return {"confirm": True, "reject": False}.get(intent or "")
+    return None  # free text is not guessed from a spoken answer
+
+
+def numbers_in(text: str) -> list[int]:
+    """Whole numbers said, in order, dates and times left out ("Friday the 4th" is no party)."""
+    masked = re.sub(
+        r"\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}[:.]\d{2}\b|\b\d{4}-\d{2}-\d{2}\b", " ", text.lower()
+    )
+    found: list[int] = []
+    tens: int | None = None  # "twenty" waits for a "five" after it
+    for token in re.findall(r"[a-z]+|\d+", masked):
+        if tens is not None and token in _UNITS and 0 < _UNITS[token] < 10:
+            found.append(tens + _UNITS[token])
+            tens = None
+            continue
+        if tens is not None:
+            found.append(tens)
+            tens = None
+        if token.isdigit():
+            found.append(int(token))
+        elif token in _TENS:
+            tens = _TENS[token]
+        elif token in _UNITS:
+            found.append(_UNITS[token])
+    if tens is not None:
+        found.append(tens)
+    return found
