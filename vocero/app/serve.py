@@ -22,6 +22,10 @@ def serve(settings: Settings) -> int:
 
     loaded = load_config(settings)  # fail fast, before binding, on a bad config file
     load_policy(settings.retention)
+    if settings.runners == "cpu":  # a changed or unpinned model file refuses to start
+        from vocero.inference.cpu import CpuSettings, check_pins, model_paths
+
+        check_pins(model_paths(CpuSettings.from_env()))
     app = create_app(settings, loaded)
     config = uvicorn.Config(
         app,

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from vocero.contracts.errors import ConfigError
 from vocero.inference.cpu.llama import LlamaEngine
 from vocero.inference.cpu.llm import RoutedLlm
+from vocero.inference.cpu.pins import check_pins
 from vocero.inference.cpu.settings import (
     CpuSettings,
     llm_model_path,
@@ -24,7 +25,7 @@ from vocero.inference.cpu.turn import EndOfTurnJudge, SmartTurnEngine, turn_mode
 from vocero.inference.cpu.vad import SileroVad
 from vocero.inference.runner_set import RunnerSet
 
-__all__ = ["CpuSettings", "build_cpu_runners"]
+__all__ = ["CpuSettings", "build_cpu_runners", "check_pins", "model_paths"]
 
 
 def build_cpu_runners(
@@ -36,17 +37,19 @@ def build_cpu_runners(
     if settings.free_text not in ("grounded", "model"):
         raise ConfigError("environment", "VOCERO_CPU_FREE_TEXT", "must be grounded or model")
     threads = settings.cpu_threads()
-    tts_model, tts_config = tts_model_paths(settings)
-    vad = SileroVad(vad_model_path(settings))
+    paths = model_paths(settings)
+    check_pins(paths)  # a changed or unpinned model refuses to start (pins.py)
+    tts_model, tts_config = paths["tts"], paths["tts_config"]
+    vad = SileroVad(paths["vad"])
     vad.load()  # 2 MB of ONNX: cheap, and no session ever pays for it
     engine = LlamaEngine(
-        llm_model_path(settings), n_ctx=settings.llm_context, threads_count=threads
+        paths["llm"], n_ctx=settings.llm_context, threads_count=threads
     )
     return RunnerSet(
         kind="cpu",
         vad=vad,
         stt=SpeechToText(
-            WhisperEngine(stt_model_path(settings), threads=threads),
+            WhisperEngine(paths["stt"], threads=threads),
             settings.stt,
             partial_interval_ms=settings.stt_partial_ms,
         ),
@@ -60,5 +63,15 @@ def build_cpu_runners(
             PiperEngine(tts_model, tts_config, allow_voice_fallback=settings.allow_voice_fallback),
             settings.tts,
         ),
-        turn=EndOfTurnJudge(SmartTurnEngine(turn_model_path(), threads=threads)),
+        turn=EndOfTurnJudge(SmartTurnEngine(paths["turn"], threads=threads)),
     )
+
+
+def model_paths(settings: CpuSettings) -> dict[str, str]:
+    """Every model file (or directory) the CPU runners load, by role; resolving fails here."""
+    tts_model, tts_config = tts_model_paths(settings)
+    return {
+        "stt": stt_model_path(settings), "vad": vad_model_path(settings),
+        "llm": llm_model_path(settings), "tts": tts_model, "tts_config": tts_config,
+        "turn": turn_model_path(),
+    }
