@@ -8,7 +8,7 @@ from typing import Any, Literal, get_args
 from sqlalchemy import JSON, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from vocero.store.models.base import ID, NAME, Base, UtcDateTime, one_of, utcnow
+from vocero.store.models.base import NAME, Base, UtcDateTime, one_of, utcnow
 
 ToolPinStatus = Literal["approved", "changed", "missing", "pending", "rejected"]
 TOOL_PIN_STATUSES: tuple[str, ...] = get_args(ToolPinStatus)
@@ -22,12 +22,13 @@ class ToolPinRow(Base):
 
     server: Mapped[str] = mapped_column(String(NAME), primary_key=True)
     tool: Mapped[str] = mapped_column(String(NAME), primary_key=True)
-    definition_hash: Mapped[str] = mapped_column(String(ID))
+    definition_hash: Mapped[str] = mapped_column(String(NAME))
+    """``sha256:`` and 64 hex digits."""
     definition: Mapped[dict[str, Any]] = mapped_column(JSON)
     status: Mapped[ToolPinStatus] = mapped_column(String(16))
     pinned_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
     changed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
-    observed_hash: Mapped[str] = mapped_column(String(ID), server_default="")
+    observed_hash: Mapped[str] = mapped_column(String(NAME), server_default="")
     """What the server listed after a change, until an operator re-approves it."""
     observed_definition: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     approved_by: Mapped[str] = mapped_column(String(NAME), server_default="")
