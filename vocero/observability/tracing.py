@@ -334,12 +334,19 @@ def _outcome(otel_span: Any) -> Iterator[None]:
 
     try:
         yield
-    except anyio.get_cancelled_exc_class():
-        otel_span.set_attribute("vocero.outcome", "cancelled")
-        raise
     except BaseException as exc:
-        otel_span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+        if _cancelled(exc):
+            otel_span.set_attribute("vocero.outcome", "cancelled")
+        else:
+            otel_span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
         raise
+
+
+def _cancelled(exc: BaseException) -> bool:
+    try:
+        return isinstance(exc, anyio.get_cancelled_exc_class())
+    except Exception:  # no event loop: nothing can have been cancelled
+        return False
 
 
 def _current_span_set(key: str, value: AttrValue) -> None:

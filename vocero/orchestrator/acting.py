@@ -18,6 +18,7 @@ import structlog
 from vocero.contracts import events as ev
 from vocero.contracts.actions import ActionCoordinator, ToolOutcome, ToolPlan, TurnRef
 from vocero.contracts.ports import Message, ToolIntent
+from vocero.observability import tracing
 from vocero.orchestrator.context import SessionMetrics
 from vocero.orchestrator.generation import Generation
 from vocero.orchestrator.machine import Event, Step
@@ -101,11 +102,17 @@ class Actor:
                 summary="I can't do that here.",
             )
         ref = TurnRef(
-            session_id=turn.session_id, turn_id=turn.turn_id, generation_id=generation.generation_id
+            session_id=turn.session_id,
+            turn_id=turn.turn_id,
+            generation_id=generation.generation_id,
+            traceparent=turn.traceparent,
         )
-        return await coordinator.propose(
-            ref, intent, history=history, locale=self._host.locale
-        )
+        with tracing.span(tracing.POLICY, tool=intent.name) as span:
+            plan = await coordinator.propose(
+                ref, intent, history=history, locale=self._host.locale
+            )
+            span.set(decision=plan.kind, reason_code=plan.reason_code)
+        return plan
 
     async def run_plan(
         self, generation: Generation, speaker: Says, plan: ToolPlan
@@ -210,7 +217,9 @@ class Actor:
         assert coordinator is not None
         started = host.monotonic()
         try:
-            outcome = await coordinator.execute(plan, self.tool_status)
+            with tracing.span(tracing.MCP, tool=plan.tool) as span:
+                outcome = await coordinator.execute(plan, self.tool_status)
+                span.set(status=outcome.status, reason_code=outcome.reason_code)
         except Exception:
             log.exception("tool_execution_failed")
             outcome = ToolOutcome(

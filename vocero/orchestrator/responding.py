@@ -20,6 +20,7 @@ from vocero.contracts.ports import (
     Message,
     ToolIntent,
 )
+from vocero.observability import tracing
 from vocero.orchestrator.acting import Actor, proposal_evidence
 from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.completion import Completion
@@ -180,7 +181,7 @@ class Responder:
         worded = False
         # One deadline for the stream: each output must come within llm_s of the model being
         # asked for it (the time the speaker takes to accept an output does not count).
-        with core.clock.deadline(core.timeouts.llm_s) as deadline:
+        with tracing.span(tracing.LLM), core.clock.deadline(core.timeouts.llm_s) as deadline:
             async for output in stream:
                 deadline.pause()
                 if first:

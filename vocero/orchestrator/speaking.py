@@ -30,6 +30,7 @@ from vocero.contracts import events as ev
 from vocero.contracts.errors import CapacityError, ErrorCode
 from vocero.contracts.ports import ClaimAnswer
 from vocero.inference.runner_set import RunnerSet
+from vocero.observability import tracing
 from vocero.orchestrator.context import Timeouts
 from vocero.orchestrator.generation import Generation, UnitRecord
 from vocero.orchestrator.machine import Event, Step
@@ -108,6 +109,8 @@ class Speaker:
         self._free_at = float("-inf")
         """When the audio admitted so far should have finished playing (monotonic seconds)."""
         self.spoke = False
+        self._playout_from: int | None = None
+        """When the answer's first audio was sent (epoch ns): the playout span starts there."""
         """Whether anything was planned to be said in this generation."""
 
     # ------------------------------------------------------------------------ planning
@@ -157,9 +160,10 @@ class Speaker:
         self._send.close()
         await self._worker_done.wait()
         host = self._host
-        await host.out.wait_played(
-            self._generation.generation_id, grace_s=host.timeouts.playout_grace_s
-        )
+        with tracing.span(tracing.PLAYOUT, start_ns=self._playout_from):
+            await host.out.wait_played(
+                self._generation.generation_id, grace_s=host.timeouts.playout_grace_s
+            )
 
     async def work(self, receive: MemoryObjectReceiveStream[PlannedUnit]) -> None:
         try:
@@ -239,7 +243,9 @@ class Speaker:
         audio = None
         index = 0
         try:
-            with host.clock.fail_after(host.timeouts.tts_s):
+            with host.clock.fail_after(host.timeouts.tts_s), tracing.span(
+                tracing.TTS, unit_id=unit.unit_id
+            ):
                 async for chunk in tts.synthesize(unit.speech, host.ctx.voice):
                     audio_ms = len(chunk) / 2 / rate * 1000.0
                     room = await host.out.room(
@@ -305,6 +311,7 @@ class Speaker:
             return
         if not generation.had_audio:
             host.metrics.observe_ms("ttfs_ms", (host.monotonic() - self._committed_at) * 1000.0)
+            self._playout_from = tracing.now_ns()
         host.fire(Event.AUDIO_FIRST_CHUNK)
 
     def _tts_failed(self, record: UnitRecord, code: ErrorCode) -> None:

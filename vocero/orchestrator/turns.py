@@ -16,6 +16,7 @@ from vocero.contracts import events as ev
 from vocero.contracts.actions import ToolPlan, TurnRef
 from vocero.contracts.errors import CapacityError, ErrorCode
 from vocero.contracts.ports import Message, Transcription
+from vocero.observability import tracing
 from vocero.orchestrator.answers import Answers
 from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.core import SessionCore
@@ -45,7 +46,7 @@ class Turns:
         self._lock = anyio.Lock()
 
     async def audio(self, utterance: Utterance, backchannel_check: bool = False) -> None:
-        async with self._lock:
+        async with tracing.turn(self.core.ctx.session_id, "audio", utterance), self._lock:
             core = self.core
             started = core.monotonic()
             result = await self._transcribe(utterance)
@@ -60,17 +61,17 @@ class Turns:
             await self._commit(text, "audio", endpoint_at=started)
 
     async def text(self, text: str) -> None:
-        async with self._lock:
+        async with tracing.turn(self.core.ctx.session_id, "text"), self._lock:
             await self._commit(text, "text")
 
     async def clicked(self, proposal_id: str, revision: int, decision: Intent) -> None:
-        async with self._lock:
+        async with tracing.turn(self.core.ctx.session_id, "click"), self._lock:
             await self.answers.clicked(proposal_id, revision, decision)
 
     async def _transcribe(self, utterance: Utterance) -> Transcription | None:
         core = self.core
         try:
-            with core.clock.fail_after(core.timeouts.stt_s):
+            with core.clock.fail_after(core.timeouts.stt_s), tracing.span(tracing.STT):
                 return await self.hearing.final_transcript(utterance)
         except CapacityError:
             core.error(ErrorCode.CAPACITY_EXHAUSTED)
@@ -93,7 +94,8 @@ class Turns:
         core.remember(Message(role="user", content=text))
         core.admission.revise_question()  # whatever was planned for the last one is stale
         step = core.fire(Event.TURN_COMMITTED)
-        turn = TurnRef(session_id=core.ctx.session_id, turn_id=turn_id)
+        turn = TurnRef(session_id=core.ctx.session_id, turn_id=turn_id,
+                       traceparent=tracing.committed(turn_id))
         await self._route(turn, step, committed_at)
 
     async def _route(self, turn: TurnRef, step: Step, committed_at: float) -> None:

@@ -28,6 +28,7 @@ from vocero.contracts import codec
 from vocero.contracts import events as ev
 from vocero.contracts.errors import CODES, AuthError, CloseCode, ErrorCode, ProtocolError
 from vocero.contracts.secrets import Secret
+from vocero.observability import tracing
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import ControlLaneFull, OutFrame, OutputChannel
 from vocero.relay.limits import AuditCoalescer, RateWindow, Strikes
@@ -292,6 +293,7 @@ class Connection:
                     await anyio.sleep_forever()
                 continue
             self.strikes.clear()
+            tracing.inbound(event.traceparent)  # a turn this frame closes joins its trace
             if self._dispatch(session, event):
                 await anyio.sleep_forever()  # the outbound pump closes once the lane drains
 
