@@ -3,7 +3,8 @@
 ``vocero purge [--db URL] [--now RFC3339] [--retention FILE]`` erases what the retention
 policy (vocero/store/retention.py; docs/operators.md) no longer allows at ``--now`` (default:
 the current time), records what it erased in the audit log and prints the report as JSON.
-``serve`` runs the same pass every ``--purge-every-s`` seconds (default hourly; 0: off).
+``serve`` runs the same pass a minute after it starts and then every ``--purge-every-s`` seconds
+(default hourly; 0: off).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -26,6 +28,7 @@ if TYPE_CHECKING:  # the store loads when a purge runs, not when the CLI parses 
     from vocero.store.retention import PurgeReport, RetentionPolicy
 
 log = structlog.get_logger("vocero.purge")
+FIRST_PASS_AFTER_S = 60.0
 
 
 def add_purge_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,16 +74,19 @@ async def _purge_once(url: str, policy: RetentionPolicy, now: datetime) -> Purge
 
 async def run_purges(
     store: Store, policy: RetentionPolicy, clock: Timers, period_s: float, *,
-    on_pass: Callable[[PurgeReport], None] | None = None,
+    on_pass: Callable[[PurgeReport], None] | None = None, first_after_s: float = 0.0,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """A purge at start and every ``period_s`` seconds of ``clock`` until cancelled (0: never).
-    A failed pass is logged; the next one tries again. ``on_pass`` sees every report."""
+    """A purge ``first_after_s`` after start, then every ``period_s`` seconds of ``clock`` until
+    cancelled (0: never). A failed pass is logged; the next one tries again. ``on_pass`` sees
+    every report."""
     from vocero.store.retention import purge
 
     task_status.started()
     if period_s <= 0:
         return
+    if first_after_s > 0:
+        await clock.sleep(first_after_s)
     while True:
         try:
             report = await purge(store, policy, datetime.fromtimestamp(clock.now(), UTC))
@@ -102,7 +108,9 @@ async def purging(store: Store, retention: str, period_s: float, clock: Timers) 
 
     policy = load_policy(retention)
     async with anyio.create_task_group() as tg:
-        await tg.start(run_purges, store, policy, clock, period_s)
+        # The first pass waits a minute: a server's start is busy enough without it.
+        await tg.start(partial(run_purges, store, policy, clock, period_s,
+                               first_after_s=min(period_s, FIRST_PASS_AFTER_S)))
         try:
             yield
         finally:
