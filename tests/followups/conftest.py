@@ -1,7 +1,8 @@
 """Fixtures of the follow-up tests: the call server runs once per test session over HTTP; every
 test's callers have subjects and numbers of their own, so what the server received for a test
 is picked out by ``subject_ref``. Each test gets a fresh SQLite file copied from one migrated
-template."""
+template, and the same tests run on PostgreSQL (``VOCERO_TEST_PG_URL``, emptied before each
+test; see ``tests/support/pg.py``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from followup_support import CallsServer, calls_server, migrated_copy
 
+from tests.support.pg import BACKENDS, clean_pg
 from vocero.store import upgrade
 
 
@@ -32,6 +34,9 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture
-def db_url(migrated: Path, tmp_path: Path) -> str:
-    return migrated_copy(migrated, tmp_path / "vocero.db")
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database at head with no rows: a fresh SQLite file, or the PostgreSQL one emptied."""
+    if request.param == "sqlite":
+        return migrated_copy(request.getfixturevalue("migrated"), tmp_path / "vocero.db")
+    return clean_pg()

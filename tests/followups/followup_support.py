@@ -34,6 +34,7 @@ from vocero.mcp_gateway import McpConnections, McpGateway
 from vocero.policy import ActionPlane, ExecutorSettings
 from vocero.policy.ports import StepHook
 from vocero.store import Store
+from vocero.store.leases import NodeLease
 from vocero.store.repositories import Conversations
 
 REPO = Path(__file__).resolve().parents[2]
@@ -233,23 +234,32 @@ async def plant(
     db_url: str, server: CallsServer, *, profile: AgentProfile | None = None,
     settings: QueueSettings | None = None, start: datetime = START, clock: Any = None,
     people: People | None = None, hook: Hook | None = None, step_hook: StepHook | None = None,
+    node: bool = False,
 ) -> AsyncIterator[Plant]:
+    """The wired plane; ``node``: as a process of its own on the store (a registered node with
+    its heartbeat: what it holds is taken over at once once it is killed)."""
     profile = profile or queue_profile(server.url)
     store = Store.open(db_url)
     clock = clock or VirtualClock(start=start.timestamp())
     people = people or People()
     services = followup_services(store, clock, Conversations(store, clock=clock))
     connections = McpConnections.from_profiles([profile], audit=_NullAudit())
+    lease = NodeLease(store, role="test") if node else None
     try:
+        if lease is not None:
+            await lease.register()
         async with connections.running(), anyio.create_task_group() as tg:
+            if lease is not None:
+                await tg.start(lease.run)
             plane = ActionPlane(
                 store, clock=clock, builtins=builtin_tools(services),
                 profiles=lambda _id, _version: profile,
                 gateway_for=lambda p: McpGateway(connections, p), hook=step_hook,
-                executor_settings=ExecutorSettings(poll_interval_s=0.2, reconcile_delay_s=0.05))
+                executor_settings=ExecutorSettings(poll_interval_s=0.2, reconcile_delay_s=0.05),
+                owner=lease.id if lease is not None else "")
             queue = services.attach_queue(
                 plane, profiles=lambda _id, _version: profile, directory=people,
-                settings=settings or QueueSettings(settle_wait_s=10.0), hook=hook)
+                settings=settings or QueueSettings(settle_wait_s=10.0), hook=hook, lease=lease)
             await tg.start(plane.run)
             yield Plant(store, clock, plane, queue, people, profile, server, services,
                         connections)

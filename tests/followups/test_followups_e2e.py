@@ -85,14 +85,15 @@ def write_config(tmp_path: Path, calls: CallsServer, autonomy: str) -> tuple[str
 
 
 @contextmanager
-def app(tmp_path: Path, calls: CallsServer, *, autonomy: str = "auto") -> Iterator[App]:
+def app(tmp_path: Path, calls: CallsServer, *, autonomy: str = "auto",
+        db: str = "") -> Iterator[App]:
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump(SCRIPT))
     operators = tmp_path / "operators.yaml"
     operators.write_text("- {token: sec-token, name: sam, roles: [security]}\n"
                          "- {token: biz-token, name: bea, roles: [business_owner]}\n")
     profiles, identities, subjects = write_config(tmp_path, calls, autonomy)
-    settings = Settings(runners="sim", db=f"sqlite+aiosqlite:///{tmp_path}/vocero.db",
+    settings = Settings(runners="sim", db=db or f"sqlite+aiosqlite:///{tmp_path}/vocero.db",
                         sim_script=str(script), operator_token="op-admin-token",
                         operators=str(operators), identities=identities, profiles=profiles,
                         followups_tick_s=0)
@@ -125,9 +126,9 @@ def statuses(pc: ProtocolClient) -> list[tuple[str, str]]:
 
 
 def test_an_invented_time_books_nothing_and_a_slipped_promise_is_a_finding(
-    tmp_path: Path, calls: CallsServer
+    tmp_path: Path, db_url: str, calls: CallsServer
 ) -> None:
-    with app(tmp_path, calls) as a:
+    with app(tmp_path, calls, db=db_url) as a:
         with connect(a) as pc:
             asked = say(pc, "please ring me sometime about my order")
             assert statuses(pc) == [("rejected", "when_mismatch")]
@@ -151,9 +152,9 @@ def test_an_invented_time_books_nothing_and_a_slipped_promise_is_a_finding(
 
 
 def test_a_time_the_caller_said_is_booked_and_placed_when_due(
-    tmp_path: Path, calls: CallsServer
+    tmp_path: Path, db_url: str, calls: CallsServer
 ) -> None:
-    with app(tmp_path, calls) as a:
+    with app(tmp_path, calls, db=db_url) as a:
         with connect(a) as pc:
             heard = say(pc, "call me back in 10 minutes about the invoice")
             assert statuses(pc)[-1] == ("committed", "")
@@ -176,8 +177,10 @@ def test_a_time_the_caller_said_is_booked_and_placed_when_due(
         assert (listed["id"], listed["attempts"]) == (booked["id"], 1)
 
 
-def test_held_call_backs_are_released_by_an_operator(tmp_path: Path, calls: CallsServer) -> None:
-    with app(tmp_path, calls, autonomy="approve") as a:
+def test_held_call_backs_are_released_by_an_operator(
+    tmp_path: Path, db_url: str, calls: CallsServer
+) -> None:
+    with app(tmp_path, calls, autonomy="approve", db=db_url) as a:
         with connect(a) as pc:
             say(pc, "call me back in 10 minutes about the refund")
         [booked] = a.get("/v1/followups?status=scheduled")["items"]

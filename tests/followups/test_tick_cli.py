@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 import yaml
-from followup_support import REPO, START, CallsServer, migrated_copy
+from followup_support import REPO, START, CallsServer
 
 from vocero.app.settings import REPO_ROOT
 from vocero.contracts.domain import Caller
@@ -30,9 +30,9 @@ def tick(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_one_pass_places_what_is_due_and_prints_the_outcomes(
-    tmp_path: Path, migrated: Path, calls: CallsServer
+    tmp_path: Path, db_url: str, calls: CallsServer
 ) -> None:
-    db = migrated_copy(migrated, tmp_path / "vocero.db")
+    db = db_url
     demo = yaml.safe_load((REPO_ROOT / "fixtures" / "profiles" / "demo.yaml").read_text())
     demo["mcp_servers"] = {"calls": {"url": calls.url}}
     demo["tools"] = [t for t in demo["tools"] if t["server"] == "calls"

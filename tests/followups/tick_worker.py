@@ -45,7 +45,8 @@ async def tick(config: dict[str, Any]) -> dict[str, Any]:
     hook = killer(config["crash_at"])
     async with plant(config["db"], _Server(config["url"]),  # type: ignore[arg-type]
                      profile=queue_profile(config["url"]), people=People(who),
-                     clock=OffsetClock(start.timestamp()), hook=hook, step_hook=hook) as p:
+                     clock=OffsetClock(start.timestamp()), hook=hook, step_hook=hook,
+                     node=True) as p:
         outcomes = await p.tick()
         stored = await p.get(config["followup_id"])
         operations = await p.plane.repo.operations(stored.session_id)

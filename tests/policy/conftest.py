@@ -4,7 +4,8 @@ The fixture MCP servers run once for the whole session over HTTP (a server takes
 to start; connecting to a running one takes a few milliseconds), recording every call and keeping
 their receipts in files. Every test uses callers with subjects of their own, so what a server
 received for a test is picked out of the shared record by ``subject_ref``. The store is a fresh
-SQLite file per test, copied from one migrated template.
+SQLite file per test, copied from one migrated template, and the same tests run on PostgreSQL
+(``VOCERO_TEST_PG_URL``, emptied before each test; see ``tests/support/pg.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from policy_support import FixtureServers, fixture_servers, migrated_copy
 
+from tests.support.pg import BACKENDS, clean_pg
 from vocero.store import upgrade
 
 
@@ -36,6 +38,9 @@ def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture
-def db_url(migrated_template: Path, tmp_path: Path) -> str:
-    return migrated_copy(migrated_template, tmp_path / "vocero.db")
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database at head with no rows: a fresh SQLite file, or the PostgreSQL one emptied."""
+    if request.param == "sqlite":
+        return migrated_copy(request.getfixturevalue("migrated_template"), tmp_path / "vocero.db")
+    return clean_pg()

@@ -34,6 +34,7 @@ from vocero.policy import ActionPlane, ExecutorSettings
 from vocero.policy.executor import settled
 from vocero.policy.ports import StepHook
 from vocero.store import Store
+from vocero.store.leases import NodeLease
 from vocero.store.models import ProposalRow
 
 
@@ -59,8 +60,10 @@ async def act(config: dict[str, Any]) -> dict[str, Any]:
     store = Store.open(config["db"])
     who = Caller(token="crash", subject=config["subject"], tenant="acme", roles=["customer"],
                  scopes=ALL_SCOPES, timezone="Europe/Madrid")
+    node = NodeLease(store, role="test")  # killed, its holds are taken over at once
+    await node.register()
     async with connected(profile) as connections, anyio.create_task_group() as tg:
-        plane = ActionPlane(store, hook=kill_at(config["crash_at"]),
+        plane = ActionPlane(store, hook=kill_at(config["crash_at"]), owner=node.id,
                             executor_settings=ExecutorSettings(poll_interval_s=30))
         await tg.start(plane.run)
         session_id = config["session_id"]
@@ -89,8 +92,10 @@ async def act(config: dict[str, Any]) -> dict[str, Any]:
 async def recover(config: dict[str, Any]) -> dict[str, Any]:
     profile = profile_of(config["urls"])
     store = Store.open(config["db"])
+    node = NodeLease(store, role="test")
+    await node.register()  # finds the killed process's node gone: what it held is free now
     async with connected(profile) as connections, anyio.create_task_group() as tg:
-        plane = ActionPlane(store, profiles=lambda _id, _version: profile,
+        plane = ActionPlane(store, profiles=lambda _id, _version: profile, owner=node.id,
                             gateway_for=lambda p: McpGateway(connections, p),
                             executor_settings=ExecutorSettings(poll_interval_s=0.1,
                                                                reconcile_delay_s=0.05))

@@ -98,12 +98,12 @@ def profiles(tmp_path: Path, servers: FixtureServers) -> str:
 
 @contextmanager
 def app(tmp_path: Path, servers: FixtureServers, *, gateway: bool = True,
-        settings: CoordinatorSettings | None = None) -> Iterator[App]:
+        settings: CoordinatorSettings | None = None, db: str = "") -> Iterator[App]:
     """The real composition root (its own MCP connections, its outbox worker)."""
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump(SCRIPT))
     identities_file, subjects = identities(tmp_path)
-    config = Settings(runners="sim", db=f"sqlite+aiosqlite:///{tmp_path}/vocero.db",
+    config = Settings(runners="sim", db=db or f"sqlite+aiosqlite:///{tmp_path}/vocero.db",
                       sim_script=str(script), operator_token="op-admin-token",
                       identities=identities_file, profiles=profiles(tmp_path, servers))
     with TestClient(create_app(config)) as client:
@@ -158,8 +158,10 @@ def until_settled(pc: ProtocolClient) -> str:
 # ------------------------------------------------------------------------------------ cases
 
 
-def test_spoken_confirmation_end_to_end(tmp_path: Path, servers: FixtureServers) -> None:
-    with app(tmp_path, servers) as a:
+def test_spoken_confirmation_end_to_end(
+    tmp_path: Path, db_url: str, servers: FixtureServers
+) -> None:
+    with app(tmp_path, servers, db=db_url) as a:
         with connect(a) as pc:
             say(pc, "list my appointments")
             question = ask_to_move(pc)
@@ -190,9 +192,9 @@ def test_spoken_confirmation_end_to_end(tmp_path: Path, servers: FixtureServers)
         assert "operation.committed" in kinds
 
 
-def test_ambiguous_answer_and_yes_without_question(tmp_path: Path,
+def test_ambiguous_answer_and_yes_without_question(tmp_path: Path, db_url: str,
                                                    servers: FixtureServers) -> None:
-    with app(tmp_path, servers) as a:
+    with app(tmp_path, servers, db=db_url) as a:
         with connect(a) as pc:
             say(pc, "yes")  # nothing was asked: the model answers, nothing is authorized
             assert not pc.of_type("tool.confirmation_required.v1")
@@ -208,8 +210,10 @@ def test_ambiguous_answer_and_yes_without_question(tmp_path: Path,
         assert len(a.reschedules("demo-token")) == 1
 
 
-def test_interrupted_read_back_does_not_bind(tmp_path: Path, servers: FixtureServers) -> None:
-    with app(tmp_path, servers) as a:
+def test_interrupted_read_back_does_not_bind(
+    tmp_path: Path, db_url: str, servers: FixtureServers
+) -> None:
+    with app(tmp_path, servers, db=db_url) as a:
         with connect(a) as pc:
             say(pc, "list my appointments")
             pc.auto_playout = False
@@ -228,9 +232,9 @@ def test_interrupted_read_back_does_not_bind(tmp_path: Path, servers: FixtureSer
         assert len(a.reschedules("demo-token")) == 1
 
 
-def test_duplicate_button_confirmations_make_one_effect(tmp_path: Path,
+def test_duplicate_button_confirmations_make_one_effect(tmp_path: Path, db_url: str,
                                                         servers: FixtureServers) -> None:
-    with app(tmp_path, servers) as a:
+    with app(tmp_path, servers, db=db_url) as a:
         with connect(a) as pc:
             say(pc, "list my appointments")
             question = ask_to_move(pc)
@@ -247,8 +251,11 @@ def test_duplicate_button_confirmations_make_one_effect(tmp_path: Path,
         assert len([op for op in ops if op["proposal_id"]]) == 1
 
 
-def test_button_for_an_old_revision_is_refused(tmp_path: Path, servers: FixtureServers) -> None:
-    with app(tmp_path, servers, settings=CoordinatorSettings(confirmation_ttl_s=1.5)) as a:
+def test_button_for_an_old_revision_is_refused(
+    tmp_path: Path, db_url: str, servers: FixtureServers
+) -> None:
+    with app(tmp_path, servers, settings=CoordinatorSettings(confirmation_ttl_s=1.5),
+             db=db_url) as a:
         with connect(a) as pc:
             say(pc, "list my appointments")
             first = ask_to_move(pc, "friday")
@@ -270,8 +277,10 @@ def test_button_for_an_old_revision_is_refused(tmp_path: Path, servers: FixtureS
         assert call["arguments"]["new_date"] == second["fields"]["new_date"]
 
 
-def test_denials_are_explained_and_counted(tmp_path: Path, servers: FixtureServers) -> None:
-    with app(tmp_path, servers) as a:
+def test_denials_are_explained_and_counted(
+    tmp_path: Path, db_url: str, servers: FixtureServers
+) -> None:
+    with app(tmp_path, servers, db=db_url) as a:
         with connect(a) as pc:
             mark = len(pc.frames)
             say(pc, "close my account")
@@ -287,9 +296,9 @@ def test_denials_are_explained_and_counted(tmp_path: Path, servers: FixtureServe
         assert 'vocero_denials_total{reason_code="scope_missing"} 1.0' in metrics
 
 
-def test_without_a_gateway_mcp_tools_are_unavailable(tmp_path: Path,
+def test_without_a_gateway_mcp_tools_are_unavailable(tmp_path: Path, db_url: str,
                                                      servers: FixtureServers) -> None:
-    with app(tmp_path, servers, gateway=False) as a:
+    with app(tmp_path, servers, gateway=False, db=db_url) as a:
         with connect(a) as pc:
             say(pc, "list my appointments")
             assert statuses(pc) == [("rejected", "authorization_unavailable")]
@@ -303,11 +312,11 @@ def test_without_a_gateway_mcp_tools_are_unavailable(tmp_path: Path,
         assert a.client.get("/v1/operations").status_code == 401
 
 
-def test_a_correction_during_the_read_back_black_box(tmp_path: Path,
+def test_a_correction_during_the_read_back_black_box(tmp_path: Path, db_url: str,
                                                      servers: FixtureServers) -> None:
     """SPEC §2: a changed value said over the read-back is a new revision with its own prompt
     and read-back; the old revision can no longer be confirmed; the "yes" runs the new one."""
-    with app(tmp_path, servers) as a:
+    with app(tmp_path, servers, db=db_url) as a:
         with connect(a) as pc:
             say(pc, "list my appointments")
             pc.auto_playout = False

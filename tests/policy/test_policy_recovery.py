@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from policy_support import REPO, FixtureServers, migrated_copy
+from policy_support import REPO, FixtureServers
 
 from vocero.contracts.domain import Caller
 from vocero.store import AuditLog, Store
@@ -47,10 +47,10 @@ def last_json(text: str) -> dict[str, Any]:
     ],
 )
 def test_sigkill_at_every_durable_step(
-    step: str, lookups: int, attempts: int, reason: str, tmp_path: Path,
-    migrated_template: Path, servers: FixtureServers,
+    step: str, lookups: int, attempts: int, reason: str, db_url: str,
+    servers: FixtureServers,
 ) -> None:
-    db = migrated_copy(migrated_template, tmp_path / "vocero.db")
+    db = db_url
     subject = f"crash-{uuid.uuid4().hex}"
     config = {"db": db, "urls": {name: servers.url(name) for name in servers.ports},
               "subject": subject, "session_id": f"ses_{uuid.uuid4().hex[:16]}",

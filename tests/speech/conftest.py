@@ -1,30 +1,20 @@
 """Fixtures for the speech plane: the demo profile, and a migrated store per test (SQLite, and
-PostgreSQL too when ``VOCERO_TEST_PG_URL`` is set, like ``tests/store``)."""
+PostgreSQL too, like ``tests/store``: see ``tests/support/pg.py``)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.pg import BACKENDS, clean_pg
 from vocero.contracts.domain import AgentProfile
 from vocero.identity.profiles import load_profiles
-from vocero.store import Store, downgrade, upgrade
+from vocero.store import Store, upgrade
 
-PG_URL = os.environ.get("VOCERO_TEST_PG_URL", "")
 FIXTURES = Path(__file__).parents[2] / "fixtures"
-
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param(
-        "postgresql",
-        id="postgresql",
-        marks=pytest.mark.skipif(not PG_URL, reason="VOCERO_TEST_PG_URL is not set"),
-    ),
-]
 
 
 @pytest.fixture
@@ -47,16 +37,12 @@ def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(params=BACKENDS)
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         target = tmp_path / "vocero.db"
         shutil.copyfile(request.getfixturevalue("migrated_template"), target)
-        yield f"sqlite:///{target}"
-        return
-    downgrade(PG_URL)
-    upgrade(PG_URL)
-    yield PG_URL
-    downgrade(PG_URL)
+        return f"sqlite:///{target}"
+    return clean_pg()
 
 
 @pytest.fixture

@@ -1,28 +1,17 @@
 """Fixtures for the store plane: a migrated SQLite file per test (copied from one template, so
-migrations run once per session) and, when ``VOCERO_TEST_PG_URL`` is set, the same tests against
-PostgreSQL."""
+migrations run once per session) and the same tests against PostgreSQL
+(``VOCERO_TEST_PG_URL``, see ``tests/support/pg.py``)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from vocero.store import Store, downgrade, upgrade
-
-PG_URL = os.environ.get("VOCERO_TEST_PG_URL", "")
-
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param(
-        "postgresql",
-        id="postgresql",
-        marks=pytest.mark.skipif(not PG_URL, reason="VOCERO_TEST_PG_URL is not set"),
-    ),
-]
+from tests.support.pg import BACKENDS, clean_pg, fresh_db
+from vocero.store import Store, upgrade
 
 
 @pytest.fixture
@@ -38,17 +27,13 @@ def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(params=BACKENDS)
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database at head: a fresh SQLite file, or the PostgreSQL database rebuilt."""
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database at head with no rows: a fresh SQLite file, or the PostgreSQL one emptied."""
     if request.param == "sqlite":
         target = tmp_path / "vocero.db"
         shutil.copyfile(request.getfixturevalue("migrated_template"), target)
-        yield f"sqlite:///{target}"
-        return
-    downgrade(PG_URL)
-    upgrade(PG_URL)
-    yield PG_URL
-    downgrade(PG_URL)
+        return f"sqlite:///{target}"
+    return clean_pg()
 
 
 @pytest.fixture(params=BACKENDS)
@@ -57,9 +42,8 @@ def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'empty.db'}"
         return
-    downgrade(PG_URL)
-    yield PG_URL
-    downgrade(PG_URL)
+    with fresh_db() as url:
+        yield url
 
 
 @pytest.fixture

@@ -54,6 +54,9 @@ class ErrorCode(enum.StrEnum):
     MCP_INVALID_ARGUMENTS = "MCP_INVALID_ARGUMENTS"
     MCP_TOOL_ERROR = "MCP_TOOL_ERROR"
     SHUTTING_DOWN = "SHUTTING_DOWN"
+    # Issue #15: the shared store (PostgreSQL) is unreachable; the session says so, writes fail
+    # closed (no effect without its durable record) and it recovers when the store is back.
+    STORE_UNAVAILABLE = "STORE_UNAVAILABLE"
     INTERNAL = "INTERNAL"
 
 
@@ -86,6 +89,7 @@ CODES: dict[ErrorCode, CodeInfo] = {
     ErrorCode.MCP_INVALID_ARGUMENTS: CodeInfo(_D, False, "tool.invalid_arguments"),
     ErrorCode.MCP_TOOL_ERROR: CodeInfo(_D, False, "tool.failed"),
     ErrorCode.SHUTTING_DOWN: CodeInfo(_C, True, "service.restarting"),
+    ErrorCode.STORE_UNAVAILABLE: CodeInfo(_D, True, "service.store_unavailable"),
     ErrorCode.INTERNAL: CodeInfo(Category.INTERNAL, True, "service.error"),
 }
 

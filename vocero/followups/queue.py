@@ -15,6 +15,12 @@ A tick, in order:
 4. waits (bounded) for what it submitted to settle and records the outcomes.
 
 ``task`` follow-ups are never touched: they are work for people.
+
+Several processes may share the queue (``serve --workers N``, a ``vocero followups tick`` beside
+a server, several machines): a pass runs under the named lease :data:`QUEUE_LEASE`, so one pass
+runs at a time and the per-tick and daily budgets hold across processes. A pass that finds the
+lease held elsewhere raises :class:`QueueBusyError` and changes nothing. A process that dies mid
+pass loses the lease when its node's lease runs out; the next pass settles what it left.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 import msgspec
 import structlog
@@ -40,6 +47,21 @@ TRANSIENT = frozenset({"tool_unavailable", "authorization_unavailable"})
 """Gate reasons that say "not now" (a server still connecting): the follow-up stays due."""
 INITIATOR = "followups"
 NO_SETTINGS = FollowupSettings()
+QUEUE_LEASE = "followups.queue"
+"""The named lease one pass of the queue runs under."""
+
+
+class QueueLease(Protocol):
+    """Named leases shared by every process on the store
+    (:class:`vocero.store.leases.NodeLease`)."""
+
+    async def acquire(self, name: str) -> bool: ...
+
+    async def release_lease(self, name: str) -> None: ...
+
+
+class QueueBusyError(RuntimeError):
+    """Another process is running a pass of the queue right now."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,6 +109,7 @@ class FollowupQueue:
         directory: Directory,
         settings: QueueSettings | None = None,
         hook: Hook | None = None,
+        lease: QueueLease | None = None,
     ) -> None:
         self._store = store
         self._actions = actions
@@ -94,9 +117,21 @@ class FollowupQueue:
         self._directory = directory
         self.settings = settings or QueueSettings()
         self._hook = hook
+        self._lease = lease
 
     async def tick(self, now: datetime) -> list[TickOutcome]:
-        """One pass of the queue at ``now`` (aware)."""
+        """One pass of the queue at ``now`` (aware), under :data:`QUEUE_LEASE` when the queue
+        has a lease (:class:`QueueBusyError` when another process holds it)."""
+        if self._lease is None:
+            return await self._pass(now)
+        if not await self._lease.acquire(QUEUE_LEASE):
+            raise QueueBusyError("another process is running a pass of the follow-up queue")
+        try:
+            return await self._pass(now)
+        finally:
+            await self._lease.release_lease(QUEUE_LEASE)
+
+    async def _pass(self, now: datetime) -> list[TickOutcome]:
         now = now.astimezone(UTC)
         tick = _Tick(now=now, busy=Counter(), rung=set(), spent=Counter(), outcomes=[],
                      submitted=[])

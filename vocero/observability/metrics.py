@@ -4,10 +4,15 @@ Each :class:`Metrics` owns a ``CollectorRegistry`` (never the global one), so se
 live in one test process. Latencies are histograms in milliseconds named after the SPEC §3 stages
 (``vocero_ttfs_ms`` ...). Label values must come from bounded sets (tool names of a profile,
 error codes, reason codes), never from caller input.
+
+Under ``serve --workers N`` the supervisor sets ``PROMETHEUS_MULTIPROC_DIR``: every worker's
+values then live in files there and :meth:`Metrics.render` answers for all workers together
+(counters and histograms summed, live gauges summed over live workers).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
 from prometheus_client import (
@@ -110,8 +115,10 @@ class Metrics:
             ["disposition", "reason_code"],
             registry=reg,
         )
-        self.active_sessions = Gauge("vocero_active_sessions", "Live sessions.", registry=reg)
-        self.queue_depth = Gauge("vocero_queue_depth", "Items queued.", ["link"], registry=reg)
+        self.active_sessions = Gauge("vocero_active_sessions", "Live sessions.", registry=reg,
+                                     multiprocess_mode="livesum")
+        self.queue_depth = Gauge("vocero_queue_depth", "Items queued.", ["link"], registry=reg,
+                                 multiprocess_mode="livesum")
         for outcome in SESSION_OUTCOMES:
             self.sessions_total.labels(outcome=outcome)
 
@@ -164,5 +171,13 @@ class Metrics:
         self.queue_depth.labels(link=link).set(depth)
 
     def render(self) -> tuple[bytes, str]:
-        """The Prometheus text exposition and its content type, for ``GET /metrics``."""
-        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        """The Prometheus text exposition and its content type, for ``GET /metrics`` (of all
+        workers together in multiprocess mode)."""
+        folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        if not folder:
+            return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        from prometheus_client import multiprocess
+
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged, path=folder)  # type: ignore[no-untyped-call]
+        return generate_latest(merged), CONTENT_TYPE_LATEST

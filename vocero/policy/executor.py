@@ -1,10 +1,13 @@
 """The outbox worker: claim, dispatch with a stable operation id, record, reconcile, recover.
 
-One worker per process runs in the runtime's task group. At start it recovers: operations a
-dead process left ``in_flight`` become ``unknown`` and every unfinished outbox row is handed back.
-Then it claims due rows (``authorized`` -> ``dispatch_pending``), marks each ``in_flight`` *before*
-the call leaves, and records ``committed`` (the owning service's receipt), ``rejected`` (a
-refusal, or proof that nothing was executed) or ``unknown`` (a timeout or crash after sending).
+One worker per process runs in the runtime's task group; several processes may share the outbox.
+The worker claims due rows under its process's hold (its own, and those whose holder's lease ran
+out: a dead process's work is taken over, its ``in_flight`` operations become ``unknown``; see
+:mod:`vocero.policy.repository`), moves ``authorized`` -> ``dispatch_pending``, marks each
+``in_flight`` *before* the call leaves, and records ``committed`` (the owning service's receipt),
+``rejected`` (a refusal, or proof that nothing was executed) or ``unknown`` (a timeout or crash
+after sending). Every change is fenced by the hold: once another process took a row over, this
+worker's changes to it are refused and it lets go.
 An ``unknown`` operation is reconciled through the tool's ``lookup_tool`` before anything is
 sent again; only a proven absence, a built-in tool or a tool declared idempotent is re-sent, and
 always under the same ``io.vocero/operation_id``. Each step is its own short transaction: no
@@ -39,6 +42,7 @@ from vocero.policy.operations import TERMINAL, InvalidOperationTransition
 from vocero.policy.ports import BuiltinTools, StepHook, SupportsLookup
 from vocero.policy.records import OperationRecord
 from vocero.policy.repository import ActionRepository
+from vocero.store.leases import LeaseLostError
 
 log = structlog.get_logger("vocero.policy.executor")
 
@@ -159,6 +163,8 @@ class OperationExecutor:
         self._stopping = False
         self._reconciles: dict[str, int] = {}
         self._waits: dict[str, int] = {}
+        self._busy: set[str] = set()
+        """Operations this worker is processing now (never claimed twice at once)."""
         self.running = False
 
     # ------------------------------------------------------------------------- public
@@ -187,17 +193,18 @@ class OperationExecutor:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Recover, then claim and process due work until cancelled."""
-        recovered = await self.repo.recover()
-        if recovered:
-            log.info("executor.recovered", operations=len(recovered))
+        """Claim and process due work (a dead process's included) until cancelled."""
+        log.info("executor.started", worker_id=self.worker_id)
         async with anyio.create_task_group() as tg:
             self.running = True
             task_status.started()
             try:
                 while not self._stopping:
                     self._wake = anyio.Event()
-                    await self._claim(tg)
+                    try:
+                        await self._claim(tg)
+                    except Exception as exc:  # the store is unreachable: nothing is claimed
+                        log.warning("executor.claim_failed", error=type(exc).__name__)
                     with anyio.move_on_after(self.settings.poll_interval_s):
                         await self._wake.wait()
             finally:
@@ -214,7 +221,10 @@ class OperationExecutor:
 
     async def _claim(self, tg: anyio.abc.TaskGroup) -> None:
         room = self.settings.max_concurrency - self._running
-        for op in await self.repo.claim_due(self.worker_id, room):
+        for op in await self.repo.claim_due(self.worker_id, room, busy=frozenset(self._busy)):
+            if op.reason_code == "interrupted" and op.status == "unknown":
+                log.info("executor.took_over", operation_id=op.id, worker_id=self.worker_id)
+            self._busy.add(op.id)
             self._publish(op)
             if op.status == "dispatch_pending":
                 self.step("dispatch_pending", op.id)
@@ -225,10 +235,13 @@ class OperationExecutor:
     async def _process(self, op: OperationRecord) -> None:
         try:
             await self._advance(op)
+        except LeaseLostError:  # another process holds it now: its worker carries on
+            log.warning("executor.hold_lost", operation_id=op.id, worker_id=self.worker_id)
         except Exception:  # one operation's failure must not stop the worker
             log.exception("executor.operation_failed", operation_id=op.id)
             await self._park(op.id)
         finally:
+            self._busy.discard(op.id)
             self._running -= 1
             if self._running == 0:
                 self._idle.set()
@@ -348,7 +361,7 @@ class OperationExecutor:
     async def _move(
         self, op: OperationRecord, status: ToolStatus, **changes: Any
     ) -> OperationRecord:
-        moved = await self.repo.transition(op.id, status, **changes)
+        moved = await self.repo.transition(op.id, status, holder=self.worker_id, **changes)
         self._publish(moved)
         self.step(status, op.id)
         if status in TERMINAL or moved.reason_code in FINAL_UNKNOWN:

@@ -15,7 +15,7 @@ import anyio
 
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import AgentProfile, Caller
-from vocero.contracts.ports import Timers, ToolGateway
+from vocero.contracts.ports import Clock, Timers, ToolGateway
 from vocero.policy.coordinator import CoordinatorSettings, SessionCoordinator
 from vocero.policy.executor import (
     ExecutorSettings,
@@ -43,15 +43,22 @@ class ActionPlane:
         settings: CoordinatorSettings | None = None,
         metrics: Counter | None = None,
         hook: StepHook | None = None,
+        owner: str = "",
+        lease_ttl_s: float = 15.0,
+        lease_clock: Clock | None = None,
     ) -> None:
+        """``owner``: this process's node id (:class:`~vocero.store.leases.NodeLease`), under
+        which outbox rows are held and renewed; empty for a plane without a node (tests,
+        benchmarks), whose claims hold for ``lease_ttl_s`` unrenewed."""
         self.clock = clock or SystemClock()
-        self.repo = ActionRepository(store, self.clock)
+        self.repo = ActionRepository(store, self.clock, owner=owner, lease_ttl_s=lease_ttl_s,
+                                     lease_clock=lease_clock)
         self.builtins = builtins
         """``None``: built-in tools (``server: vocero``) are unavailable and denied."""
         self.targets = Targets(self.repo, builtins=self.builtins, profiles=profiles,
                                gateway_for=gateway_for)
         self.executor = OperationExecutor(self.repo, self.targets, settings=executor_settings,
-                                          hook=hook)
+                                          hook=hook, worker_id=owner)
         self.system_actions = SystemOperations(self.repo, self.executor, profiles=profiles,
                                                gateway_for=gateway_for, builtins=builtins)
         self.settings = settings or CoordinatorSettings()

@@ -41,7 +41,7 @@ from vocero.policy.records import OperationRecord
 from vocero.policy.repository import ActionRepository
 from vocero.policy.rows import ACTOR, new_id, operation_record
 from vocero.store.audit_tx import append_in
-from vocero.store.models import OperationRow, OutboxRow, ProposalRevisionRow, ProposalRow
+from vocero.store.models import OperationRow, ProposalRevisionRow, ProposalRow
 
 log = structlog.get_logger("vocero.policy.system")
 
@@ -188,7 +188,7 @@ class SystemOperations:
                 reason_code="", created_at=now, updated_at=now)
             session.add(row)
             await session.flush()
-            session.add(OutboxRow(operation_id=action.operation_id, available_at=now, done=False))
+            session.add(self._repo.new_outbox(action.operation_id, now))
             await session.flush()
             await append_in(session, "operation.authorized", {
                 "operation_id": action.operation_id, "proposal_id": proposal_id, "revision": 1,

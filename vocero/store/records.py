@@ -42,6 +42,9 @@ class SessionRecord(msgspec.Struct, frozen=True, kw_only=True):
     resume_token_hash: str | None
     created_at: datetime
     closed_at: datetime | None
+    owner_id: str = ""
+    """The process holding it (a row of ``nodes``); empty when none does."""
+    lease_expires_at: datetime | None = None
 
 
 class TurnRecord(msgspec.Struct, frozen=True, kw_only=True):
