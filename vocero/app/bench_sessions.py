@@ -13,8 +13,14 @@ generator processes (by default one per hundred sessions, at most one per core).
 Reported per direction: frames per second against the target (N x 50). Frame lag is the arrival
 time of a ``response.audio_delta.v1`` minus the server's envelope ``time`` (1 ms resolution);
 late frames are those that arrived after the caller's playout buffer ran dry. Server figures
-(CPU time, peak resident memory) come from ``/proc``; the generator's CPU time is reported too,
-because on a small machine it competes with the server for the same cores.
+(CPU time, resident memory idle and at peak, summed over the supervisor and its workers) come
+from ``/proc``; the generator's CPU time is reported too, because on a small machine it competes
+with the server for the same cores.
+
+``--workers N`` runs the server as ``serve --workers N`` (N > 1 needs a PostgreSQL ``--db``).
+``--search`` looks for the most sessions held within limits (p95 lag <= 20 ms, <= 0.5 % late
+frames, every frame flowing): from ``--n`` upwards by a quarter until a run fails, then halving
+the gap down to ten sessions; each probe is a fresh server.
 """
 
 from __future__ import annotations
@@ -59,8 +65,9 @@ SENT_FLOWING = 0.99
 RECEIVED_FLOWING = 0.95
 """Share of the target receive rate that counts as flowing: the agent is silent for a moment
 between two answers (the last playout report, then the next turn), about 2 % of the time."""
-LATE_FLOWING = 0.01
+LATE_FLOWING = 0.005
 """Share of received agent frames that may arrive after the caller's buffer ran dry."""
+SEARCH_RESOLUTION = 10
 SESSIONS_PER_WORKER = 100
 WARMUP_S = 2.0
 MAX_LINE = 64 * 1024 * 1024
@@ -112,40 +119,77 @@ class _Worker:
         return await self.lines.receive_until(b"\n", MAX_LINE)
 
 
+def _family(pid: int) -> list[int]:
+    """``pid`` and its children (the workers of ``serve --workers N``)."""
+    pids = [pid]
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            pids += [int(c) for c in (task / "children").read_text().split()]
+    except OSError:
+        pass
+    return pids
+
+
+def _family_rss_mb(pid: int) -> float:
+    total = 0.0
+    for each in _family(pid):
+        try:
+            total += _proc_status_mb(each, "VmRSS")
+        except OSError:
+            continue
+    return total
+
+
+def _family_cpu_s(pid: int) -> float:
+    total = 0.0
+    for each in _family(pid):
+        try:
+            total += _proc_cpu_s(each)
+        except OSError:
+            continue
+    return total
+
+
 @dataclass
 class _Probe:
-    """The server's resources, sampled while the benchmark runs."""
+    """The server's resources (all its processes), sampled while the benchmark runs."""
 
     pid: int
     peak_rss_mb: float = 0.0
+    idle_rss_mb: float = 0.0
     marks: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
     def sample(self) -> None:
-        self.peak_rss_mb = max(self.peak_rss_mb, _proc_status_mb(self.pid, "VmRSS"))
+        self.peak_rss_mb = max(self.peak_rss_mb, _family_rss_mb(self.pid))
 
     def mark(self, name: str) -> None:
-        self.marks[name] = (time.monotonic(), _proc_cpu_s(self.pid), _machine_busy_s())
+        self.marks[name] = (time.monotonic(), _family_cpu_s(self.pid), _machine_busy_s())
 
     def between(self, first: str, last: str) -> tuple[float, float, float]:
         (t0, cpu0, busy0), (t1, cpu1, busy1) = self.marks[first], self.marks[last]
         return t1 - t0, cpu1 - cpu0, busy1 - busy0
 
 
-async def _wait_ready(port: int) -> None:
-    async with httpx.AsyncClient() as http:
-        for _ in range(600):
-            try:
-                if (
-                    await http.get(f"http://127.0.0.1:{port}/readyz", timeout=2)
-                ).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            await anyio.sleep(0.1)
+async def _wait_ready(port: int, server_workers: int = 1) -> None:
+    """Every worker answers ``/readyz`` 200 (the port spreads the polls over them, so this
+    waits for as many answers in a row, from fresh connections, as there are workers)."""
+    in_a_row = 0
+    for _ in range(1200):
+        try:
+            async with httpx.AsyncClient() as http:  # a new connection: any worker may answer
+                ready = (await http.get(f"http://127.0.0.1:{port}/readyz", timeout=2))
+            in_a_row = in_a_row + 1 if ready.status_code == 200 else 0
+        except httpx.HTTPError:
+            in_a_row = 0
+        if in_a_row >= 3 * server_workers:
+            return
+        await anyio.sleep(0.1)
     raise RuntimeError("server never became ready")
 
 
-async def _start_server(port: int, n: int, workdir: Path) -> anyio.abc.Process:
+async def _start_server(
+    port: int, n: int, workdir: Path, *, server_workers: int = 1, db: str = ""
+) -> anyio.abc.Process:
     script = workdir / "script.yaml"
     script.write_text(yaml.safe_dump(SCRIPT))
     env = {
@@ -166,9 +210,11 @@ async def _start_server(port: int, n: int, workdir: Path) -> anyio.abc.Process:
         "--sim-script",
         str(script),
         "--db",
-        f"sqlite+aiosqlite:///{workdir}/bench.db",
+        db or f"sqlite+aiosqlite:///{workdir}/bench.db",
         "--log-format",
         "json",
+        "--workers",
+        str(server_workers),
     ]
     return await anyio.open_process(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
@@ -193,15 +239,22 @@ async def _start_workers(plans: list[WorkerPlan]) -> list[_Worker]:
 
 
 async def run_sessions(
-    n: int, *, duration_s: float = 10.0, workers: int | None = None
+    n: int,
+    *,
+    duration_s: float = 10.0,
+    workers: int | None = None,
+    server_workers: int = 1,
+    db: str = "",
 ) -> dict[str, Any]:
+    """One run of ``n`` sessions; ``workers`` load-generator processes, ``server_workers``
+    server processes (``serve --workers``) on ``db`` (a fresh SQLite file by default)."""
     count = workers or int(os.environ.get("VOCERO_BENCH_WORKERS", "0")) or default_workers(n)
     port = _free_port()
     workdir = Path(tempfile.mkdtemp(prefix="vocero-bench-"))
-    server = await _start_server(port, n, workdir)
+    server = await _start_server(port, n, workdir, server_workers=server_workers, db=db)
     pool: list[_Worker] = []
     try:
-        await _wait_ready(port)
+        await _wait_ready(port, server_workers)
         shares = split(n, count)
         plans = [
             WorkerPlan(
@@ -216,8 +269,9 @@ async def run_sessions(
             for i, share in enumerate(shares)
             if share
         ]
-        pool = await _start_workers(plans)
         probe = _Probe(server.pid)
+        probe.idle_rss_mb = _family_rss_mb(server.pid)
+        pool = await _start_workers(plans)
         with anyio.fail_after(120 + n * 0.2):
             for worker in pool:
                 worker.ready = msgspec.json.decode(await worker.line(), type=Ready)
@@ -230,8 +284,16 @@ async def run_sessions(
             await _measure(pool, probe, start + WARMUP_S, duration_s)
         parent_cpu = time.process_time() - parent_cpu
         probe.sample()
-        peak = max(probe.peak_rss_mb, _proc_status_mb(server.pid, "VmHWM"))
-        return _report(n, duration_s, pool, probe, peak, parent_cpu)
+        peak = probe.peak_rss_mb if server_workers > 1 else max(
+            probe.peak_rss_mb, _proc_status_mb(server.pid, "VmHWM"))
+        report = _report(n, duration_s, pool, probe, peak, parent_cpu)
+        report["server"] |= {
+            "workers": server_workers,
+            "store": "postgresql" if db.startswith("postgres") else "sqlite",
+            "idle_rss_mb": round(probe.idle_rss_mb, 1),
+            "memory_per_session_mb": round(max(0.0, peak - probe.idle_rss_mb) / max(1, n), 3),
+        }
+        return report
     finally:
         for worker in pool:
             if worker.process.returncode is None:
@@ -303,6 +365,7 @@ def _report(
     }
     within = all(checks.values())
     cores = os.cpu_count() or 1
+    rss_mb = round(peak_rss_mb, 1)
     return {
         "benchmark": "sessions",
         "sessions": {
@@ -329,7 +392,7 @@ def _report(
         },
         "errors": dict(errors),
         "server": {
-            "peak_rss_mb": round(peak_rss_mb, 1),
+            "peak_rss_mb": rss_mb,
             "cpu_s": round(server_cpu_s, 2),
             "cpu_share_of_one_core": round(server_cpu_s / wall_s, 3),
             "cpu_us_per_message": round(server_cpu_s / max(1, sent + received + reports) * 1e6, 1),
@@ -359,3 +422,73 @@ def _report(
             "audio and playout reports alike."
         ),
     }
+
+
+async def search_sessions(
+    start: int,
+    *,
+    duration_s: float = 10.0,
+    server_workers: int = 1,
+    db: str = "",
+    limit: int = 2000,
+) -> dict[str, Any]:
+    """The most sessions held within limits: up from ``start`` by a quarter until a run fails,
+    then the gap halved down to :data:`SEARCH_RESOLUTION`. Every probe is reported."""
+    probes: list[dict[str, Any]] = []
+
+    async def held(n: int) -> bool:
+        report = await run_sessions(n, duration_s=duration_s, server_workers=server_workers,
+                                    db=db)
+        probes.append({
+            "sessions": n, "within_limits": report["within_limits"],
+            "failed": sorted(k for k, ok in report["checks"].items() if not ok),
+            "p95_lag_ms": report["outbound_frame_lag_ms"].get("p95"),
+            "late_ratio": report["late_frames"]["ratio"],
+            "received_ratio": report["frames_per_s"]["received_ratio"],
+            "peak_rss_mb": report["server"]["peak_rss_mb"],
+            "memory_per_session_mb": report["server"]["memory_per_session_mb"],
+            "server_cpu_share": report["server"]["cpu_share_of_one_core"],
+            "generator_cpu_share": report["generator"]["cpu_share_of_one_core"],
+        })
+        return bool(report["within_limits"])
+
+    good, bad = 0, 0
+    n = max(1, start)
+    while n <= limit:
+        if not await held(n):
+            bad = n
+            break
+        good, n = n, max(n + SEARCH_RESOLUTION, int(n * 1.25))
+    while bad and bad - good > SEARCH_RESOLUTION:
+        middle = (good + bad) // 2
+        if await held(middle):
+            good = middle
+        else:
+            bad = middle
+    best = next((p for p in probes if p["sessions"] == good), None)
+    return {
+        "benchmark": "sessions_search",
+        "server_workers": server_workers,
+        "store": "postgresql" if db.startswith("postgres") else "sqlite",
+        "duration_s": duration_s,
+        "limits": {"p95_lag_ms": GOAL_P95_MS, "late_ratio": LATE_FLOWING,
+                   "received_ratio": RECEIVED_FLOWING, "sent_ratio": SENT_FLOWING},
+        "sessions_held": good,
+        "first_failing": bad or None,
+        "memory_per_session_mb": best["memory_per_session_mb"] if best else None,
+        "peak_rss_mb": best["peak_rss_mb"] if best else None,
+        "probes": probes,
+        "cores": os.cpu_count() or 1,
+    }
+
+
+async def sessions_command(args: Any) -> dict[str, Any]:
+    """``vocero bench sessions [--n N] [--workers W] [--db URL] [--search]``."""
+    server_workers = max(1, int(getattr(args, "workers", 1) or 1))
+    db = str(getattr(args, "db", "") or "")
+    duration_s = float(getattr(args, "duration", 10.0))
+    if getattr(args, "search", False):
+        return await search_sessions(args.n, duration_s=duration_s,
+                                     server_workers=server_workers, db=db)
+    return await run_sessions(args.n, duration_s=duration_s, server_workers=server_workers,
+                              db=db)

@@ -172,9 +172,9 @@ async def barge_in(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def sessions(args: argparse.Namespace) -> dict[str, Any]:
-    from vocero.app.bench_sessions import run_sessions
+    from vocero.app.bench_sessions import sessions_command
 
-    return await run_sessions(args.n, duration_s=float(getattr(args, "duration", 10.0)))
+    return await sessions_command(args)
 
 
 async def ttfs(args: argparse.Namespace) -> dict[str, Any]:

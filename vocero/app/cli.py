@@ -47,7 +47,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench.add_argument("--iterations", type=int, default=200)
     bench.add_argument("--duration", type=float, default=10.0)
     bench.add_argument("--limit", type=int, default=None, help="first N requests only (ttfs)")
+    bench.add_argument("--workers", type=int, default=1,
+                       help="server processes (sessions, actions); more than one: PostgreSQL")
+    bench.add_argument("--db", default="", help="database URL (sessions, actions)")
+    bench.add_argument("--search", action="store_true",
+                       help="sessions: the most sessions held within limits")
     args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args.serve_argv = arguments[arguments.index("serve") + 1:] if "serve" in arguments else []
     try:
         return _run(args)
     except ConfigError as exc:
@@ -59,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "serve":
         from vocero.app.serve import serve
 
-        return serve(settings_from(args))
+        return serve(settings_from(args), args.serve_argv)
     if args.command == "db":
         from vocero.app.settings import Settings
         from vocero.store.migrate import upgrade

@@ -4,7 +4,9 @@
 :class:`~vocero.contracts.builtins.BuiltinSet`, runs the end-of-session reviews and a pass of
 the queue every ``--followups-tick-s`` seconds (after the runners and MCP servers are ready).
 ``vocero followups tick`` (:func:`tick_command`) runs one pass on its own: the same wiring, the
-action plane's outbox worker to dispatch the calls, and JSON outcomes on standard output.
+action plane's outbox worker to dispatch the calls, and JSON outcomes on standard output. It
+registers as a node of the store like a server does; a pass runs under the queue's named lease,
+so a tick run beside ``serve`` (or N workers' periodic passes) never run two passes at once.
 """
 
 from __future__ import annotations
@@ -37,12 +39,15 @@ from vocero.followups import (
     outcomes_json,
 )
 from vocero.followups.ports import Directory, Hook, ProfileLookup
+from vocero.followups.queue import QueueBusyError, QueueLease
 from vocero.policy import ActionPlane
 from vocero.policy.ports import Counter, StepHook
 from vocero.store.engine import Store
 from vocero.store.repositories import Conversations
 
 log = structlog.get_logger("vocero.app.followups")
+BUSY_WAIT_S = 30.0
+"""How long ``vocero followups tick`` waits for another process's pass to end."""
 
 
 class OffsetClock(SystemClock):
@@ -76,9 +81,11 @@ class FollowupServices:
     def attach_queue(
         self, plane: ActionPlane, *, profiles: ProfileLookup, directory: Directory,
         settings: QueueSettings | None = None, hook: Hook | None = None,
+        lease: QueueLease | None = None,
     ) -> FollowupQueue:
         self.queue = FollowupQueue(self.store, plane.system_actions, profiles=profiles,
-                                   directory=directory, settings=settings, hook=hook)
+                                   directory=directory, settings=settings, hook=hook,
+                                   lease=lease)
         return self.queue
 
 
@@ -121,6 +128,8 @@ async def run_ticks(
     while True:
         try:
             await queue.tick(datetime.fromtimestamp(clock.now(), UTC))
+        except QueueBusyError:  # another process is running this pass
+            log.info("followups.tick_skipped", reason="held_elsewhere")
         except Exception:  # a failed pass is logged; the next one tries again
             log.exception("followups.tick_failed")
         await anyio.sleep(period_s)
@@ -159,8 +168,15 @@ async def _tick(
 ) -> dict[str, object]:
     async with tick_plane(args, now, hook=hook, step_hook=step_hook) as (services, _, clock):
         assert services.queue is not None
-        outcomes: list[TickOutcome] = await services.queue.tick(
-            datetime.fromtimestamp(clock.now(), UTC))
+        outcomes: list[TickOutcome] | None = None
+        with anyio.move_on_after(BUSY_WAIT_S):
+            while outcomes is None:
+                try:
+                    outcomes = await services.queue.tick(datetime.fromtimestamp(clock.now(), UTC))
+                except QueueBusyError:  # a server's pass is running: wait for it to end
+                    await anyio.sleep(0.5)
+    if outcomes is None:
+        return outcomes_json(now, []) | {"held_elsewhere": True}
     return outcomes_json(now, outcomes)
 
 
@@ -176,6 +192,7 @@ async def tick_plane(
     from vocero.mcp_gateway import McpConnections, McpGateway
     from vocero.mcp_gateway.pin_store import SqlPinRepository
     from vocero.store.audit import AuditLog
+    from vocero.store.leases import NodeLease
     from vocero.store.migrate import upgrade_async
 
     settings = Settings(db=args.db, profiles=args.profiles, identities=args.identities)
@@ -185,21 +202,28 @@ async def tick_plane(
     await upgrade_async(url)
     store = Store.open(url)
     clock = OffsetClock(now.timestamp())
+    node = NodeLease(store, role="followups-tick")  # wall time, whatever --now says
     try:
+        await node.register()
         services = followup_services(store, clock, Conversations(store, clock=clock))
         connections = McpConnections.from_profiles(
             list(profiles), audit=AuditLog(store), pins=SqlPinRepository(store))
         async with connections.running(), anyio.create_task_group() as tg:
+            await tg.start(node.run)
             plane = ActionPlane(
                 store, clock=clock, builtins=builtin_tools(services), profiles=profiles.get,
-                gateway_for=lambda profile: McpGateway(connections, profile), hook=step_hook)
+                gateway_for=lambda profile: McpGateway(connections, profile), hook=step_hook,
+                owner=node.id, lease_ttl_s=node.settings.ttl_s)
             services.attach_queue(plane, profiles=profiles.get, directory=identities,
-                                  settings=QueueSettings(settle_wait_s=args.settle_s), hook=hook)
+                                  settings=QueueSettings(settle_wait_s=args.settle_s), hook=hook,
+                                  lease=node)
             await tg.start(plane.run)
             try:
                 yield services, plane, clock
             finally:
                 await plane.drain(5)
+                with anyio.CancelScope(shield=True):
+                    await node.release()
                 tg.cancel_scope.cancel()
     finally:
         await store.close()

@@ -26,6 +26,7 @@ from vocero.app.telemetry import MetricsPort
 from vocero.contracts.builtins import BuiltinSet
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import AgentProfile, Caller
+from vocero.contracts.errors import ErrorCode
 from vocero.contracts.ports import ToolGateway
 from vocero.identity.identities import IdentityDirectory, load_identities
 from vocero.identity.profiles import ProfileCatalog, load_profiles
@@ -35,11 +36,13 @@ from vocero.mcp_gateway import AuthOptions, McpConnections, McpGateway
 from vocero.mcp_gateway.oauth_store import SqlOAuthTokenRepository
 from vocero.mcp_gateway.pin_store import SqlPinRepository
 from vocero.observability.metrics import Metrics
+from vocero.orchestrator.machine import Event
 from vocero.orchestrator.session import Session
-from vocero.policy import ActionPlane
+from vocero.policy import ActionPlane, ExecutorSettings
 from vocero.speech.knowledge import KnowledgeTools
 from vocero.store.audit import AuditLog
 from vocero.store.engine import Store, async_url, sqlite_file
+from vocero.store.leases import LeaseSettings, NodeLease
 from vocero.store.migrate import upgrade_async
 from vocero.store.repositories import Conversations
 from vocero.store.units import UnitRepository
@@ -78,6 +81,10 @@ class Runtime:
     followups: FollowupServices | None = None
     connections: McpConnections | None = None
     vault: VoiceVault | None = None
+    node: NodeLease | None = None
+    """This process's lease on the store: what it holds (sessions, outbox rows) and renews."""
+    store_down: bool = False
+    """The last renewal did not reach the store (live sessions are told, see ``_store_lost``)."""
     live: dict[str, Session] = field(default_factory=dict)
     released: dict[str, anyio.Event] = field(default_factory=dict)
     """Set once a live session's connection has let go of it (see ``SessionFactory``)."""
@@ -162,7 +169,10 @@ async def open_runtime(
     store = Store.open(url)
     metrics = Metrics()
     port = MetricsPort(metrics)
-    conversations = Conversations(store)
+    node = NodeLease(store, role="serve", settings=LeaseSettings(
+        ttl_s=settings.lease_ttl_s, local_liveness=settings.lease_local_liveness))
+    await node.register()  # a node of this host that is gone: what it held is free now
+    conversations = Conversations(store, owner=node.id, lease_ttl_s=settings.lease_ttl_s)
     recorder = StoreRecorder(
         conversations, on_drop=lambda: port.count("recorder_drops"), units=UnitRepository(store)
     )
@@ -179,6 +189,7 @@ async def open_runtime(
         port=port,
         runners_for_session=per_session,
         shared_runners=shared,
+        node=node,
     )
     # MCP OAuth tokens are sealed with the vault key (docs/mcp.md "OAuth").
     mcp_auth = AuthOptions(
@@ -202,8 +213,15 @@ async def open_runtime(
         profiles=profiles.get,
         metrics=port,
         gateway_for=lambda profile: runtime.gateway_for(profile, None),
+        owner=node.id,
+        lease_ttl_s=settings.lease_ttl_s,
+        executor_settings=ExecutorSettings(
+            max_concurrency=max(1, settings.outbox_concurrency),
+            retry_delay_s=settings.outbox_retry_s,
+        ),
     )
-    queue = followups.attach_queue(runtime.actions, profiles=profiles.get, directory=identities)
+    queue = followups.attach_queue(runtime.actions, profiles=profiles.get, directory=identities,
+                                   lease=node)
     try:
         runtime.vault = VoiceVault(
             store,
@@ -211,12 +229,15 @@ async def open_runtime(
             on_revoked=getattr(shared.tts, "forget_voice", None),
         )
         await runtime.vault.load()
-        # sessions a crash left live are closed (and stay resumable) before any connection
+        # sessions a crash left live are closed (and stay resumable) before any connection;
+        # those of live peers are theirs
         await recover_interrupted_sessions(
             conversations, runtime.audit, window_s=settings.resume_window_s
         )
         async with anyio.create_task_group() as tg:
             runtime.tg = tg
+            await tg.start(partial(node.run, on_beat=partial(_heartbeat, runtime),
+                                   on_failure=partial(_store_lost, runtime)))
             await tg.start(recorder.run)
             await tg.start(runtime.actions.run)
             await tg.start(followups.reviews.run)
@@ -233,9 +254,58 @@ async def open_runtime(
                     await recorder.flush()
                     await runtime.audits_settled()
                 recorder.stop()
+                await _release(node)
                 tg.cancel_scope.cancel()
     finally:
         await store.close()
+
+
+async def _store_lost(runtime: Runtime) -> None:
+    """The store stopped answering: every live session says so (``error.v1``
+    ``STORE_UNAVAILABLE``) and is ``DEGRADED`` once idle; writes fail closed meanwhile (nothing
+    is sent without its durable record)."""
+    if runtime.store_down:
+        return
+    runtime.store_down = True
+    log.warning("store.unavailable", sessions=len(runtime.live))
+    for session in list(runtime.live.values()):
+        session.core.error(ErrorCode.STORE_UNAVAILABLE)
+        if session.machine.allows(Event.DEPENDENCY_FAILED):
+            session.core.fire(Event.DEPENDENCY_FAILED)
+
+
+def _store_back(runtime: Runtime) -> None:
+    runtime.store_down = False
+    log.info("store.available", sessions=len(runtime.live))
+    for session in list(runtime.live.values()):
+        if session.machine.state == "DEGRADED":
+            session.core.fire(Event.DEPENDENCY_RECOVERED)
+
+
+async def _heartbeat(runtime: Runtime) -> None:
+    """After each renewal: leave a store outage, let go of live sessions another process took
+    over (a resume there), and take over sessions whose holder is gone (closed as ended by a
+    crash, resumable anywhere)."""
+    if runtime.store_down:
+        _store_back(runtime)
+    lost = await runtime.conversations.not_held(list(runtime.live))
+    for session_id in lost:
+        session = runtime.live.get(session_id)
+        if session is not None:
+            log.info("session.held_elsewhere", session_id=session_id)
+            session.close("replaced")
+    await recover_interrupted_sessions(
+        runtime.conversations, runtime.audit, window_s=runtime.settings.resume_window_s
+    )
+
+
+async def _release(node: NodeLease) -> None:
+    """Hand back what this process still holds, so peers need not wait for its lease."""
+    with anyio.move_on_after(3, shield=True):
+        try:
+            await node.release()
+        except Exception:  # the database is gone: peers take over when the lease runs out
+            log.warning("node.release_failed", node_id=node.id)
 
 
 async def _warm_up(runtime: Runtime) -> None:

@@ -1,13 +1,16 @@
-"""``vocero serve``: uvicorn around the app, the ready line, SIGTERM drain."""
+"""``vocero serve``: uvicorn around the app, the ready line, SIGTERM drain; with
+``--workers N`` (N > 1) a supervisor of N such processes (:mod:`vocero.app.workers`)."""
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import anyio
+import structlog
 import uvicorn
 
 from vocero.app.server import create_app
@@ -16,8 +19,21 @@ from vocero.observability.logging import configure_logging
 from vocero.store.retention import load_policy
 
 
-def serve(settings: Settings) -> int:
+def serve(settings: Settings, argv: Sequence[str] = ()) -> int:
+    """Serve until SIGTERM; ``argv`` are the flags ``serve`` was given (workers get them)."""
     configure_logging(settings.log_format, route_stdlib=True)  # type: ignore[arg-type]
+    from vocero.app.workers import WorkersError, serve_workers, worker_count, worker_index
+
+    try:
+        count = worker_count(settings.workers)
+        if count > 1:
+            return serve_workers(settings, argv, count)
+    except WorkersError as exc:
+        print(f"vocero: {exc}", file=sys.stderr)
+        return 2
+    index = worker_index()
+    if index is not None:
+        structlog.contextvars.bind_contextvars(worker=index)
     from vocero.app.runtime import load_config
 
     loaded = load_config(settings)  # fail fast, before binding, on a bad config file
@@ -41,8 +57,22 @@ def serve(settings: Settings) -> int:
         ws_ping_interval=20,
     )
     server = _DrainingServer(config)
-    anyio.run(_serve, server, settings, backend_options=_loop_options())
+    sockets = [_shared_socket(settings)] if index is not None else None
+    anyio.run(_serve, server, settings, sockets, backend_options=_loop_options())
     return 0
+
+
+def _shared_socket(settings: Settings) -> socket.socket:
+    """A listening socket other workers bind too (``SO_REUSEPORT``: the kernel spreads new
+    connections over the processes listening on the port)."""
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((settings.host, settings.port))
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
 
 
 def _loop_options() -> dict[str, bool]:
@@ -71,10 +101,12 @@ class _DrainingServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-async def _serve(server: uvicorn.Server, settings: Settings) -> None:
+async def _serve(
+    server: uvicorn.Server, settings: Settings, sockets: list[socket.socket] | None
+) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(_announce, server, settings)
-        await server.serve()
+        await server.serve(sockets=sockets)
         tg.cancel_scope.cancel()
 
 

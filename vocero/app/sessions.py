@@ -5,6 +5,11 @@ without ``session.close.v1`` (network loss, server restart), the same caller may
 session within ``resume_window_s`` on a new connection, if the profile has not changed: same
 ``session_id``, the history as heard (caller turns and assistant text as played), a new token.
 Uncommitted audio, generations and unanswered confirmation questions are not resumed.
+
+A token issued by one process is honoured by any other on the same store (same identity, same
+profile version): the session is taken over, held by the resuming process from then on, and its
+history rebuilt from the store. If its previous holder still runs, it lets go at its next
+heartbeat (its writes to the session are refused once it is taken over).
 """
 
 from __future__ import annotations
@@ -123,9 +128,14 @@ class SessionFactory:
             voice_usable=voice_usable,
         )
         if previous is not None:
-            await runtime.conversations.reopen_session(
+            reopened = await runtime.conversations.reopen_session(
                 session_id, resume_token_hash=_token_hash(token)
             )
+            if previous.closed_at is None and reopened.owner_id:  # open in another process
+                await runtime.audit.record(
+                    "session.taken_over", {"from": reopened.owner_id, "reason": "resume"},
+                    session_id=session_id,
+                )
         else:
             await runtime.conversations.create_session(
                 session_id=session_id,
@@ -187,13 +197,15 @@ class SessionFactory:
     ) -> tuple[SessionRecord | None, str]:
         """The session ``token`` resumes, or ``None`` and why not.
 
-        A session still attached to a connection (the server has not yet noticed that the old
-        connection died) is taken over: its connection is closed first."""
+        A session still attached to a connection of this process (the server has not yet
+        noticed that the old connection died) is taken over: its connection is closed first.
+        One still open in another process is taken from it (``reopen_session``)."""
         runtime = self.runtime
         attached = await runtime.conversations.session_by_resume_hash(_token_hash(token))
-        if attached is not None and (attached.tenant_id, attached.subject_ref) == (
-            caller.tenant,
-            caller.subject_ref,
+        if (
+            attached is not None
+            and (attached.tenant_id, attached.subject_ref) == (caller.tenant, caller.subject_ref)
+            and attached.owner_id in ("", runtime.conversations.owner)
         ):
             await self._take_over(attached.id)
         found = await runtime.conversations.session_to_resume(

@@ -50,6 +50,12 @@ class Settings:
     database outage a live process rides out without losing its sessions to a peer."""
     lease_local_liveness: bool = True
     """Take over at once what a process of this host that is gone held (not after its lease)."""
+    outbox_concurrency: int = 16
+    """Operations this process's outbox worker dispatches at once (a bulkhead); the rest wait
+    ``authorized``, held by this process, until a slot frees."""
+    outbox_retry_s: float = 0.5
+    """Wait before an operation refused before it ran (server busy, not connected) is tried
+    again; it stays ``dispatch_pending`` meanwhile."""
     otlp_endpoint: str = ""
     """OTLP/HTTP collector for traces (``http://collector:4318``); empty: no traces exported."""
     retention: str = ""
@@ -150,6 +156,20 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=float(_env("lease_ttl_s", str(d.lease_ttl_s))),
         help="how long this process's hold on sessions and outbox rows lasts unrenewed",
+    )
+    parser.add_argument(
+        "--outbox-concurrency",
+        dest="outbox_concurrency",
+        type=int,
+        default=int(_env("outbox_concurrency", str(d.outbox_concurrency))),
+        help="operations the outbox worker dispatches at once",
+    )
+    parser.add_argument(
+        "--outbox-retry-s",
+        dest="outbox_retry_s",
+        type=float,
+        default=float(_env("outbox_retry_s", str(d.outbox_retry_s))),
+        help="wait before an operation refused before it ran is tried again",
     )
     parser.add_argument(
         "--lease-local-liveness",
