@@ -1,4 +1,5 @@
-"""Pins persist in the store's ``tool_pins`` table with every gateway pin state."""
+"""Pins persist in the store's ``tool_pins`` table with every gateway pin state, on SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.pg import BACKENDS, clean_pg
 from vocero.mcp_gateway.pin_store import SqlPinRepository
 from vocero.mcp_gateway.pinning import ToolPin
 from vocero.store.engine import Store
@@ -19,8 +21,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def test_pins_round_trip_through_the_store(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path}/pins.db"
+@pytest.fixture(params=BACKENDS)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path}/pins.db" if request.param == "sqlite" else clean_pg()
+
+
+async def test_pins_round_trip_through_the_store(url: str) -> None:
     await upgrade_async(url)
     store = Store.open(url)
     try:

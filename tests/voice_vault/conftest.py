@@ -1,5 +1,6 @@
-"""Voice-vault fixtures: a migrated SQLite store per test (copied from one template) and a
-vault on a virtual clock."""
+"""Voice-vault fixtures: a migrated store per test (a SQLite file copied from one template, or
+the PostgreSQL test database emptied, see ``tests/support/pg.py``) and a vault on a virtual
+clock."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.pg import BACKENDS, clean_pg
 from tests.support.voices import KEY
 from vocero.contracts.clock import VirtualClock
 from vocero.store import Store, upgrade
@@ -17,7 +19,7 @@ from vocero.voice_vault import VoiceVault
 
 @pytest.fixture
 def anyio_backend() -> str:
-    return "asyncio"  # aiosqlite runs on asyncio only
+    return "asyncio"  # aiosqlite and asyncpg run on asyncio only
 
 
 @pytest.fixture(scope="session")
@@ -27,11 +29,18 @@ def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        target = tmp_path / "vocero.db"
+        shutil.copyfile(request.getfixturevalue("migrated_template"), target)
+        return f"sqlite:///{target}"
+    return clean_pg()
+
+
 @pytest.fixture
-async def store(migrated_template: Path, tmp_path: Path) -> AsyncIterator[Store]:
-    target = tmp_path / "vocero.db"
-    shutil.copyfile(migrated_template, target)
-    opened = Store.open(f"sqlite:///{target}")
+async def store(db_url: str) -> AsyncIterator[Store]:
+    opened = Store.open(db_url)
     try:
         yield opened
     finally:
