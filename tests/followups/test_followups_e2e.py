@@ -210,3 +210,38 @@ def test_held_call_backs_are_released_by_an_operator(
         assert a.client.get("/v1/followups?status=bogus", headers=ADMIN).status_code == 400
         kinds = [e["kind"] for e in a.get("/v1/audit")["items"]]
         assert "followup.approved" in kinds
+
+
+def test_a_promise_heard_before_a_crash_is_a_finding_after_the_restart(
+    tmp_path: Path, db_url: str, calls: CallsServer
+) -> None:
+    """A process killed mid-call never closes its sessions; the restart closes them as crashed
+    (SPEC §2) and reviews what the caller heard like any ended session's."""
+    import anyio
+
+    from vocero.store import Store
+    from vocero.store.repositories import Conversations
+
+    async def left_by_a_crash(url: str) -> None:
+        store = Store.open(url)
+        repo = Conversations(store)
+        try:
+            await repo.create_session(session_id="ses_crashed", tenant_id="acme",
+                                      subject_ref="sub_1", profile_id="demo", profile_version="1",
+                                      state="SPEAKING", resume_token_hash="c" * 16)
+            await repo.add_turn(session_id="ses_crashed", turn_id="turn_1", source="text",
+                                text="my parcel never came and nobody answers the phone")
+            await repo.upsert_generation(generation_id="gen_1", session_id="ses_crashed",
+                                         status="completed", turn_id="turn_1",
+                                         heard_text="Someone will call you back tomorrow.")
+        finally:
+            await store.close()
+
+    anyio.run(left_by_a_crash, db_url)
+    with app(tmp_path, calls, db=db_url) as a:
+        assert a.client.portal is not None
+        a.client.portal.call(a.runtime.followups.reviews.settled)
+        assert a.get("/v1/sessions/ses_crashed")["state"] == "FAILED"
+        findings = a.get("/v1/findings?session_id=ses_crashed")["items"]
+        assert [(f["kind"], f["text"], f["generation_id"]) for f in findings] == [
+            ("promised_unbooked", "Someone will call you back tomorrow.", "gen_1")]

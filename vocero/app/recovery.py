@@ -5,10 +5,13 @@ as ``SPEAKING``) and no ``session.closed`` audit event. Before the restarted ser
 connection, each is closed in the store as ended by the crash (state ``FAILED``) and audited
 ``session.closed`` with reason ``server_crash``. It stays resumable with its ``resume_token``, like
 a dropped connection, for the resume window counted from the restart, unless it had been idle
-for longer than the window already.
+for longer than the window already. What the caller heard before the crash is reviewed like any
+ended session's (``on_closed``: a call-back promised and never booked becomes a finding, SPEC §9).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import structlog
 
@@ -21,9 +24,14 @@ CRASH_REASON = "server_crash"
 
 
 async def recover_interrupted_sessions(
-    conversations: Conversations, audit: AuditLog, *, window_s: float
+    conversations: Conversations,
+    audit: AuditLog,
+    *,
+    window_s: float,
+    on_closed: Callable[[str], None] | None = None,
 ) -> int:
-    """Close and audit every session the last process left open; returns how many."""
+    """Close and audit every session the last process left open, then hand each to
+    ``on_closed``; returns how many."""
     recovered = await conversations.recover_interrupted(window_s=window_s)
     for session in recovered:
         await audit.record(
@@ -36,6 +44,8 @@ async def recover_interrupted_sessions(
             },
             session_id=session.session_id,
         )
+        if on_closed is not None:
+            on_closed(session.session_id)
     if recovered:
         log.warning("sessions.crash_recovered", count=len(recovered))
     return len(recovered)

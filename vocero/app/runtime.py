@@ -232,7 +232,8 @@ async def open_runtime(
         # sessions a crash left live are closed (and stay resumable) before any connection;
         # those of live peers are theirs
         await recover_interrupted_sessions(
-            conversations, runtime.audit, window_s=settings.resume_window_s
+            conversations, runtime.audit, window_s=settings.resume_window_s,
+            on_closed=followups.session_ended,
         )
         async with anyio.create_task_group() as tg:
             runtime.tg = tg
@@ -295,7 +296,8 @@ async def _heartbeat(runtime: Runtime) -> None:
             log.info("session.held_elsewhere", session_id=session_id)
             session.close("replaced")
     await recover_interrupted_sessions(
-        runtime.conversations, runtime.audit, window_s=runtime.settings.resume_window_s
+        runtime.conversations, runtime.audit, window_s=runtime.settings.resume_window_s,
+        on_closed=runtime.followups.session_ended if runtime.followups is not None else None,
     )
 
 
