@@ -40,7 +40,13 @@ async def run_bench(args: argparse.Namespace) -> int:
             f"unknown benchmark {args.name!r}; known: {', '.join(sorted(benches))}", file=sys.stderr
         )
         return 2
-    result = await benches[args.name](args)
+    from vocero.app.workers import WorkersError
+
+    try:
+        result = await benches[args.name](args)
+    except WorkersError as exc:  # e.g. --workers 2 on SQLite, refused as ``serve`` does
+        print(f"vocero: {exc}", file=sys.stderr)
+        return 2
     text = json.dumps(result, indent=2, sort_keys=True)
     print(text)
     if args.json_file:
