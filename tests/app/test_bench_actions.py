@@ -44,6 +44,7 @@ def assert_shape(report: dict[str, Any], *, store: str, workers: int) -> None:
     assert sustained["nodes"] == workers  # one node lease per process
     assert len(sustained["cpu_s_per_worker"]) == workers
     assert all(cpu > 0 for cpu in sustained["cpu_s_per_worker"])
+    assert sustained["cpu_ms_per_write"] > 0
     assert report["machine"]["mcp_server_cpu_s"] > 0
     # every write of the run: the sequential samples, the warm-ups, the sustained lanes
     every = ITERATIONS + WARM_UPS + workers * (WARM_UPS + LANES * PER_LANE)

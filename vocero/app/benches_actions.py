@@ -13,6 +13,9 @@ records the owning service's receipt. Figures:
   operations each) and the "yes" -> committed percentiles under that load. A lane is one
   session writing to an appointment of its own: concurrent writes to one appointment would be
   refused as stale versions, by design. Two lanes per process (``VOCERO_BENCH_LANES``).
+  ``cpu_ms_per_write``: the CPU time the bench processes spent in that window per committed
+  write (the fixture server's and PostgreSQL's not included; ``machine`` has the server's): on a
+  shared machine a steadier figure than the rate, which depends on what else runs.
 * ``exactly_once``: the committed operations in the store against what the fixture server
   applied (its receipts, its appointments' versions) and how often each id was sent.
 
@@ -309,6 +312,8 @@ def _report(db: str, workers: int, lanes: int, messages: list[dict[str, Any]],
             "confirm_to_committed_ms": percentiles(under_load),
             "nodes": len({m["node"] for m in runs}),
             "cpu_s_per_worker": [m["cpu_s"] for m in runs],
+            "cpu_ms_per_write": round(1000 * sum(m["cpu_s"] for m in runs) / committed, 2)
+            if committed else 0.0,
         },
         "exactly_once": once,
         "failures": dict(failures),
