@@ -5,8 +5,11 @@
   transcript, and, unless it is a backchannel ("mm-hmm"), it takes the turn (``INTERRUPTION``).
   A client's own speech hint takes it at once.
 * Partials: after every ``partial_interval_ms`` of new speech (the recogniser's own cadence).
-* Speculation: at a pause, the final transcription starts while the VAD waits out its hangover,
-  and is reused when no speech followed.
+* Speculation: at a pause, the final transcription starts while the turn's end is still being
+  decided, and is reused when no speech followed.
+* Endpointing: with an end-of-turn judge in the runner set, the turn policy
+  (:class:`~.endpointing.Endpointer`) ends each utterance (judged at its pauses, the early
+  transcription weighed once ready); without one, the VAD's own fixed hangover does.
 
 The handlers never await: a barge-in takes effect before the handler returns. Barge-in events
 are sent only while a generation is live; the machine says what they do.
@@ -21,9 +24,11 @@ import anyio
 from vocero.contracts import events as ev
 from vocero.contracts.ports import Transcription
 from vocero.orchestrator.core import SessionCore
+from vocero.orchestrator.endpointing import Endpointer
 from vocero.orchestrator.listening import Listener, Speculation, Utterance, is_backchannel
 from vocero.orchestrator.machine import ANSWERING, Effect, Event
 from vocero.orchestrator.output import OutFrame
+from vocero.orchestrator.turn_policy import Commit
 
 SPECULATE_AFTER_MS = 160
 """A pause this long starts the final transcription while the VAD still waits for the end of
@@ -39,6 +44,7 @@ class Hearing:
         self._tg = tg
         self._on_turn = on_turn
         self.turn_mode: str = core.ctx.effective.turn_mode
+        self.endpointer: Endpointer | None = None
         self.listener = self._new_listener()
         self._speech_detected_at: float | None = None
         core.on(Effect.WATCH_INTERRUPTION, self._watch)
@@ -55,15 +61,29 @@ class Hearing:
 
     def _new_listener(self) -> Listener:
         vad = self.core.runners.vad.open() if self.turn_mode == "server_vad" else None
-        return Listener(vad)
+        judge = self.core.runners.turn
+        self.endpointer = None
+        if vad is not None and judge is not None:
+            self.endpointer = Endpointer(
+                judge,
+                self.core.ctx.profile.turn_taking,
+                self._tg,
+                on_commit=self._judged_end,
+                words_of=_words_of,
+                locale=self.core.ctx.effective.locale,
+            )
+        return Listener(vad, vad_ends=self.endpointer is None)
 
     # ------------------------------------------------------------------------ handlers
 
     def audio(self, pcm16: bytes) -> None:
         segment = self.listener.push(pcm16)
+        endpointer = self.endpointer
         if segment.started is not None:
             self._speech_detected_at = self.core.monotonic()
             self.core.caller_speaking = True
+            if endpointer is not None:
+                endpointer.begin(segment.started)
             self.core.fire(Event.SPEECH_STARTED)
         current = self.listener.current
         if current is not None and current.candidate and not current.judged:
@@ -79,6 +99,8 @@ class Hearing:
             self._maybe_speculate(current)
         if segment.ended is not None:
             self._ended(segment.ended)
+        elif current is not None and endpointer is not None:
+            endpointer.frame(current, segment.voiced)
 
     def hint(self) -> None:
         """Client-side VAD: speech began. While answering this is a barge-in at once."""
@@ -88,6 +110,8 @@ class Hearing:
 
     def commit(self) -> Utterance | None:
         self.core.caller_speaking = False
+        if self.endpointer is not None:
+            self.endpointer.forget()
         return self.listener.commit()
 
     def interrupt(self, reason: str, status: str = "interrupted") -> None:
@@ -140,8 +164,21 @@ class Hearing:
             utterance.interrupted = True
             self._interrupt(Event.INTERRUPTION)
 
+    def _judged_end(self, utterance: Utterance, commit: Commit) -> None:
+        """The turn policy ended the utterance in progress."""
+        if self.listener.current is not utterance:
+            return
+        self.listener.commit()
+        if not utterance.candidate or utterance.judged:
+            self.core.metrics.observe_ms("turn_endpointing_ms", commit.endpointing_ms)
+        self._ended(utterance)
+
     def _ended(self, utterance: Utterance) -> None:
         self.core.caller_speaking = False
+        if self.endpointer is not None:
+            self.endpointer.forget()
+        elif not utterance.candidate or utterance.judged:
+            self.core.metrics.observe_ms("turn_endpointing_ms", utterance.pause_ms)
         if utterance.candidate and not utterance.judged:
             self.core.false_barge_ins += 1
             self.core.metrics.count("false_barge_ins", kind="too_short")
@@ -194,11 +231,11 @@ class Hearing:
             utterance.speculation.scope.cancel()
         speculation = Speculation(voiced_ms=utterance.voiced_ms)
         utterance.speculation = speculation
-        self._tg.start_soon(
-            self._speculate, speculation, bytes(utterance.audio), utterance.utterance_id
-        )
+        self._tg.start_soon(self._speculate, speculation, bytes(utterance.audio), utterance)
 
-    async def _speculate(self, speculation: Speculation, audio: bytes, utterance_id: str) -> None:
+    async def _speculate(
+        self, speculation: Speculation, audio: bytes, utterance: Utterance
+    ) -> None:
         core = self.core
         try:
             with speculation.scope:
@@ -206,12 +243,14 @@ class Hearing:
                     audio,
                     sample_rate=16000,
                     locale=core.ctx.effective.locale,
-                    utterance_id=utterance_id,
+                    utterance_id=utterance.utterance_id,
                 )
         except Exception:
             speculation.result = None  # the final transcribes again and handles the error
         finally:
             speculation.done.set()
+        if self.endpointer is not None and utterance.speculation is speculation:
+            self.endpointer.words(utterance)  # the judge now weighs the words of this pause
 
     async def final_transcript(self, utterance: Utterance) -> Transcription:
         """The utterance's final: the speculation started at its last pause when no speech came
@@ -232,3 +271,11 @@ class Hearing:
             locale=core.ctx.effective.locale,
             utterance_id=utterance.utterance_id,
         )
+
+
+def _words_of(utterance: Utterance) -> str:
+    """The early transcription of the current pause, when it is ready and still current."""
+    speculation = utterance.speculation
+    if speculation is None or speculation.result is None or not utterance.speculation_holds():
+        return ""
+    return speculation.result.text

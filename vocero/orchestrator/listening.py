@@ -103,13 +103,25 @@ class Segment:
 
     started: Utterance | None = None
     ended: Utterance | None = None
+    grown_ms: float = 0.0
+    """Speech heard in this frame: how much the utterance's voiced time grew."""
+
+    @property
+    def voiced(self) -> bool:
+        return self.grown_ms > 0
 
 
 class Listener:
     """Feeds caller audio through VAD (server_vad) or buffers it (push_to_talk)."""
 
-    def __init__(self, vad: VadStream | None, *, preroll_ms: int = 300) -> None:
+    def __init__(
+        self, vad: VadStream | None, *, preroll_ms: int = 300, vad_ends: bool = True
+    ) -> None:
+        """``vad_ends=False``: the VAD's own end of speech (its fixed hangover) is ignored; the
+        utterance goes on until :meth:`commit` (the turn policy decides) or its maximum."""
         self._vad = vad
+        self._vad_ends = vad_ends
+        self._vad_voiced = 0
         self._preroll: deque[bytes] = deque()
         self._preroll_bytes = 0
         self._preroll_cap = preroll_ms * _BYTES_PER_MS
@@ -129,15 +141,30 @@ class Listener:
                 self.current = Utterance(audio=bytearray(b"".join(self._preroll)))
                 self._preroll.clear()
                 self._preroll_bytes = 0
+                self._vad_voiced = 0
                 segment.started = self.current
-            elif event.kind == "speech_stopped" and self.current is not None:
+            elif event.kind == "speech_stopped" and self.current is not None and self._vad_ends:
                 segment.ended, self.current = self.current, None
         if self.current is not None:
-            self._voiced(self.current, self._vad.voiced_ms)
+            segment.grown_ms = self._grow(self.current, self._vad.voiced_ms)
             if self.current.duration_ms >= MAX_UTTERANCE_MS:
                 segment.ended, self.current = self.current, None
                 self._vad.reset()
         return segment
+
+    def _grow(self, utterance: Utterance, vad_voiced_ms: int) -> float:
+        """Add the speech the VAD heard since the last frame. Its own count restarts when it
+        hears speech start again (after its hangover, within an utterance the policy keeps
+        open): the utterance's count only grows, so a pause's transcription can never look
+        current again after speech came."""
+        grown = vad_voiced_ms - self._vad_voiced
+        if grown < 0:
+            grown = vad_voiced_ms
+        self._vad_voiced = vad_voiced_ms
+        if grown <= 0:
+            return 0.0
+        self._voiced(utterance, utterance.voiced_ms + grown)
+        return float(grown)
 
     @staticmethod
     def _voiced(utterance: Utterance, voiced_ms: float) -> None:
@@ -161,6 +188,7 @@ class Listener:
         utterance, self.current = self.current, None
         if self._vad is not None:
             self._vad.reset()
+            self._vad_voiced = 0
         return utterance
 
     def _remember(self, pcm16: bytes) -> None:

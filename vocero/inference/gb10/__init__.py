@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 from vocero.contracts.errors import ConfigError
 from vocero.inference.cpu.llama import LlamaEngine
-from vocero.inference.cpu.settings import CpuSettings, vad_model_path
+from vocero.inference.cpu.settings import CpuSettings, ModelNotFoundError, vad_model_path
 from vocero.inference.cpu.stt import SpeechToText
 from vocero.inference.cpu.tts import TextToSpeech
+from vocero.inference.cpu.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
 from vocero.inference.cpu.vad import SileroVad
 from vocero.inference.gb10.llm import Llama31Llm
 from vocero.inference.gb10.settings import Gb10Settings
@@ -56,4 +57,15 @@ def build_gb10_runners(
         ),
         llm=Llama31Llm(llama, settings.llm, today=today),
         tts=TextToSpeech(qwen, settings.tts),
+        turn=_turn_judge(),
     )
+
+
+def _turn_judge() -> EndOfTurnJudge | None:
+    """The CPU end-of-turn judge (Smart Turn, a few tens of ms a pause; the GPU stays with the
+    big models); without its model file, turns end after the VAD's fixed silence."""
+    try:
+        path = turn_model_path()
+    except ModelNotFoundError:
+        return None
+    return EndOfTurnJudge(SmartTurnEngine(path, threads=2))

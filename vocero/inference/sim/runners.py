@@ -27,6 +27,11 @@ from vocero.inference.sim.script import Rule, SimScript, TtsScript, claim_answer
 from vocero.inference.sim.turn import SimTurnJudge
 from vocero.inference.sim.vad import EnergyVad
 
+SIM_TURN_QUIET_MS = 200
+"""The simulator's judge calls a turn finished once it hears 200 ms of quiet: with the policy's
+defaults (first asked at 150 ms, again 200 ms later) turns end about 350 ms after speech, near
+the 400 ms its VAD's hangover ended them at."""
+
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w.]*)\}")
 
 
@@ -206,5 +211,5 @@ def build_sim_runners(script: SimScript) -> RunnerSet:
         stt=SimStt(script.stt),
         llm=SimLlm(script.llm),
         tts=SimTts(script.tts),
-        turn=SimTurnJudge(),
+        turn=SimTurnJudge(quiet_ms=SIM_TURN_QUIET_MS),
     )
