@@ -180,7 +180,9 @@ async def sessions(args: argparse.Namespace) -> dict[str, Any]:
 async def ttfs(args: argparse.Namespace) -> dict[str, Any]:
     from vocero.app.bench_ttfs import run_ttfs
 
-    return await run_ttfs(args.runners, limit=args.limit)
+    return await run_ttfs(
+        args.runners, limit=args.limit, turn_rule=getattr(args, "turn_rule", "judge")
+    )
 
 
 async def turns(args: argparse.Namespace) -> dict[str, Any]:

@@ -47,6 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench.add_argument("--iterations", type=int, default=200)
     bench.add_argument("--duration", type=float, default=10.0)
     bench.add_argument("--limit", type=int, default=None, help="first N requests only (ttfs)")
+    bench.add_argument("--turn-rule", choices=["judge", "hangover"], default="judge",
+                       help="ttfs: end turns with the end-of-turn judge or a fixed silence")
     bench.add_argument("--workers", type=int, default=1,
                        help="server processes (sessions, actions); more than one: PostgreSQL")
     bench.add_argument("--db", default="", help="database URL (sessions, actions)")
