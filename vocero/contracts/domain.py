@@ -182,6 +182,13 @@ class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     fallback_silence_ms: int = 480
     """The turn ends after this much silence when the judge failed or was busy (the fixed
     hangover of a VAD alone)."""
+    barge_in_echo_db: float = -14.0
+    """While the agent speaks, caller audio counts toward a barge-in only when it is louder than
+    the agent's own output of the last ``echo_window_ms`` by this much (dB, negative: the agent's
+    voice coming back through a speakerphone, -20 dB or less, never interrupts it)."""
+    echo_window_ms: int = 1000
+    """How far back the agent's output level is remembered for that comparison (its audio is
+    sent ahead of playout and its echo comes back late); 0: no echo gate."""
 
 
 class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

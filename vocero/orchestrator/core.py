@@ -25,6 +25,7 @@ from vocero.contracts.errors import CODES, ErrorCode
 from vocero.contracts.ports import Message, Timers
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.context import NullMetrics, SessionContext, SessionMetrics, Timeouts
+from vocero.orchestrator.echo import EchoGate
 from vocero.orchestrator.generation import Generation
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.machine import Effect, Event, SessionMachine, Step
@@ -169,6 +170,11 @@ class SessionCore:
         self.false_barge_ins = 0
         self.caller_speaking = False
         """The caller is speaking now (an utterance is in progress, or the client said so)."""
+        turn_taking = ctx.profile.turn_taking
+        self.echo = EchoGate(
+            margin_db=turn_taking.barge_in_echo_db, window_ms=turn_taking.echo_window_ms
+        )
+        """How loud the agent's own recent output was: the barge-in threshold while it speaks."""
 
     @property
     def locale(self) -> str:

@@ -3,7 +3,9 @@
 * Barge-in: speech heard while the agent holds the turn is watched (the machine's
   ``WATCH_INTERRUPTION``); once it has lasted ``min_interruption_ms`` it is judged on a partial
   transcript, and, unless it is a backchannel ("mm-hmm"), it takes the turn (``INTERRUPTION``).
-  A client's own speech hint takes it at once.
+  Only speech louder than the agent's own voice coming back counts toward that time
+  (:class:`~.echo.EchoGate`, the adaptive threshold while it speaks). A client's own speech
+  hint takes it at once.
 * Partials: after every ``partial_interval_ms`` of new speech (the recogniser's own cadence).
 * Speculation: at a pause, the final transcription starts while the turn's end is still being
   decided, and is reused when no speech followed.
@@ -86,9 +88,13 @@ class Hearing:
                 endpointer.begin(segment.started)
             self.core.fire(Event.SPEECH_STARTED)
         current = self.listener.current
+        if current is not None and segment.grown_ms > 0:
+            # Speech counts toward a barge-in only above the agent's own voice coming back.
+            loud = self.core.echo.over_echo(pcm16, self.core.monotonic())
+            current.loud_ms += segment.grown_ms if loud else 0.0
         if current is not None and current.candidate and not current.judged:
             if (
-                current.voiced_ms >= self.core.ctx.profile.min_interruption_ms
+                current.loud_ms >= self.core.ctx.profile.min_interruption_ms
                 or self.turn_mode != "server_vad"
             ):
                 current.judged = True

@@ -78,6 +78,9 @@ class Utterance:
 
     voiced_ms: float = 0.0
     """Speech heard in this utterance so far (trailing silence excluded)."""
+    loud_ms: float = 0.0
+    """Of that speech, what was louder than the agent's own voice coming back (all of it while
+    the agent is quiet): what counts toward a barge-in."""
     last_voiced_at_ms: float = 0.0
     """Where in :attr:`audio` the speech heard so far last grew: the start of a pause."""
     speculation: Speculation | None = None

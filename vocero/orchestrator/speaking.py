@@ -32,6 +32,7 @@ from vocero.contracts.ports import ClaimAnswer
 from vocero.inference.runner_set import RunnerSet
 from vocero.observability import tracing
 from vocero.orchestrator.context import Timeouts
+from vocero.orchestrator.echo import EchoGate
 from vocero.orchestrator.generation import Generation, UnitRecord
 from vocero.orchestrator.machine import Event, Step
 from vocero.orchestrator.output import OutFrame, OutputChannel
@@ -61,6 +62,7 @@ class SpeakerHost(LedgerHost, Protocol):
     out: OutputChannel
     timeouts: Timeouts
     monotonic: Callable[[], float]
+    echo: EchoGate
 
     def fire(self, event: Event) -> Step: ...
 
@@ -290,6 +292,7 @@ class Speaker:
                     )
                     if not await host.out.data(frame):
                         return
+                    host.echo.played(chunk, host.monotonic())
                     assert audio is not None
                     audio.write(chunk)
                     index += 1
