@@ -12,15 +12,17 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,6 +148,10 @@ class Config:
     folder: Path
     appointments: Appointments
     subjects: dict[str, str] = field(default_factory=dict)
+    script: dict[str, Any] = field(default_factory=lambda: SCRIPT)
+    """The simulator script (default :data:`SCRIPT`)."""
+    profile: dict[str, Any] = field(default_factory=dict)
+    """Fields of the demo profile to change (e.g. ``word_budget``)."""
 
     def write(self, *, server_concurrency: int = 8) -> None:
         profile = yaml.safe_load((REPO_ROOT / "fixtures" / "profiles" / "demo.yaml").read_text())
@@ -153,6 +159,7 @@ class Config:
                                                    "max_concurrency": server_concurrency}}
         profile["tools"] = [t for t in profile["tools"] if t["server"] == "appointments"]
         profile.pop("claims", None)
+        profile.update(self.profile)
         (self.folder / "profiles").mkdir(exist_ok=True)
         (self.folder / "profiles" / "demo.yaml").write_text(yaml.safe_dump(profile))
         callers = []
@@ -163,7 +170,7 @@ class Config:
                             "scopes": ["appointments:read", "appointments:write"],
                             "locale": "en-US", "timezone": "Europe/Madrid"})
         (self.folder / "identities.yaml").write_text(yaml.safe_dump({"callers": callers}))
-        (self.folder / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
+        (self.folder / "script.yaml").write_text(yaml.safe_dump(self.script))
 
     def subject_ref(self, name: str) -> str:
         return Caller(token="x", subject=self.subjects[name], tenant="acme").subject_ref
@@ -216,6 +223,13 @@ class Vocero:
         self.wait_listening()
         self.wait_ready()
         return self
+
+    def rss_mb(self) -> float:
+        """The process's resident memory now (``VmRSS`` of ``/proc``), in MiB."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise AssertionError("no VmRSS")
 
     def get(self, path: str) -> Any:
         request = urllib.request.Request(self.url + path, headers=ADMIN)
@@ -285,13 +299,32 @@ class _Socket:
         return message
 
 
+SMALL_RECEIVE_BUFFER = 4096
+"""Bytes of kernel receive buffer of a :func:`client` with ``small_buffers``."""
+
+
+def _small_buffer_socket(node: Vocero) -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SMALL_RECEIVE_BUFFER)
+    sock.settimeout(15)
+    sock.connect(("127.0.0.1", node.port))
+    return sock
+
+
 @contextmanager
-def client(node: Vocero, token: str, *, resume_token: str = "",
-           timeout_s: float = 30.0) -> Iterator[ProtocolClient]:
-    """A caller on ``node``: connected (or resumed), its frames read with a deadline each."""
+def client(node: Vocero, token: str, *, resume_token: str = "", timeout_s: float = 30.0,
+           small_buffers: bool = False,
+           kind: Callable[[Any], ProtocolClient] = ProtocolClient) -> Iterator[ProtocolClient]:
+    """A caller on ``node``: connected (or resumed), its frames read with a deadline each.
+    ``small_buffers``: a 4 KiB kernel receive buffer and at most two frames queued in the
+    client library, so that a caller who stops reading stops the TCP window within a few
+    frames (the library stops reading the socket while its queue is full). ``kind``: the
+    :class:`ProtocolClient` (sub)class that drives it."""
     url = node.url.replace("http", "ws") + "/v1/realtime"
-    with ws_client.connect(url, open_timeout=15, max_size=2**22) as connection:
-        pc = ProtocolClient(_Socket(connection, timeout_s))  # type: ignore[arg-type]
+    with ws_client.connect(url, open_timeout=15, max_size=2**22,
+                           sock=_small_buffer_socket(node) if small_buffers else None,
+                           max_queue=2 if small_buffers else 16) as connection:
+        pc = kind(_Socket(connection, timeout_s))
         payload = {"token": token} | ({"resume_token": resume_token} if resume_token else {})
         pc.send("session.connect.v1", payload)
         applied = pc.expect("session.configuration_applied.v1")
@@ -344,3 +377,17 @@ class Cluster:
     def stop(self) -> None:
         subprocess.run(["bash", str(PG_SCRIPT), "stop", str(self.folder)], capture_output=True,
                        timeout=120, check=False)
+
+
+@contextmanager
+def own_cluster() -> Iterator[Cluster]:
+    """A running cluster of the test's own, removed afterwards. Its folder is made directly
+    under the system's temporary directory: run as root, the server runs as ``postgres``, which
+    could not reach a folder inside pytest's (private) ``tmp_path``."""
+    cluster = Cluster(Path(tempfile.mkdtemp(prefix="vocero-test-pg-")))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(cluster.folder, ignore_errors=True)

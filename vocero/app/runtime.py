@@ -85,6 +85,9 @@ class Runtime:
     """This process's lease on the store: what it holds (sessions, outbox rows) and renews."""
     store_down: bool = False
     """The last renewal did not reach the store (live sessions are told, see ``_store_lost``)."""
+    store_outage: dict[str, bool] = field(default_factory=dict)
+    """During a store outage, the live sessions told of it, each with whether it has gone
+    ``DEGRADED`` yet."""
     live: dict[str, Session] = field(default_factory=dict)
     released: dict[str, anyio.Event] = field(default_factory=dict)
     """Set once a live session's connection has let go of it (see ``SessionFactory``)."""
@@ -262,24 +265,32 @@ async def open_runtime(
 
 
 async def _store_lost(runtime: Runtime) -> None:
-    """The store stopped answering: every live session says so (``error.v1``
-    ``STORE_UNAVAILABLE``) and is ``DEGRADED`` once idle; writes fail closed meanwhile (nothing
-    is sent without its durable record)."""
-    if runtime.store_down:
-        return
-    runtime.store_down = True
-    log.warning("store.unavailable", sessions=len(runtime.live))
-    for session in list(runtime.live.values()):
-        session.core.error(ErrorCode.STORE_UNAVAILABLE)
-        if session.machine.allows(Event.DEPENDENCY_FAILED):
-            session.core.fire(Event.DEPENDENCY_FAILED)
+    """The store stopped answering (a renewal failed): every live session says so once per
+    outage (``error.v1`` ``STORE_UNAVAILABLE``) and goes ``DEGRADED`` once per outage, as soon
+    as it is idle (one busy answering when the store went away, at a later failed renewal);
+    writes fail closed meanwhile (nothing is sent without its durable record). Speech or a
+    turn takes a degraded session back to listening, as after a recogniser outage."""
+    if not runtime.store_down:
+        runtime.store_down = True
+        log.warning("store.unavailable", sessions=len(runtime.live))
+    outage = runtime.store_outage
+    for session_id, session in list(runtime.live.items()):
+        if outage.get(session_id):
+            continue
+        if session_id not in outage:
+            session.core.error(ErrorCode.STORE_UNAVAILABLE)
+        outage[session_id] = session.machine.allows(Event.DEPENDENCY_FAILED) and (
+            session.core.fire(Event.DEPENDENCY_FAILED).state == "DEGRADED")  # busy: no change
+    for session_id in set(outage) - set(runtime.live):
+        del outage[session_id]
 
 
 def _store_back(runtime: Runtime) -> None:
     runtime.store_down = False
+    runtime.store_outage.clear()
     log.info("store.available", sessions=len(runtime.live))
     for session in list(runtime.live.values()):
-        if session.machine.state == "DEGRADED":
+        if session.machine.state == "DEGRADED" and not session.core.stt_down():
             session.core.fire(Event.DEPENDENCY_RECOVERED)
 
 

@@ -1,0 +1,133 @@
+"""PostgreSQL stopped and started again under a live ``vocero serve`` (a cluster of the test's
+own). While it is down, writes fail closed: a "yes" to a pending reschedule is answered that
+nothing was changed, and no operation exists or reaches the owning service. Every live session is
+told once (``error.v1`` ``STORE_UNAVAILABLE``) and goes ``DEGRADED`` once: an idle one at once,
+one busy answering (a slow listing) once its answer is over. Once the store answers again a
+session still degraded leaves ``DEGRADED`` by itself, turns work, and a confirmed write reaches
+the service exactly once, with its record committed. PostgreSQL only: SQLite is a file."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scaling.support import (
+    Appointments,
+    Cluster,
+    Config,
+    Vocero,
+    ask_to_move,
+    client,
+    own_cluster,
+    say,
+    status_of,
+)
+from tests.support.pg import requires_pg
+from tests.support.wsclient import ProtocolClient
+
+pytestmark = [pytest.mark.slow, requires_pg]
+
+LEASE_TTL_S = 1.5
+"""Renewals every 0.5 s: an outage is noticed within half a second of the store going away."""
+NOTICE_S = 10.0
+"""How long a caller may wait to hear of the outage, or of its end (renewal, reconnection)."""
+SLOW_LIST_MS = 1500
+"""The server takes this long to list: bob's listing is still running when the store goes."""
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    with own_cluster() as own:
+        yield own
+
+
+def state_change(pc: ProtocolClient, *, to: str = "", leaving: str = "") -> dict[str, Any]:
+    payload: dict[str, Any] = pc.expect("session.state.v1", lambda p: (
+        (not to or p["state"] == to) and (not leaving or p["previous"] == leaving)))[
+        "data"]["payload"]
+    return payload
+
+
+def errors(pc: ProtocolClient) -> list[str]:
+    return [e["code"] for e in pc.of_type("error.v1")]
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout_s: float = 10.0) -> Any:
+    """Poll an external process's answer (the fixture server's record) until truthy."""
+    deadline = time.monotonic() + timeout_s
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+    return found
+
+
+def operations(node: Vocero, session_id: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = node.get(f"/v1/operations?session_id={session_id}")["items"]
+    return [op for op in items if op["proposal_id"]]
+
+
+def test_store_restart_mid_call_fails_writes_closed_degrades_and_recovers(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    appointments = Appointments(tmp_path, delays=f"list_appointments={SLOW_LIST_MS}")
+    appointments.start()
+    config = Config(tmp_path, appointments)
+    config.write()
+    node = Vocero(tmp_path, cluster.url, [*config.flags(), "--lease-ttl-s", str(LEASE_TTL_S)])
+    try:
+        node.start()
+        with client(node, "alice-token", timeout_s=NOTICE_S) as alice, \
+                client(node, "bob-token", timeout_s=NOTICE_S) as bob:
+            assert say(alice, "list my appointments")["heard_text"] == "I found your appointments."
+            ask_to_move(alice, "APT-2001")  # a write is read back from what was listed
+            state_change(alice, to="AWAITING_CONFIRMATION")
+            bob.send("input.text.v1", {"text": "list my appointments"})  # busy when it goes
+            wait_for("bob's listing at the server", lambda: len(appointments.calls(
+                "list_appointments")) == 2)
+
+            cluster.stop()
+            # every live session is told at once, with a stable code
+            for each in (alice, bob):
+                told = each.expect("error.v1")["data"]["payload"]
+                assert (told["code"], told["category"], told["retryable"]) == (
+                    "STORE_UNAVAILABLE", "dependency", True)
+            state_change(alice, to="DEGRADED")  # idle: at once
+            assert bob.expect("response.completed.v1")["data"]["payload"]["heard_text"]
+            state_change(bob, to="DEGRADED", leaving="LISTENING")  # busy: once its answer ended
+
+            # a "yes" while the store is down: nothing can be recorded, so nothing is done
+            alice.send("input.text.v1", {"text": "yes"})
+            refused = alice.expect("response.completed.v1")["data"]["payload"]
+            assert "haven't made any change" in refused["heard_text"]
+            assert not [s for s in alice.of_type("tool.status.v1") if s["proposal_id"]]
+            assert appointments.calls("reschedule_appointment") == []
+
+            cluster.start()  # bob, still degraded, comes back by himself
+            assert state_change(bob, leaving="DEGRADED")["state"] == "LISTENING"
+            assert say(bob, "list my appointments")["heard_text"] == "I found your appointments."
+
+            # the same write, asked and confirmed again, now happens, exactly once
+            question = ask_to_move(alice, "APT-2001")
+            alice.send("input.text.v1", {"text": "yes"})
+            committed = status_of(alice, "committed")
+            assert committed["proposal_id"] == question["proposal_id"]
+            assert errors(alice) == ["STORE_UNAVAILABLE"]  # told once, nothing INTERNAL
+            assert errors(bob) == ["STORE_UNAVAILABLE"]
+            states = [p["state"] for p in alice.of_type("session.state.v1")]
+            assert states.count("DEGRADED") == 1  # degraded once per outage
+            [op] = operations(node, alice.session_id)  # no operation row of the refused "yes"
+            assert (op["proposal_id"], op["status"]) == (question["proposal_id"], "committed")
+        writes = appointments.calls("reschedule_appointment")
+        assert [w["meta"]["io.vocero/operation_id"] for w in writes] == [op["operation_id"]]
+        assert set(appointments.receipts()) == {op["operation_id"]}
+        assert appointments.state_data()["appointments"]["APT-2001"]["version"] == 2
+        assert node.process.poll() is None
+        assert [e["sessions"] for e in node.events("store.unavailable")] == [2]
+        assert len(node.events("store.available")) == 1
+    finally:
+        node.stop()
+        appointments.stop()
