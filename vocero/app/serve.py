@@ -57,18 +57,33 @@ def serve(settings: Settings, argv: Sequence[str] = ()) -> int:
         ws_ping_interval=20,
     )
     server = _DrainingServer(config)
-    sockets = [_shared_socket(settings)] if index is not None else None
+    try:
+        sockets = [_listening_socket(settings, shared=index is not None)]
+    except OSError as exc:
+        print(f"vocero: cannot listen on {settings.host}:{settings.port}: {exc}", file=sys.stderr)
+        return 1
     anyio.run(_serve, server, settings, sockets, backend_options=_loop_options())
     return 0
 
 
-def _shared_socket(settings: Settings) -> socket.socket:
-    """A listening socket other workers bind too (``SO_REUSEPORT``: the kernel spreads new
+SEND_BUFFER_BYTES = 64 * 1024
+"""Each connection's kernel send buffer (``SO_SNDBUF``; Linux doubles it for bookkeeping). Left
+to itself, Linux grows it to megabytes for a peer that stops reading: a client that cannot
+report playout would be sent, and hear late, a minute of stale audio. Capped, a stalled
+connection fills it within seconds, the relay's send waits, and the speaker sheds the rest of
+the answer (docs/protocol.md, "A client that stops reading"). Ample for speech and HTTP."""
+
+
+def _listening_socket(settings: Settings, *, shared: bool) -> socket.socket:
+    """The listening socket; every accepted connection inherits its send buffer.
+    ``shared``: other workers bind it too (``SO_REUSEPORT``: the kernel spreads new
     connections over the processes listening on the port)."""
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    if shared:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
     sock.bind((settings.host, settings.port))
     sock.listen(2048)
     sock.setblocking(False)
