@@ -64,6 +64,36 @@ async def test_a_judgement_hears_the_last_8_s_at_16_khz_and_weighs_the_words() -
     assert finished.probability == 0.8
 
 
+async def test_the_verdict_says_when_the_words_read_as_finished() -> None:
+    judge = EndOfTurnJudge(FakeEngine(probability=0.3))
+    await judge.warm_up()
+    asked = "Do I have any appointments coming up?"
+    finished = await judge.judge(bytes(3200), sample_rate=16_000, transcript=asked)
+    assert (finished.probability, finished.words_finished) == (0.3, True)
+    open_ = await judge.judge(bytes(3200), sample_rate=16_000, transcript="Can you help?")
+    assert not open_.words_finished
+    assert not (await judge.judge(bytes(3200), sample_rate=16_000)).words_finished
+
+
+async def test_the_same_audio_of_the_same_utterance_is_heard_once() -> None:
+    engine = FakeEngine(probability=0.6)
+    judge = EndOfTurnJudge(engine)
+    await judge.warm_up()
+    warm_calls = len(engine.heard)
+    audio = bytes(6400)
+    first = await judge.judge(audio, sample_rate=16_000, utterance_id="u1")
+    words = await judge.judge(
+        audio, sample_rate=16_000, transcript="Where is it?", utterance_id="u1"
+    )
+    assert len(engine.heard) == warm_calls + 1, "the words alone changed: no second model run"
+    assert (first.probability, words.probability, words.model_ms) == (0.6, 0.6, 0.0)
+    await judge.judge(audio + bytes(640), sample_rate=16_000, utterance_id="u1")  # more audio
+    await judge.judge(audio, sample_rate=16_000, utterance_id="u2")  # another utterance
+    await judge.judge(audio, sample_rate=16_000)  # no utterance: never cached
+    await judge.judge(audio, sample_rate=16_000)
+    assert len(engine.heard) == warm_calls + 5
+
+
 async def test_a_full_queue_answers_busy_at_once() -> None:
     engine = FakeEngine()
     judge = EndOfTurnJudge(engine, QueueSettings(capacity=1, max_queue=0, deadline_s=1.0))

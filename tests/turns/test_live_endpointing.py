@@ -87,7 +87,8 @@ async def test_a_pause_judged_complete_ends_the_turn_long_before_the_hangover() 
     runners, stt = with_judge(judge, ["what is my order status"])
     async with running(runners) as h:
         metrics = h.session.core.metrics = Observed()
-        await speak(h, tone_frames(400) + silence_frames(140))
+        # 700 ms of speech: past audio_min_speech_ms, so the audio alone may end the turn.
+        await speak(h, tone_frames(700) + silence_frames(140))
         assert finals(h) == [] and judge.calls == []  # 140 ms: not a pause worth judging yet
         await speak(h, silence_frames(20))
         assert await h.until_frame("transcript.final.v1") is not None

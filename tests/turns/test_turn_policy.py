@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace as msgspec_replace
 
 from vocero.contracts.domain import AgentProfile, TurnTaking
 from vocero.contracts.ports import TurnVerdict
@@ -308,3 +309,52 @@ def test_it_always_commits_by_max_silence(trace: list[Step], silent_frames: int)
 @given(traces)
 def test_the_same_trace_gives_the_same_decisions(trace: list[Step]) -> None:
     assert drive(trace).decisions == drive(trace).decisions
+
+
+# ------------------------------------------------------------------- what the words finish
+
+FINISHED_LOW = TurnVerdict(probability=0.2, heard_words=True, words_finished=True)
+
+
+def test_words_that_read_as_finished_commit_at_the_lower_finished_probability() -> None:
+    settings = TurnTaking(complete_probability=0.9, finished_probability=0.15)
+    policy = TurnPolicy(settings)
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    assert policy.verdict(ask.ticket, UNSURE, now_ms=1180) is None
+    again = policy.words(now_ms=1400)
+    assert isinstance(again, AskJudge)
+    commit = policy.verdict(again.ticket, FINISHED_LOW, now_ms=1420)
+    assert commit == Commit(reason="judged", at_ms=1420, speech_end_ms=1000, probability=0.2)
+
+
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        TurnVerdict(probability=0.2, heard_words=True),  # words, but not a finished clause
+        TurnVerdict(probability=0.1, heard_words=True, words_finished=True),  # audio says on
+    ],
+)
+def test_other_words_or_a_doubtful_audio_keep_listening(verdict: TurnVerdict) -> None:
+    settings = TurnTaking(complete_probability=0.9, finished_probability=0.15)
+    policy = TurnPolicy(settings)
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    assert policy.verdict(ask.ticket, verdict, now_ms=1180) is None
+    assert policy.state == "paused"
+
+
+def test_a_short_utterance_is_never_ended_by_the_audio_alone_but_its_words_may() -> None:
+    settings = msgspec_replace(SETTINGS, audio_min_speech_ms=600)
+    policy = TurnPolicy(settings)
+    ask = _ask(_speak_then_listen(policy, speech_ms=300, until_ms=460))  # "Hello," then quiet
+    assert policy.verdict(ask.ticket, TurnVerdict(probability=0.99), now_ms=480) is None
+    assert policy.state == "paused"
+    again = policy.words(now_ms=700)
+    assert isinstance(again, AskJudge)
+    commit = policy.verdict(again.ticket, WORDS_OK, now_ms=720)
+    assert isinstance(commit, Commit) and commit.speech_end_ms == 300
+
+
+def test_an_utterance_long_enough_is_ended_by_the_audio_alone() -> None:
+    policy = TurnPolicy(msgspec_replace(SETTINGS, audio_min_speech_ms=600))
+    ask = _ask(_speak_then_listen(policy, speech_ms=620, until_ms=780))
+    assert isinstance(policy.verdict(ask.ticket, AUDIO, now_ms=800), Commit)

@@ -175,8 +175,14 @@ class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """After a "not finished", the judge is asked again this much later (about new audio)."""
     complete_probability: float = 0.9
     """A judgement that weighed the caller's words ends the turn at this probability or above."""
+    finished_probability: float = 0.15
+    """A judgement whose words read as a finished clause (``TurnVerdict.words_finished``) ends
+    the turn at this probability or above: the audio model's doubt about a finished question."""
     audio_probability: float = 0.97
     """A judgement of the audio alone must reach this; above 1: never (wait for the words)."""
+    audio_min_speech_ms: int = 600
+    """The audio alone never ends an utterance with less speech than this (from its start to its
+    last voiced frame): "Hello," then a pause sounds finished; its words are awaited."""
     max_silence_ms: int = 1600
     """The turn ends after this much silence whatever the judge says."""
     fallback_silence_ms: int = 480

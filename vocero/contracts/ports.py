@@ -181,6 +181,9 @@ class TurnVerdict(msgspec.Struct, frozen=True, kw_only=True):
     """That the caller has finished their turn, from 0 (surely going on) to 1."""
     heard_words: bool = False
     """The judgement weighed a transcript besides the audio."""
+    words_finished: bool = False
+    """That transcript reads as a finished clause: the turn policy may end the turn at a lower
+    probability. (Added by issue #13 with a default: judges that do not weigh words omit it.)"""
     model_ms: float = 0.0
     """Time the judge itself took (its queue wait excluded)."""
 

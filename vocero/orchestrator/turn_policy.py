@@ -5,8 +5,9 @@ verdicts of the judge it asked for, it decides (seed 004 §12.1 endpointing, §1
 
 * at a pause of ``judge_pause_ms``, ask the judge (:class:`AskJudge`);
 * commit (:class:`Commit`) when a verdict says the caller has finished with enough confidence:
-  ``complete_probability`` when the judge weighed the words too, ``audio_probability`` when it
-  heard the audio alone;
+  ``finished_probability`` when the words read as a finished clause, ``complete_probability``
+  when the judge weighed other words too, ``audio_probability`` when it heard the audio alone
+  (never for an utterance with less than ``audio_min_speech_ms`` of speech);
 * otherwise keep listening and ask again ``rejudge_ms`` later if there is more to hear, and at
   once when a transcript of the utterance up to this pause becomes ready
   (:meth:`TurnPolicy.words`). The judge hears at most ``judge_window_ms`` of the silence (an
@@ -109,6 +110,7 @@ class TurnPolicy:
         self.judge_enabled = judge
         self.state: TurnState = "idle"
         self._tickets = 0
+        self._begun_ms = 0.0
         self._reset_utterance(0.0)
 
     def _reset_utterance(self, now_ms: float) -> None:
@@ -127,6 +129,7 @@ class TurnPolicy:
     def begin(self, now_ms: float) -> None:
         """Speech started: a new utterance (the previous one, if any, is forgotten)."""
         self._move("begin")
+        self._begun_ms = now_ms
         self._reset_utterance(now_ms)
 
     def frame(self, now_ms: float, voiced: bool) -> Decision | None:
@@ -165,11 +168,7 @@ class TurnPolicy:
         if ticket != self.pending or self.state != "judging":
             return None
         self.pending = None
-        threshold = (
-            self.settings.complete_probability
-            if verdict.heard_words
-            else self.settings.audio_probability
-        )
+        threshold = self._threshold(verdict)
         if verdict.probability >= threshold:
             return self._commit(now_ms, "judged", verdict.probability)
         self._move("going_on")
@@ -192,6 +191,15 @@ class TurnPolicy:
         return None
 
     # ----------------------------------------------------------------------------- effects
+
+    def _threshold(self, verdict: TurnVerdict) -> float:
+        if verdict.words_finished:
+            return min(self.settings.finished_probability, self.settings.complete_probability)
+        if verdict.heard_words:
+            return self.settings.complete_probability
+        if self.last_voiced_ms - self._begun_ms < self.settings.audio_min_speech_ms:
+            return float("inf")  # too short for the audio alone: wait for the words
+        return self.settings.audio_probability
 
     def _judgement_due(self, now_ms: float) -> bool:
         if self.state == "judging" or self._fallback or now_ms < self._next_due_ms:

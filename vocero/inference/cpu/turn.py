@@ -5,7 +5,8 @@ classifier, int8 ONNX, 8.7 MB, shipped in the ``pipecat-ai`` wheel, which ``scri
 installs without its dependencies: only the ``.onnx`` file is loaded, with onnxruntime; its
 input, Whisper's log-mel features of the last 8 s, is computed in :mod:`.mel`. The model hears
 audio only; a transcript, when the orchestrator has one, caps the probability of a sentence that
-visibly goes on (:func:`vocero.inference.turn.weigh_words`).
+visibly goes on (:func:`vocero.inference.turn.weigh_words`), and the verdict says when it reads
+as finished (:func:`vocero.inference.turn.words_finish`).
 
 A judgement costs tens of ms of CPU and is worth nothing late: the queue is short and its
 deadline a quarter of a second; past it the caller gets ``CapacityError`` and the turn policy
@@ -30,7 +31,7 @@ from vocero.inference.cpu import mel, threads
 from vocero.inference.cpu.audio import Float32, pcm16_to_float, resample
 from vocero.inference.cpu.settings import ModelNotFoundError, QueueSettings
 from vocero.inference.cpu.shell import RunnerShell
-from vocero.inference.turn import weigh_words
+from vocero.inference.turn import weigh_words, words_finish
 
 log = structlog.get_logger(__name__)
 TURN_QUEUE = QueueSettings(capacity=1, max_queue=8, deadline_s=0.25)
@@ -53,6 +54,9 @@ class EndOfTurnJudge(RunnerShell):
     def __init__(self, engine: TurnEngine, queue: QueueSettings = TURN_QUEUE) -> None:
         super().__init__(engine.name, queue)
         self._engine = engine
+        self._last: tuple[str, int, float] | None = None
+        """(utterance, audio bytes, probability) of the last judgement: the policy asks again
+        about the same audio when the pause's transcript arrives, and only the words changed."""
 
     async def warm_up(self) -> None:
         # Turn detection is part of hearing the caller: a judge that cannot start is reported
@@ -72,17 +76,29 @@ class EndOfTurnJudge(RunnerShell):
         locale: str = "en-US",
         utterance_id: str = "",
     ) -> TurnVerdict:
+        probability, model_ms = await self._probability(pcm16, sample_rate, utterance_id)
+        return TurnVerdict(
+            probability=weigh_words(probability, transcript, locale),
+            heard_words=bool(transcript.strip()),
+            words_finished=words_finish(transcript, locale),
+            model_ms=model_ms,
+        )
+
+    async def _probability(
+        self, pcm16: bytes, sample_rate: int, utterance_id: str
+    ) -> tuple[float, float]:
+        last = self._last
+        if utterance_id and last is not None and last[:2] == (utterance_id, len(pcm16)):
+            return last[2], 0.0  # the same audio of the same utterance: the same answer
         keep = mel.WINDOW_S * sample_rate * 2  # only the last 8 s are heard
         audio = resample(pcm16_to_float(pcm16[-keep:]), sample_rate, mel.SAMPLE_RATE)
         async with self._admission.slot(self._queue.deadline_s):
             started = time.perf_counter()
             probability = await threads.run(lambda: self._engine.probability(audio))
             model_ms = (time.perf_counter() - started) * 1000.0
-        return TurnVerdict(
-            probability=weigh_words(probability, transcript, locale),
-            heard_words=bool(transcript.strip()),
-            model_ms=model_ms,
-        )
+        if utterance_id:
+            self._last = (utterance_id, len(pcm16), probability)
+        return probability, model_ms
 
 
 class SmartTurnEngine:
