@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +13,11 @@ from starlette.testclient import WebSocketTestSession
 from starlette.websockets import WebSocketDisconnect
 
 Frame = dict[str, Any]
+
+REPORTS_PER_S = 60
+"""Playout reports this client sends in any second: the relay admits 100 client frames a second
+(SPEC §4), and an answer whose audio is acknowledged as soon as it arrives comes in bursts of
+dozens of deltas within milliseconds (a real client reports as it plays, a few times a second)."""
 
 
 def envelope(name: str, payload: dict[str, Any], *, sequence: int, session_id: str = "") -> str:
@@ -34,6 +41,10 @@ class ProtocolClient:
         self.frames: list[Frame] = []
         self.close_code: int | None = None
         self.auto_playout = True
+        self._reported: deque[float] = deque()
+        self._deferred: dict[str, Any] | None = None
+        """The newest playout report held back by :data:`REPORTS_PER_S`, sent before the next
+        wait for a frame (the server may be waiting for it to finish the answer)."""
 
     # ------------------------------------------------------------------ sending
 
@@ -63,6 +74,9 @@ class ProtocolClient:
     # ---------------------------------------------------------------- receiving
 
     def receive(self) -> Frame:
+        if self._deferred is not None:
+            report, self._deferred = self._deferred, None
+            self._report(report, wait=True)
         try:
             frame: Frame = json.loads(self.ws.receive_text())
         except WebSocketDisconnect as exc:
@@ -71,11 +85,25 @@ class ProtocolClient:
         self.frames.append(frame)
         payload = frame["data"]["payload"]
         if self.auto_playout and frame["type"] == "vocero.response.audio_delta.v1":
-            self.send(
-                "output.playout_progress.v1",
-                {"generation_id": payload["generation_id"], "played_ms": 10**7, "buffered_ms": 0},
+            self._report(
+                {"generation_id": payload["generation_id"], "played_ms": 10**7, "buffered_ms": 0}
             )
         return frame
+
+    def _report(self, report: dict[str, Any], *, wait: bool = False) -> None:
+        """Report everything received as played, within :data:`REPORTS_PER_S`: past it the
+        report is held back (``wait``: sent once the window has room)."""
+        now = time.monotonic()
+        while self._reported and now - self._reported[0] >= 1.0:
+            self._reported.popleft()
+        if len(self._reported) >= REPORTS_PER_S:
+            if not wait:
+                self._deferred = report
+                return
+            time.sleep(max(0.0, self._reported[0] + 1.0 - now))  # rate pacing, not a sync wait
+            self._reported.popleft()
+        self._reported.append(time.monotonic())
+        self.send("output.playout_progress.v1", report)
 
     def expect(
         self, name: str, where: Callable[[dict[str, Any]], bool] = lambda p: True, limit: int = 2000
