@@ -17,8 +17,6 @@ from typing import Any
 
 import pytest
 import yaml
-
-pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import BrowserContext, Page, sync_playwright
 
 REPO = Path(__file__).resolve().parents[2]
@@ -121,7 +119,7 @@ def open_page(tmp_path: Path) -> Iterator[OpenPage]:
     """Launches headless Chromium (fresh profile) and returns a blank page; ``fake_audio`` is a
     WAV file the fake microphone plays, in a loop (without one, Chromium's fake device beeps)."""
     if not Path(CHROMIUM).exists() and shutil.which(CHROMIUM) is None:
-        pytest.skip(f"no Chromium at {CHROMIUM} (set VOCERO_CHROMIUM)")
+        pytest.fail(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set VOCERO_CHROMIUM)")
     contexts: list[BrowserContext] = []
     with sync_playwright() as playwright:
 

@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Page, WebSocketRoute
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 

@@ -24,11 +24,10 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-
-pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Browser, sync_playwright
 
 from tests.support.audio import tone_frames
+from tests.support.polling import wait_for as poll
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -160,11 +159,7 @@ class ConsoleServer:
 
 def until(predicate: Any, what: str, timeout_s: float = 30.0) -> None:
     """Wait for a condition of the other process, polled (it has no event to wait on)."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    poll(what, predicate, timeout_s)
 
 
 @dataclass
@@ -246,7 +241,7 @@ def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists() and shutil.which(CHROMIUM) is None:
-        pytest.skip(f"no Chromium at {CHROMIUM} (set VOCERO_CHROMIUM)")
+        pytest.fail(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set VOCERO_CHROMIUM)")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=CHROMIUM, headless=True,

@@ -20,8 +20,6 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-
-pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Browser, ConsoleMessage, Page, Route
 
 from tests.console.conftest import (

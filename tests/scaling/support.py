@@ -76,7 +76,7 @@ def wait_port(port: int, process: subprocess.Popen[Any], what: str, timeout_s: f
                 return
         except OSError:
             assert time.monotonic() < deadline, f"{what} did not listen"
-            time.sleep(0.05)
+            time.sleep(0.05)  # another process's port: there is no event to wait on
 
 
 # ------------------------------------------------------------------------ the MCP server
@@ -217,7 +217,7 @@ class Vocero:
             except (urllib.error.URLError, OSError):
                 pass
             assert time.monotonic() < deadline, f"not ready: {self.tail()}"
-            time.sleep(0.05)
+            time.sleep(0.05)  # another process's /readyz: there is no event to wait on
 
     def start(self) -> Vocero:
         self.wait_listening()

@@ -8,7 +8,6 @@ the service exactly once, with its record committed. PostgreSQL only: SQLite is 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from tests.scaling.support import (
     status_of,
 )
 from tests.support.pg import requires_pg
+from tests.support.polling import wait_for as poll
 from tests.support.wsclient import ProtocolClient
 
 pytestmark = [pytest.mark.slow, requires_pg]
@@ -57,12 +57,7 @@ def errors(pc: ProtocolClient) -> list[str]:
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout_s: float = 10.0) -> Any:
-    """Poll an external process's answer (the fixture server's record) until truthy."""
-    deadline = time.monotonic() + timeout_s
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-    return found
+    return poll(what, check, timeout_s)
 
 
 def operations(node: Vocero, session_id: str) -> list[dict[str, Any]]:

@@ -8,7 +8,6 @@ the survivor with the token the dead process issued: same session, history as he
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from tests.scaling.support import (
     status_of,
 )
 from tests.support.pg import fresh_db, requires_pg
+from tests.support.polling import wait_for as poll
 
 pytestmark = [pytest.mark.slow, requires_pg]
 
@@ -40,12 +40,7 @@ def db() -> Iterator[str]:
 
 
 def wait_for(what: str, check: Any, timeout_s: float = 30.0) -> Any:
-    """Poll an external process's answer (a server's record, the operator API) until truthy."""
-    deadline = time.monotonic() + timeout_s
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-    return found
+    return poll(what, check, timeout_s)
 
 
 def operation_ids(node: Vocero, session_id: str) -> dict[str, Any]:
