@@ -28,6 +28,7 @@ from playwright.sync_api import Browser, sync_playwright
 
 from tests.support.audio import tone_frames
 from tests.support.polling import wait_for as poll
+from tests.support.processes import stop as stop_process
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -149,12 +150,7 @@ class ConsoleServer:
     def stop(self) -> None:
         if getattr(self, "http", None) is not None:
             self.http.close()
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
 
 def until(predicate: Any, what: str, timeout_s: float = 30.0) -> None:

@@ -33,6 +33,7 @@ import yaml
 from starlette.websockets import WebSocketDisconnect
 from websockets.exceptions import ConnectionClosed
 
+from tests.support.processes import stop as stop_process
 from tests.support.wsclient import ProtocolClient
 from vocero.app.settings import REPO_ROOT
 from vocero.contracts.domain import Caller
@@ -249,13 +250,7 @@ class Vocero:
         return code, time.monotonic() - started
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         if self.process.stdout is not None:
             self.process.stdout.close()
         self._log.close()

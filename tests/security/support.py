@@ -21,6 +21,7 @@ import yaml
 from starlette.datastructures import Address
 
 from tests.conftest import DEMO_SCRIPT
+from tests.support.processes import stop as stop_process
 from tests.support.wsclient import envelope
 from vocero.app.settings import REPO_ROOT, Settings
 from vocero.observability.logging import LogFormat, configure_logging
@@ -167,13 +168,7 @@ class Server:
         self.process.wait(timeout=30)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.process.stdout:
+        stop_process(self.process)
+        if self.process.stdout is not None:
             self.process.stdout.close()
         self._log_file.close()
