@@ -17,6 +17,7 @@ from vocero.speech.forms import (
     spoken_date,
     spoken_quantity,
     spoken_time,
+    warm_locale,
 )
 
 TODAY = date(2026, 12, 1)
@@ -94,3 +95,11 @@ def test_ssml_escaping_keeps_text_as_text() -> None:
         "&lt;speak&gt;&quot;A&quot; &amp; B&lt;/speak&gt;"
     )
     assert neutralise("Fish & chips") == "Fish and chips"
+
+
+def test_warming_a_locale_loads_its_cldr_data_before_any_read_out() -> None:
+    from babel import localedata
+
+    localedata._cache.pop("en_IN", None)  # Babel's own cache of unpickled locales
+    warm_locale("en-IN")
+    assert "en_IN" in localedata._cache, "the first read-out would unpickle it on the loop"

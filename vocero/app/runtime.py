@@ -39,6 +39,7 @@ from vocero.observability.metrics import Metrics
 from vocero.orchestrator.machine import Event
 from vocero.orchestrator.session import Session
 from vocero.policy import ActionPlane, ExecutorSettings
+from vocero.speech.forms import warm_locale
 from vocero.speech.knowledge import KnowledgeTools
 from vocero.store.audit import AuditLog
 from vocero.store.engine import Store, async_url, sqlite_file
@@ -321,12 +322,20 @@ async def _release(node: NodeLease) -> None:
             log.warning("node.release_failed", node_id=node.id)
 
 
+def _warm_locales(locales: list[str]) -> None:
+    for tag in locales:
+        warm_locale(tag)
+
+
 async def _warm_up(runtime: Runtime) -> None:
     """Ready once every runner is warm and every MCP server had its first connection attempt."""
     started = time.monotonic()
     assert runtime.tg is not None
+    locales = sorted({profile.locale for profile in runtime.profiles} | {"en-US"})
     async with anyio.create_task_group() as warming:
         warming.start_soon(runtime.shared_runners.warm_up)
+        # The spoken forms' CLDR data, off the event loop (its first use blocks for ~0.25 s).
+        warming.start_soon(anyio.to_thread.run_sync, _warm_locales, locales)
         if runtime.connections is not None:
             await runtime.tg.start(runtime.connections.run)
     runtime.ready.set()
