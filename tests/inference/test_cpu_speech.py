@@ -8,6 +8,7 @@ from contextlib import aclosing
 
 import anyio
 import anyio.lowlevel
+import numpy as np
 import pytest
 
 from tests.inference import corpus
@@ -15,6 +16,7 @@ from tests.inference.speech import speak_16k, word_errors
 from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
 from vocero.contracts.errors import CapacityError, ErrorCode, VoceroError
 from vocero.contracts.ports import LlmRequest, Message, ToolIntent
+from vocero.inference.cpu.audio import pcm16_to_float
 from vocero.inference.cpu.llm import RoutedLlm
 from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.cpu.stt import SpeechToText, WhisperEngine
@@ -184,6 +186,55 @@ async def test_stt_resamples_other_rates(stt: SpeechToText, piper: PiperEngine) 
     pcm = b"".join(piper.render("Cancel appointment 204.", DEFAULT_VOICE))
     result = await stt.transcribe(pcm, sample_rate=piper.sample_rate, locale="en-US")
     assert word_errors("Cancel appointment 204.", result.text)[0] == 0
+
+
+async def test_a_callers_turn_is_heard_in_a_short_window_as_the_full_one_hears_it(
+    whisper: WhisperEngine, piper: PiperEngine
+) -> None:
+    # The CPU set's runner: no word timings, so a turn under 9 s is encoded in 10 s, not 30.
+    runner = SpeechToText(whisper, QueueSettings(), final_words=False)
+    windowed, fallbacks = whisper.windowed, whisper.fallbacks
+    errors = words = apart = 0
+    texts = corpus.load()["closed_loop"]
+    for text in texts:
+        audio = speak_16k(piper, text)
+        short = await runner.transcribe(audio, sample_rate=16_000, locale="en-US")
+        full = whisper._full(pcm16_to_float(audio), words=False)
+        apart += word_errors(full.text, short.text)[0]
+        e, n = word_errors(text, short.text)
+        errors, words = errors + e, words + n
+        assert short.confidence is not None and 0.0 < short.confidence <= 1.0
+        assert short.words == []
+    assert whisper.windowed - windowed == len(texts) and whisper.fallbacks == fallbacks
+    assert errors / words <= 0.15
+    print(f"\nstt: short window WER {errors / words:.1%}, {apart} words apart from the full one")
+    assert apart <= 2, "the short window hears what the full one hears"
+
+
+async def test_long_audio_and_word_timings_take_the_standard_path(
+    whisper: WhisperEngine, piper: PiperEngine
+) -> None:
+    speech = pcm16_to_float(speak_16k(piper, "Cancel appointment 204."))
+    windowed = whisper.windowed
+    long = np.concatenate([speech, np.zeros(16_000 * 9, dtype=np.float32)])
+    assert "204" in whisper.recognise(long, words=False).text
+    timed = whisper.recognise(speech, words=True)
+    assert timed.words and whisper.windowed == windowed
+
+
+def test_a_doubtful_short_window_result_is_done_again_the_standard_way(
+    whisper: WhisperEngine, piper: PiperEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Looping:
+        def recognise(self, audio: object) -> None:
+            return None  # what a repetition loop or a low log-probability gives
+
+    speech = pcm16_to_float(speak_16k(piper, "Cancel appointment 204."))
+    monkeypatch.setattr(whisper, "_short", Looping())
+    fallbacks = whisper.fallbacks
+    heard = whisper.recognise(speech, words=False)
+    assert whisper.fallbacks == fallbacks + 1
+    assert word_errors("Cancel appointment 204.", heard.text)[0] == 0
 
 
 def test_whisper_engine_is_shared_per_process(whisper: WhisperEngine) -> None:

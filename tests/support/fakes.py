@@ -44,6 +44,8 @@ class FakeStt(SimStt):
         """Recognitions run one at a time, like a model with capacity 1."""
         self.hang_first = False
         """The first recognition never finishes (until cancelled)."""
+        self.held: anyio.Event | None = None
+        """When set to an event, every recognition waits for it (a slow recogniser)."""
 
     def status(self) -> RunnerStatus:
         return RunnerStatus(health=self.health)
@@ -55,6 +57,8 @@ class FakeStt(SimStt):
         async with self.one_at_a_time:
             if self.hang_first and len(self.calls) == 1:
                 await anyio.sleep_forever()
+            if self.held is not None:
+                await self.held.wait()
             if self.fail:
                 self.health = "unavailable"
                 raise RuntimeError("stt crashed")

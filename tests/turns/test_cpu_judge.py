@@ -75,6 +75,27 @@ async def test_the_verdict_says_when_the_words_read_as_finished() -> None:
     assert not (await judge.judge(bytes(3200), sample_rate=16_000)).words_finished
 
 
+async def test_words_that_do_not_vouch_for_an_end_leave_it_to_the_audio() -> None:
+    judge = EndOfTurnJudge(FakeEngine(probability=0.93))
+    await judge.warm_up()
+    audio = bytes(3200)
+    for words, confidence in (("send it first", 0.9), ("It was supposed to rhyme one.", 0.5)):
+        verdict = await judge.judge(
+            audio, sample_rate=16_000, transcript=words, confidence=confidence
+        )
+        assert (verdict.probability, verdict.heard_words, verdict.words_finished) == (
+            0.93,
+            False,
+            False,
+        ), words
+    statement = await judge.judge(
+        audio, sample_rate=16_000, transcript="I'd like to cancel.", confidence=0.9
+    )
+    assert (statement.words_finished, statement.words_question) == (True, False)
+    question = await judge.judge(audio, sample_rate=16_000, transcript="Can I pay by card?")
+    assert (question.words_finished, question.words_question) == (True, True)
+
+
 async def test_the_same_audio_of_the_same_utterance_is_heard_once() -> None:
     engine = FakeEngine(probability=0.6)
     judge = EndOfTurnJudge(engine)

@@ -87,13 +87,12 @@ async def test_a_pause_judged_complete_ends_the_turn_long_before_the_hangover() 
     runners, stt = with_judge(judge, ["what is my order status"])
     async with running(runners) as h:
         metrics = h.session.core.metrics = Observed()
-        # 700 ms of speech: past audio_min_speech_ms, so the audio alone may end the turn.
         await speak(h, tone_frames(700) + silence_frames(140))
         assert finals(h) == [] and judge.calls == []  # 140 ms: not a pause worth judging yet
-        await speak(h, silence_frames(20))
+        await speak(h, silence_frames(20))  # 160 ms: transcribed (at once here), then judged
         assert await h.until_frame("transcript.final.v1") is not None
         assert finals(h) == ["what is my order status"]
-        assert len(judge.calls) == 1 and judge.calls[0].transcript == ""
+        assert [c.transcript for c in judge.calls] == ["what is my order status"]
         assert metrics.values["turn_endpointing_ms"] == [160.0]
         assert len(stt.calls) == 1, "the final reuses the transcription started at the pause"
 
@@ -118,14 +117,33 @@ async def test_a_pause_judged_unfinished_keeps_listening_until_the_caller_goes_o
 
 
 async def test_the_judge_weighs_the_early_transcription_of_the_pause() -> None:
-    # The audio alone (0.5) is not enough; with the words (0.95 >= complete_probability 0.9) it
-    # is: the second judgement must have been asked with the pause's transcript.
+    # A recogniser slower than judge_pause_ms: the audio alone is judged first (0.5, not
+    # enough); with the words (0.95 >= complete_probability 0.9) it is: the second judgement
+    # must have been asked with the pause's transcript, as soon as it was ready.
     judge = SimTurnJudge([[0.5, 0.95]])
     runners, stt = with_judge(judge, ["cancel my appointment"])
+    stt.held = anyio.Event()
     async with running(runners) as h:
-        await speak(h, tone_frames(400) + silence_frames(200))
+        metrics = h.session.core.metrics = Observed()
+        await speak(h, tone_frames(400) + silence_frames(360))
+        assert [c.transcript for c in judge.calls] == [""]  # at judge_pause_ms, 300 ms
+        assert finals(h) == []
+        stt.held.set()
         await h.until_frame("transcript.final.v1")
         assert [c.transcript for c in judge.calls] == ["", "cancel my appointment"]
+        assert metrics.values["turn_endpointing_ms"] == [360.0]
+        assert len(stt.calls) == 1
+
+
+async def test_a_transcript_ready_before_judge_pause_ms_is_the_only_judgement() -> None:
+    judge = SimTurnJudge([[0.95]])
+    runners, stt = with_judge(judge, ["cancel my appointment"])
+    async with running(runners) as h:
+        metrics = h.session.core.metrics = Observed()
+        await speak(h, tone_frames(400) + silence_frames(200))
+        await h.until_frame("transcript.final.v1")
+        assert [c.transcript for c in judge.calls] == ["cancel my appointment"]
+        assert metrics.values["turn_endpointing_ms"] == [160.0]
         assert len(stt.calls) == 1
 
 

@@ -275,7 +275,8 @@ def drive(trace: list[Step], s: TurnTaking = SETTINGS) -> Run:
             asked.append((decision.ticket, last_voiced))
         if isinstance(decision, Commit):
             assert decision.speech_end_ms == last_voiced
-            run.short_commits += decision.at_ms - last_voiced < s.judge_pause_ms
+            least = min(s.judge_pause_ms, s.words_pause_ms)
+            run.short_commits += decision.at_ms - last_voiced < least
         if decision is not None:
             run.decisions.append((step.kind, decision))
     return run
@@ -286,7 +287,7 @@ def drive(trace: list[Step], s: TurnTaking = SETTINGS) -> Run:
 def test_it_never_commits_while_the_caller_speaks(trace: list[Step]) -> None:
     run = drive(trace)
     assert run.voiced_frame_commits == 0
-    assert run.short_commits == 0, "every commit needs at least judge_pause_ms of silence"
+    assert run.short_commits == 0, "every commit needs judge_pause_ms or words_pause_ms of silence"
 
 
 @settings(max_examples=300, deadline=None)
@@ -313,12 +314,19 @@ def test_the_same_trace_gives_the_same_decisions(trace: list[Step]) -> None:
 
 # ------------------------------------------------------------------- what the words finish
 
-FINISHED_LOW = TurnVerdict(probability=0.2, heard_words=True, words_finished=True)
+FINISHED_LOW = TurnVerdict(
+    probability=0.2, heard_words=True, words_finished=True, words_question=True
+)
+FINISHED = TurnTaking(
+    judge_pause_ms=150,
+    complete_probability=0.9,
+    finished_probability=0.15,
+    finished_statement_probability=0.7,
+)
 
 
 def test_words_that_read_as_finished_commit_at_the_lower_finished_probability() -> None:
-    settings = TurnTaking(complete_probability=0.9, finished_probability=0.15)
-    policy = TurnPolicy(settings)
+    policy = TurnPolicy(FINISHED)
     ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
     assert policy.verdict(ask.ticket, UNSURE, now_ms=1180) is None
     again = policy.words(now_ms=1400)
@@ -331,14 +339,69 @@ def test_words_that_read_as_finished_commit_at_the_lower_finished_probability() 
     "verdict",
     [
         TurnVerdict(probability=0.2, heard_words=True),  # words, but not a finished clause
-        TurnVerdict(probability=0.1, heard_words=True, words_finished=True),  # audio says on
+        # the audio says it goes on
+        TurnVerdict(probability=0.1, heard_words=True, words_finished=True, words_question=True),
+        # a finished statement ("I want to change them.") needs more than a question
+        TurnVerdict(probability=0.6, heard_words=True, words_finished=True),
     ],
 )
 def test_other_words_or_a_doubtful_audio_keep_listening(verdict: TurnVerdict) -> None:
-    settings = TurnTaking(complete_probability=0.9, finished_probability=0.15)
-    policy = TurnPolicy(settings)
+    policy = TurnPolicy(FINISHED)
     ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
     assert policy.verdict(ask.ticket, verdict, now_ms=1180) is None
+    assert policy.state == "paused"
+
+
+def test_a_finished_statement_commits_at_the_statement_probability() -> None:
+    policy = TurnPolicy(FINISHED)
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    statement = TurnVerdict(probability=0.75, heard_words=True, words_finished=True)
+    assert isinstance(policy.verdict(ask.ticket, statement, now_ms=1180), Commit)
+
+
+# ------------------------------------------------------------- words before judge_pause_ms
+
+
+def test_words_ready_before_the_pause_is_judged_are_judged_at_once() -> None:
+    policy = TurnPolicy(msgspec_replace(SETTINGS, judge_pause_ms=300))
+    assert _speak_then_listen(policy, speech_ms=1000, until_ms=1240) == []
+    assert policy.state == "speaking"  # 240 ms of silence: not judged on its audio yet
+    ask = policy.words(now_ms=1240)
+    assert isinstance(ask, AskJudge)
+    assert (ask.silence_ms, ask.audio_end_ms) == (240, 1200)  # at most judge_window_ms heard
+    assert policy.state == "judging"
+    commit = policy.verdict(ask.ticket, WORDS_OK, now_ms=1270)
+    assert commit == Commit(reason="judged", at_ms=1270, speech_end_ms=1000, probability=0.6)
+
+
+def test_only_the_words_are_judged_when_they_come_first() -> None:
+    policy = TurnPolicy(msgspec_replace(SETTINGS, judge_pause_ms=300))
+    _speak_then_listen(policy, speech_ms=1000, until_ms=1240)
+    ask = policy.words(now_ms=1240)
+    assert isinstance(ask, AskJudge)
+    assert policy.verdict(ask.ticket, UNSURE, now_ms=1270) is None
+    later = [policy.frame(now, voiced=False) for now in range(1260, 1600, 20)]
+    assert not any(isinstance(d, AskJudge) for d in later), "its audio window was heard"
+
+
+def test_words_ready_too_early_wait_for_words_pause_ms() -> None:
+    policy = TurnPolicy(msgspec_replace(SETTINGS, judge_pause_ms=300, words_pause_ms=150))
+    _speak_then_listen(policy, speech_ms=1000, until_ms=1060)
+    assert policy.words(now_ms=1060) is None  # 60 ms of silence: too soon to judge
+    decisions = [(now, policy.frame(now, voiced=False)) for now in range(1080, 1200, 20)]
+    asks = [(now, d) for now, d in decisions if isinstance(d, AskJudge)]
+    assert [now for now, _ in asks] == [1160], "judged once 150 ms of silence had passed"
+
+
+def test_words_of_a_pause_that_ended_or_under_the_fixed_silence_are_not_judged() -> None:
+    policy = TurnPolicy(msgspec_replace(SETTINGS, judge_pause_ms=300))
+    policy.begin(0)
+    policy.frame(20, voiced=True)
+    assert policy.words(now_ms=20) is None, "the last frame was speech: no pause to judge"
+    assert policy.state == "speaking"
+    ask = _ask([d for now in range(40, 360, 20) if (d := policy.frame(now, voiced=False))])
+    assert policy.failed(ask.ticket, now_ms=340) is None  # busy: the fixed silence decides
+    assert policy.words(now_ms=360) is None
     assert policy.state == "paused"
 
 

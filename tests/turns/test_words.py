@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from vocero.inference.turn import GOING_ON_CAP, weigh_words, words_finish, words_go_on
+from vocero.inference.turn import (
+    GOING_ON_CAP,
+    MIN_CONFIDENCE,
+    is_question,
+    weigh_words,
+    words_finish,
+    words_go_on,
+    words_kind,
+)
 
 
 @pytest.mark.parametrize(
@@ -68,8 +76,11 @@ def test_a_lone_greeting_at_a_pause_goes_on(text: str) -> None:
     assert weigh_words(0.97, text) == GOING_ON_CAP
 
 
-def test_a_greeting_asked_as_a_question_or_followed_by_words_does_not() -> None:
-    assert not words_go_on("Hello?")
+def test_a_greeting_asked_as_a_question_still_goes_on_but_one_followed_by_words_does_not() -> None:
+    # Whisper makes "Hello? Hello?" of "Hello, ..." cut at its pause (measured on bench ttfs);
+    # a caller who only said "Hello?" is answered after max_silence_ms.
+    assert words_go_on("Hello?")
+    assert words_go_on("Hello? Hello?")
     assert not words_go_on("Hello, who am I speaking with?")
 
 
@@ -115,3 +126,48 @@ def test_an_open_short_or_doubtful_transcript_does_not_read_as_finished(text: st
 def test_only_english_words_read_as_finished() -> None:
     assert words_finish("Do I have any appointments coming up?", "en-GB")
     assert not words_finish("¿Tengo alguna cita la semana que viene?", "es-ES")
+
+
+# ------------------------------------------------------------- what the words vouch for
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("", "none"),
+        ("¿Dónde está mi pedido?", "none"),  # a locale whose words are not known
+        ("My order number is", "going_on"),
+        ("Send it to you.", "going_on"),  # Whisper's "you" on "Send it to ..."
+        ("send it to you", "going_on"),
+        ("Can you?", "going_on"),  # "Can you, uh, ... check my order?"
+        ("Could I,", "going_on"),
+        ("book it first", "open"),  # Whisper did not close it
+        ("My post code is SW1", "open"),
+        ("The reference is B4.", "open"),  # a code read out in parts
+        ("The code is four seven.", "open"),
+        ("Yes, that's right.", "closed"),
+        ("I'd like to cancel.", "finished"),
+        ("No, the other one.", "finished"),  # "one" is no digit here
+        ("I need to reschedule for next Friday at 10.", "finished"),  # a time, not a code
+        ("What is the status of order A 123?", "finished"),  # a question may end on a code
+        ("That's all, thank you.", "finished"),
+    ],
+)
+def test_each_transcript_is_sorted_by_what_it_says_of_the_end(text: str, kind: str) -> None:
+    locale = "es-ES" if text.startswith("¿") else "en-US"
+    assert words_kind(text, locale) == kind
+
+
+def test_words_the_recogniser_was_unsure_of_never_vouch_for_the_end() -> None:
+    made_up = "It was supposed to rhyme one."  # "It was supposed to arrive on ..." at 0.63
+    assert words_kind(made_up, confidence=0.9) == "finished"
+    assert words_kind(made_up, confidence=MIN_CONFIDENCE - 0.02) == "open"
+    assert words_kind("I want to change the...", confidence=0.1) == "going_on"
+    assert words_kind("Yes, that's right.", confidence=None) == "closed"
+
+
+def test_questions_are_told_from_statements() -> None:
+    assert is_question("Can I pay by card?")
+    assert is_question("which appointments do I have.")
+    assert not is_question("I'd like to cancel.")
+    assert not is_question("")

@@ -69,6 +69,10 @@ class Turn:
     stages: dict[str, float] = field(default_factory=dict)
     tools: list[str] = field(default_factory=list)
     reply: str = ""
+    ended_at: float = 0.0
+    """``perf_counter`` at the end of the caller's speech."""
+    verdicts: list[str] = field(default_factory=list)
+    """The judge's verdicts, relative to the end of the caller's speech."""
 
 
 def caller_audio(texts: list[str]) -> list[bytes]:
@@ -108,7 +112,7 @@ async def _one_turn(
         # The caller speaks in real time: 20 ms of audio every 20 ms, as a browser sends it.
         await anyio.sleep(max(0.0, started + index * 0.02 - time.perf_counter()))
         session.on_audio(audio[offset : offset + FRAME])
-    ended = time.perf_counter()
+    ended = turn.ended_at = time.perf_counter()
     first_audio: float | None = None
     silence = b"\x00\x00" * (FRAME // 2)
     fed_ms = 0.0
@@ -148,6 +152,11 @@ class PausedTurn:
     commit_after_last_word_ms: float | None
     """The session's commit relative to the end of the caller's last word (negative: it cut
     the caller off); ``None``: it never committed."""
+    last_word_at: float = 0.0
+    """``perf_counter`` at the end of the caller's last word."""
+    verdicts: list[str] = field(default_factory=list)
+    """The judge's verdicts on the way: when, relative to the end of the last word, the words
+    it weighed, its probability."""
 
     @property
     def premature(self) -> bool:
@@ -161,6 +170,9 @@ class JudgeClock:
 
     call_ms: list[float] = field(default_factory=list)
     model_ms: list[float] = field(default_factory=list)
+    trace: list[tuple[float, str]] = field(default_factory=list)
+    """The current clip's verdicts, in order: when (``perf_counter``), what the judge heard and
+    what it said."""
 
     def wrap(self, judge: Callable[..., Awaitable[TurnVerdict]]) -> Callable[..., Any]:
         async def timed(*args: Any, **kwargs: Any) -> TurnVerdict:
@@ -168,6 +180,17 @@ class JudgeClock:
             verdict = await judge(*args, **kwargs)
             self.call_ms.append((time.perf_counter() - started) * 1000.0)
             self.model_ms.append(verdict.model_ms)
+            finished = " finished" if verdict.words_finished else ""
+            words = kwargs.get("transcript", "")
+            confidence = kwargs.get("confidence")
+            sure = f" ({confidence:.2f})" if isinstance(confidence, float) else ""
+            self.trace.append(
+                (
+                    time.perf_counter(),
+                    f"{words!r}{sure}: {verdict.probability:.2f}{finished}, "
+                    f"{self.call_ms[-1]:.0f} ms",
+                )
+            )
             return verdict
 
         return timed
@@ -217,7 +240,7 @@ async def _paused_turn(
             break
     commit = clock.committed_at
     after = None if commit is None else (commit - last_word_at) * 1000.0
-    return PausedTurn(clip.id, clip.label.text, after)
+    return PausedTurn(clip.id, clip.label.text, after, last_word_at)
 
 
 async def run_ttfs(
@@ -249,7 +272,9 @@ async def run_ttfs(
                 audio: bytes = audio,
                 turn: Turn = turn,
             ) -> None:
+                judge_clock.trace = []
                 await _one_turn(session, out, audio, turn, clock)
+                turn.verdicts = _relative(judge_clock.trace, turn.ended_at)
 
             await _session_turn(runtime, caller, profile, spoken_turn)
             turns.append(turn)
@@ -258,7 +283,10 @@ async def run_ttfs(
             async def paused_turn(
                 session: Session, out: OutputChannel, clock: StageClock, clip: Any = clip
             ) -> None:
-                paused.append(await _paused_turn(session, out, clip, clock))
+                judge_clock.trace = []
+                outcome = await _paused_turn(session, out, clip, clock)
+                outcome.verdicts = _relative(judge_clock.trace, outcome.last_word_at)
+                paused.append(outcome)
 
             await _session_turn(runtime, caller, profile, paused_turn)
     report = _report(runners, turns)
@@ -273,6 +301,10 @@ async def run_ttfs(
         "features, model); model: the ONNX run alone. Both off the event loop's thread",
     }
     return report
+
+
+def _relative(trace: list[tuple[float, str]], origin: float) -> list[str]:
+    return [f"{(at - origin) * 1000:+.0f} ms {said}" for at, said in trace]
 
 
 def _choose_turn_rule(runtime: Runtime, rule: str, judge_clock: JudgeClock) -> None:
@@ -303,6 +335,7 @@ def _paused_report(paused: list[PausedTurn]) -> dict[str, Any]:
                 "commit_after_last_word_ms": None
                 if p.commit_after_last_word_ms is None
                 else round(p.commit_after_last_word_ms, 1),
+                "verdicts": p.verdicts,
             }
             for p in paused
         ],
@@ -338,6 +371,7 @@ def _report(runners: str, turns: list[Turn]) -> dict[str, Any]:
                 "tools": len(t.tools),
                 "reply": t.reply.strip()[:120],
                 "end_of_speech_to_audio_ms": round(t.ttfs_ms, 1),
+                "verdicts": t.verdicts,
                 **{f"server_{k}": round(v, 1) for k, v in t.stages.items()},
             }
             for t in turns

@@ -30,7 +30,7 @@ import msgspec
 from vocero.app.stats import percentiles
 from vocero.app.turn_corpus import SAMPLE_RATE, Clip, load_corpus
 from vocero.contracts.domain import TurnTaking
-from vocero.contracts.ports import TurnJudge, TurnVerdict
+from vocero.contracts.ports import Transcription, TurnJudge, TurnVerdict
 from vocero.orchestrator.turn_policy import AskJudge, Commit, Decision, TurnPolicy
 
 FRAME_MS = 20
@@ -78,7 +78,7 @@ class Outcome:
 
 
 class Transcriber(Protocol):
-    def text(self, pcm16: bytes) -> str: ...
+    def heard(self, pcm16: bytes) -> Transcription: ...
 
 
 class Recogniser:
@@ -92,10 +92,10 @@ class Recogniser:
         self._engine = WhisperEngine(stt_model_path(settings), threads=settings.cpu_threads())
         self._engine.load()
 
-    def text(self, pcm16: bytes) -> str:
+    def heard(self, pcm16: bytes) -> Transcription:
         from vocero.inference.cpu.audio import pcm16_to_float
 
-        return self._engine.recognise(pcm16_to_float(pcm16), words=False).text
+        return self._engine.recognise(pcm16_to_float(pcm16), words=False)
 
 
 @dataclass
@@ -107,33 +107,40 @@ class Oracle:
     judge_ms: list[float] = field(default_factory=list)
     stt_ms: list[float] = field(default_factory=list)
     _verdicts: dict[tuple[str, int, str], tuple[TurnVerdict, float]] = field(default_factory=dict)
-    _texts: dict[tuple[str, int], tuple[str, float]] = field(default_factory=dict)
+    _texts: dict[tuple[str, int], tuple[Transcription, float]] = field(default_factory=dict)
 
     async def verdict(
-        self, clip: Clip, start_ms: float, now_ms: float, text: str
+        self, clip: Clip, start_ms: float, now_ms: float, words: Transcription | None
     ) -> tuple[TurnVerdict, float]:
+        text = words.text if words is not None else ""
         key = (clip.id, round(now_ms * 10), text)
         if key not in self._verdicts:
             audio = _slice(clip, start_ms, now_ms)
             started = time.perf_counter()
             verdict = await self.judge.judge(
-                audio, sample_rate=SAMPLE_RATE, transcript=text, utterance_id=clip.id
+                audio,
+                sample_rate=SAMPLE_RATE,
+                transcript=text,
+                confidence=None if words is None else words.confidence,
+                utterance_id=clip.id,
             )
             cost = (time.perf_counter() - started) * 1000.0
             self.judge_ms.append(cost)
             self._verdicts[key] = (verdict, cost)
         return self._verdicts[key]
 
-    async def transcript(self, clip: Clip, start_ms: float, now_ms: float) -> tuple[str, float]:
+    async def transcript(
+        self, clip: Clip, start_ms: float, now_ms: float
+    ) -> tuple[Transcription, float]:
         assert self.recogniser is not None
         key = (clip.id, round(now_ms * 10))
         if key not in self._texts:
             recogniser, audio = self.recogniser, _slice(clip, start_ms, now_ms)
             started = time.perf_counter()
-            text = await anyio.to_thread.run_sync(recogniser.text, audio)
+            heard = await anyio.to_thread.run_sync(recogniser.heard, audio)
             cost = (time.perf_counter() - started) * 1000.0
             self.stt_ms.append(cost)
-            self._texts[key] = (text, cost)
+            self._texts[key] = (heard, cost)
         return self._texts[key]
 
 
@@ -180,7 +187,7 @@ class _Due:
     kind: str = field(compare=False)
     ticket: int = field(compare=False, default=0)
     verdict: TurnVerdict | None = field(compare=False, default=None)
-    text: str = field(compare=False, default="")
+    words: Transcription | None = field(compare=False, default=None)
 
 
 class Replay:
@@ -195,7 +202,7 @@ class Replay:
         self.start_ms = max(0.0, heard.speech_started_ms - PREROLL_MS)
         self.queue: list[_Due] = []
         self.order = 0
-        self.text = ""
+        self.transcript: Transcription | None = None
         self.speculating = False
         self.judgements = 0
 
@@ -218,7 +225,7 @@ class Replay:
                 if commit is not None:
                     return self._outcome(commit)
             if frame.voiced:
-                self.text, self.speculating = "", False
+                self.transcript, self.speculating = None, False
                 self.queue = [d for d in self.queue if d.kind != "words"]
                 heapq.heapify(self.queue)
             commit = await self._act(self.policy.frame(frame.end_ms, frame.voiced), frame.end_ms)
@@ -235,12 +242,12 @@ class Replay:
         if not self.words or self.speculating or silence < SPECULATE_AFTER_MS:
             return
         self.speculating = True
-        text, cost = await self.oracle.transcript(self.heard.clip, self.start_ms, now_ms)
-        self._push(_Due(now_ms + (cost if self.timed else 0.0), 0, "words", text=text))
+        words, cost = await self.oracle.transcript(self.heard.clip, self.start_ms, now_ms)
+        self._push(_Due(now_ms + (cost if self.timed else 0.0), 0, "words", words=words))
 
     async def _deliver(self, due: _Due) -> Commit | None:
         if due.kind == "words":
-            self.text = due.text
+            self.transcript = due.words
             return await self._act(self.policy.words(due.at_ms), due.at_ms)
         assert due.verdict is not None
         return await self._act(self.policy.verdict(due.ticket, due.verdict, due.at_ms), due.at_ms)
@@ -252,7 +259,7 @@ class Replay:
             self.judgements += 1
             clip = self.heard.clip
             verdict, cost = await self.oracle.verdict(
-                clip, self.start_ms, decision.audio_end_ms, self.text
+                clip, self.start_ms, decision.audio_end_ms, self.transcript
             )
             cost = cost if self.timed else 0.0
             self._push(_Due(now_ms + cost, 0, "verdict", decision.ticket, verdict))

@@ -166,8 +166,13 @@ class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """When the caller's turn is over (seed 004 §12.1 endpointing; docs/protocol.md
     "Turn-taking"). Defaults measured with ``vocero bench turns`` on ``fixtures/turns``."""
 
-    judge_pause_ms: int = 150
-    """Silence after speech before the end-of-turn judge is first asked."""
+    judge_pause_ms: int = 300
+    """Silence after speech before the end-of-turn judge is asked about the audio alone, when the
+    early transcript of the pause is not ready by then; once it is, the judge is asked at
+    once (with Whisper tiny.en on two cores, ~270 ms into the pause)."""
+    words_pause_ms: int = 150
+    """The least silence after which the early transcript is judged; words ready sooner wait
+    for it (the session transcribes a pause of 160 ms)."""
     judge_window_ms: int = 200
     """The judge hears at most this much of the silence after the last voiced frame (audio
     turn models learnt turns that end shortly after speech); 0: all of it."""
@@ -176,8 +181,12 @@ class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     complete_probability: float = 0.9
     """A judgement that weighed the caller's words ends the turn at this probability or above."""
     finished_probability: float = 0.15
-    """A judgement whose words read as a finished clause (``TurnVerdict.words_finished``) ends
-    the turn at this probability or above: the audio model's doubt about a finished question."""
+    """A judgement whose words read as a finished question (``TurnVerdict.words_finished`` and
+    ``words_question``) ends the turn at this probability or above: the audio model's doubt
+    about a finished question."""
+    finished_statement_probability: float = 0.7
+    """The same for a finished statement: "I want to change them." is what Whisper makes of "I
+    want to change the ..." cut at a pause, and the audio model's doubt then counts."""
     audio_probability: float = 0.97
     """A judgement of the audio alone must reach this; above 1: never (wait for the words)."""
     audio_min_speech_ms: int = 600

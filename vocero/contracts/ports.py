@@ -72,6 +72,9 @@ class Transcription(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     final: bool = True
     words: list[Word] = []
+    confidence: float | None = None
+    """How sure the recogniser is of ``text``, 0 to 1 (Whisper: the geometric mean of its token
+    probabilities); ``None`` when the engine does not say."""
 
 
 class Stt(Runner, Protocol):
@@ -184,6 +187,8 @@ class TurnVerdict(msgspec.Struct, frozen=True, kw_only=True):
     words_finished: bool = False
     """That transcript reads as a finished clause: the turn policy may end the turn at a lower
     probability. (Added by issue #13 with a default: judges that do not weigh words omit it.)"""
+    words_question: bool = False
+    """That finished clause is a question (the audio model doubts those most)."""
     model_ms: float = 0.0
     """Time the judge itself took (its queue wait excluded)."""
 
@@ -204,10 +209,12 @@ class TurnJudge(Runner, Protocol):
         transcript: str = "",
         locale: str = "en-US",
         utterance_id: str = "",
+        confidence: float | None = None,
     ) -> TurnVerdict:
         """Judge the utterance so far: ``pcm16`` is its audio from speech start (a little
         before) up to now, trailing silence included; ``transcript`` is what the recogniser
-        heard of it, when there is a transcript."""
+        heard of it, when there is a transcript, and ``confidence`` how sure it was
+        (:attr:`Transcription.confidence`)."""
         ...
 
 

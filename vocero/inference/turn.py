@@ -19,6 +19,7 @@ greeting ("Hello,") is a caller about to say why they called: it goes on.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 GOING_ON_CAP = 0.05
 """The highest end-of-turn probability a sentence that visibly goes on may get."""
@@ -52,6 +53,16 @@ _DIGIT_WORDS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 _CLOSED = (".", "?", "!")
+_TIME_WORDS: frozenset[str] = frozenset({"at", "by", "until", "till", "before", "after", "around"})
+_MODALS: frozenset[str] = frozenset({"can", "could", "would", "will", "should", "may", "shall"})
+_PRONOUNS: frozenset[str] = frozenset({"you", "i", "we", "they", "he", "she", "it", "someone"})
+MIN_CONFIDENCE = 0.65
+"""Below this recogniser confidence (Whisper tiny.en: an average token log-probability under
+-0.43) a transcript's words do not vouch for the end of a turn. Measured with Whisper tiny.en
+on the early transcripts of ``fixtures/turns``: the endings it made up for sentences cut at a
+pause ("It was supposed to rhyme one.") scored 0.28-0.63; the spoken requests of ``bench
+ttfs`` 0.70-0.92. Finished corpus clips range from 0.48 to 0.96: those under it are left to
+the audio (docs/protocol.md "Turn-taking")."""
 MIN_FINISHED_WORDS = 4
 """Fewer words than this never read as finished ("Can you help?" at a pause is often the start
 of "Can you help me with ..."; a short answer is left to the audio)."""
@@ -81,14 +92,32 @@ def words_go_on(transcript: str, locale: str = "en-US") -> bool:
         return False
     if text.endswith(_TRAILING):
         return True
-    if text.endswith("?"):
-        return False
     words = _words(text)
     if words and all(word in _GREETINGS for word in words):
-        return True  # "Hello." at a pause: the reason for the call follows
+        return True  # "Hello." or "Hello?" at a pause: the reason for the call follows
+    if _modal_alone(words):
+        return True  # "Can you?", "Could I," at a pause: the verb follows
+    if text.endswith("?"):
+        return False
+    words = _without_trailing_you(words)
     if not words or _stranded_question(words):
         return False
     return words[-1] in _GOES_ON
+
+
+def _modal_alone(words: list[str]) -> bool:
+    """A modal, with at most a pronoun after it: "Can you", "Could I", "Would"."""
+    if not words or len(words) > 2 or words[0] not in _MODALS:
+        return False
+    return len(words) == 1 or words[1] in _PRONOUNS
+
+
+def _without_trailing_you(words: list[str]) -> list[str]:
+    """Whisper ends a sentence cut at a pause with "you" ("Send it to" heard as "Send it to
+    you"): the words before it say whether it goes on. "Thank you" is kept."""
+    if len(words) >= 2 and words[-1] == "you" and words[-2] != "thank":
+        return words[:-1]
+    return words
 
 
 def _stranded_question(words: list[str]) -> bool:
@@ -108,11 +137,63 @@ def words_finish(transcript: str, locale: str = "en-US") -> bool:
     if not text.endswith(_CLOSED) or text.endswith(_TRAILING) or words_go_on(text, locale):
         return False
     words = _words(text)
-    if len(words) < MIN_FINISHED_WORDS or words[-1] in _DIGIT_WORDS:
+    if len(words) < MIN_FINISHED_WORDS:
         return False
-    if any(ch.isdigit() for ch in words[-1]):
+    if not text.endswith("?") and _ends_on_code(words):
         return False  # "The code is 47." may be a code read out in parts: left to the audio
     return not (words[-1] == "you" and words[-2] != "thank")
+
+
+def is_question(transcript: str) -> bool:
+    """Asked as a question: closed with "?", or opened by a question word or an auxiliary
+    (Whisper closes some questions with ".": "which appointments do I have.")."""
+    text = transcript.strip()
+    words = _words(text)
+    return text.endswith("?") or (bool(words) and words[0] in _QUESTION_OPENERS)
+
+
+def _ends_on_code(words: list[str]) -> bool:
+    """The last word is a digit, spelled out or not, or has one in it (a code, a number read
+    out in parts), but not a time ("at ten", "by 3pm") or the pronoun "one" ("the other one")."""
+    last = words[-1]
+    before = words[-2] if len(words) >= 2 else ""
+    if before in _TIME_WORDS:
+        return False
+    if last == "one" and before not in _DIGIT_WORDS and not any(c.isdigit() for c in before):
+        return before in ("is", "number", "code")
+    return last in _DIGIT_WORDS or any(ch.isdigit() for ch in last)
+
+
+WordsKind = Literal["none", "going_on", "open", "closed", "finished"]
+
+
+def words_kind(
+    transcript: str, locale: str = "en-US", confidence: float | None = None
+) -> WordsKind:
+    """What the transcript of an utterance so far says about its end.
+
+    ``none``: no words (or a locale whose words are not known); ``going_on``: it visibly stops
+    mid-sentence (:func:`words_go_on`); ``open``: the words do not vouch for an end, because
+    the recogniser did not close the sentence (Whisper leaves a clause it heard cut off without
+    ".", "?" or "!") or a statement ends on a code or a digit (read out in parts, with pauses);
+    ``finished``: it reads as a finished clause (:func:`words_finish`); ``closed``: any other
+    closed sentence. Words the recogniser was unsure of (``confidence`` below
+    :data:`MIN_CONFIDENCE`) may still say the sentence goes on, but never vouch for its end:
+    on a sentence cut at a pause Whisper often makes up a plausible ending.
+    """
+    text = transcript.strip()
+    if not text or not locale.lower().startswith("en"):
+        return "none"
+    if words_go_on(text, locale):
+        return "going_on"
+    words = _words(text)
+    if not text.endswith(_CLOSED) or not words:
+        return "open"
+    if confidence is not None and confidence < MIN_CONFIDENCE:
+        return "open"
+    if not text.endswith("?") and _ends_on_code(words):
+        return "open"
+    return "finished" if words_finish(text, locale) else "closed"
 
 
 def _words(text: str) -> list[str]:

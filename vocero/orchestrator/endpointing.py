@@ -33,8 +33,9 @@ _BYTES_PER_MS = SAMPLE_RATE * 2 // 1000
 
 CommitSink = Callable[[Utterance, Commit], None]
 """Ends the utterance as a turn; called at most once per utterance."""
-WordsOf = Callable[[Utterance], str]
-"""The transcript of the utterance up to its current pause, or ``""`` when there is none."""
+WordsOf = Callable[[Utterance], tuple[str, float | None]]
+"""The transcript of the utterance up to its current pause and the recogniser's confidence in
+it, or ``("", None)`` when there is none."""
 
 
 class Endpointer:
@@ -88,7 +89,7 @@ class Endpointer:
 
     def words(self, utterance: Utterance) -> None:
         """The early transcription of ``utterance``'s current pause is ready."""
-        if utterance is self.current and self._words_of(utterance):
+        if utterance is self.current and self._words_of(utterance)[0]:
             self._act(utterance, self.policy.words(utterance.duration_ms))
 
     def _act(self, utterance: Utterance, decision: Decision | None) -> None:
@@ -102,13 +103,16 @@ class Endpointer:
                 self._ask, utterance, decision.ticket, audio, self._words_of(utterance)
             )
 
-    async def _ask(self, utterance: Utterance, ticket: int, audio: bytes, words: str) -> None:
+    async def _ask(
+        self, utterance: Utterance, ticket: int, audio: bytes, words: tuple[str, float | None]
+    ) -> None:
         verdict: TurnVerdict | None = None
         try:
             verdict = await self._judge.judge(
                 audio,
                 sample_rate=SAMPLE_RATE,
-                transcript=words,
+                transcript=words[0],
+                confidence=words[1],
                 locale=self._locale,
                 utterance_id=utterance.utterance_id,
             )

@@ -279,9 +279,10 @@ class Hearing:
         )
 
 
-def _words_of(utterance: Utterance) -> str:
-    """The early transcription of the current pause, when it is ready and still current."""
+def _words_of(utterance: Utterance) -> tuple[str, float | None]:
+    """The early transcription of the current pause and its confidence, when it is ready and
+    still current."""
     speculation = utterance.speculation
     if speculation is None or speculation.result is None or not utterance.speculation_holds():
-        return ""
-    return speculation.result.text
+        return "", None
+    return speculation.result.text, speculation.result.confidence

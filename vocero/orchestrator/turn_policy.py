@@ -3,17 +3,19 @@
 Fed, on a clock it is given (ms), whether each frame of the utterance was voiced, and the
 verdicts of the judge it asked for, it decides (seed 004 §12.1 endpointing, §15.2 long pauses):
 
-* at a pause of ``judge_pause_ms``, ask the judge (:class:`AskJudge`);
+* ask the judge (:class:`AskJudge`) as soon as a transcript of the utterance up to this pause
+  is ready (:meth:`TurnPolicy.words`), and at a pause of ``judge_pause_ms`` if none is yet:
+  the words are worth waiting a little for, and one judgement that weighs them costs less
+  than two;
 * commit (:class:`Commit`) when a verdict says the caller has finished with enough confidence:
   ``finished_probability`` when the words read as a finished clause, ``complete_probability``
   when the judge weighed other words too, ``audio_probability`` when it heard the audio alone
   (never for an utterance with less than ``audio_min_speech_ms`` of speech);
 * otherwise keep listening and ask again ``rejudge_ms`` later if there is more to hear, and at
-  once when a transcript of the utterance up to this pause becomes ready
-  (:meth:`TurnPolicy.words`). The judge hears at most ``judge_window_ms`` of the silence (an
-  audio turn model trained on turns cut shortly after speech grows surer with every extra
-  100 ms of silence, mid-sentence too), so once that window is heard only new words are worth
-  a new judgement;
+  once when the transcript becomes ready. The judge hears at most ``judge_window_ms`` of the
+  silence (an audio turn model trained on turns cut shortly after speech grows surer with
+  every extra 100 ms of silence, mid-sentence too), so once that window is heard only new
+  words are worth a new judgement;
 * commit after ``max_silence_ms`` of silence whatever was said, and after
   ``fallback_silence_ms`` when the judge failed or was busy this pause.
 
@@ -53,7 +55,7 @@ TRANSITIONS: dict[tuple[TurnState, TurnEvent], TurnState] = {
     ("judging", "finished"): "committed",
     ("judging", "going_on"): "paused",
     ("judging", "failed"): "paused",
-    ("speaking", "words"): "speaking",
+    ("speaking", "words"): "judging",
     ("paused", "words"): "judging",
     ("judging", "words"): "judging",
 }
@@ -152,15 +154,20 @@ class TurnPolicy:
         return None
 
     def words(self, now_ms: float) -> Decision | None:
-        """A transcript of the utterance up to this pause is ready: judge again with it (the
-        caller passes it with every judgement until speech resumes)."""
-        if self.state in ("idle", "committed", "speaking"):
-            return None  # speaking: the transcript is of a pause that has ended
+        """A transcript of the utterance up to this pause is ready: judge with it at once, the
+        first judgement of the pause if it came before ``judge_pause_ms`` (the caller passes
+        it with every judgement until speech resumes)."""
+        if self.state in ("idle", "committed"):
+            return None
+        if now_ms <= self.last_voiced_ms or self._fallback:
+            return None  # the transcript is of a pause that has ended, or silence decides
         self._words_fresh = True
-        if self.state == "paused" and not self._fallback:
+        if now_ms - self.last_voiced_ms < self.settings.words_pause_ms:
+            return None  # judged once the pause is that long (:meth:`frame`)
+        if self.state in ("speaking", "paused"):
             return self._ask("words", now_ms)
         self._move("words")
-        self._words_waiting = self.state == "judging"
+        self._words_waiting = True
         return None
 
     def verdict(self, ticket: int, verdict: TurnVerdict, now_ms: float) -> Decision | None:
@@ -194,7 +201,12 @@ class TurnPolicy:
 
     def _threshold(self, verdict: TurnVerdict) -> float:
         if verdict.words_finished:
-            return min(self.settings.finished_probability, self.settings.complete_probability)
+            finished = (
+                self.settings.finished_probability
+                if verdict.words_question
+                else self.settings.finished_statement_probability
+            )
+            return min(finished, self.settings.complete_probability)
         if verdict.heard_words:
             return self.settings.complete_probability
         if self.last_voiced_ms - self._begun_ms < self.settings.audio_min_speech_ms:
@@ -202,9 +214,13 @@ class TurnPolicy:
         return self.settings.audio_probability
 
     def _judgement_due(self, now_ms: float) -> bool:
-        if self.state == "judging" or self._fallback or now_ms < self._next_due_ms:
+        if self.state == "judging" or self._fallback:
             return False
-        return self._words_fresh or self._audio_end(now_ms) > self._heard_until_ms
+        if self._words_fresh and now_ms - self.last_voiced_ms >= self.settings.words_pause_ms:
+            return True  # words that came before the pause was long enough to judge them
+        if now_ms < self._next_due_ms:
+            return False
+        return self._audio_end(now_ms) > self._heard_until_ms
 
     def _audio_end(self, now_ms: float) -> float:
         window = self.settings.judge_window_ms

@@ -52,6 +52,7 @@ def build_cpu_runners(
             WhisperEngine(paths["stt"], threads=threads),
             settings.stt,
             partial_interval_ms=settings.stt_partial_ms,
+            final_words=False,
         ),
         llm=RoutedLlm(
             engine,

@@ -11,6 +11,7 @@ utterances (``partial_interval_ms=0``).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Protocol
 
 import numpy as np
@@ -25,6 +26,8 @@ from vocero.inference.cpu.shell import RunnerShell
 
 log = structlog.get_logger(__name__)
 SAMPLE_RATE = 16_000
+LONG_WARM_S = 12.0
+"""Warm-up audio longer than any short window, so the standard path is warm too."""
 
 
 class SttEngine(Protocol):
@@ -41,19 +44,32 @@ class SpeechToText(RunnerShell):
     """The :class:`~vocero.contracts.ports.Stt` port over any :class:`SttEngine`."""
 
     def __init__(
-        self, engine: SttEngine, queue: QueueSettings, *, partial_interval_ms: int = 600
+        self,
+        engine: SttEngine,
+        queue: QueueSettings,
+        *,
+        partial_interval_ms: int = 600,
+        final_words: bool = True,
     ) -> None:
         super().__init__(engine.name, queue)
         self.partial_interval_ms = partial_interval_ms
         self._engine = engine
+        self._final_words = final_words
+        """Ask the engine for word timings in finals. Nothing in Vocero reads them yet; an
+        engine that has them for free (Parakeet) keeps them, Whisper does not: on it they
+        cost the full 30 s window and an alignment pass, most of a final's time on a CPU."""
 
     async def warm_up(self) -> None:
-        # The path a final takes, words included (their alignment is a second model pass whose
-        # first run is slow), on audio long enough to decode a few tokens.
+        # Every path a final may take (a caller's turn, audio too long for a short window,
+        # word timings, whose alignment's first run is slow), on audio long enough to decode.
+        def warm() -> None:
+            self._engine.recognise(_murmur(2.0), words=self._final_words)
+            self._engine.recognise(_murmur(LONG_WARM_S), words=self._final_words)
+
         await self._warm(
             ErrorCode.STT_UNAVAILABLE,
             lambda: threads.run(self._engine.load),
-            lambda: threads.run(lambda: self._engine.recognise(_murmur(2.0), words=True)),
+            lambda: threads.run(warm),
         )
 
     async def transcribe(
@@ -61,8 +77,11 @@ class SpeechToText(RunnerShell):
     ) -> Transcription:
         audio = _prepare(pcm16, sample_rate)
         async with self._admission.slot(self._queue.deadline_s):
-            result = await threads.run(lambda: self._engine.recognise(audio, words=True))
-        return Transcription(text=result.text, final=True, words=result.words)
+            words = self._final_words
+            result = await threads.run(lambda: self._engine.recognise(audio, words=words))
+        return Transcription(
+            text=result.text, final=True, words=result.words, confidence=result.confidence
+        )
 
     async def partial(self, pcm16: bytes, *, sample_rate: int, locale: str) -> Transcription:
         audio = _prepare(pcm16, sample_rate)
@@ -82,22 +101,66 @@ def _murmur(seconds: float) -> Float32:
     return noise * (0.5 + 0.5 * np.sin(2 * np.pi * 4.0 * t)).astype(np.float32)
 
 
-class WhisperEngine:
-    """faster-whisper on a local CTranslate2 Whisper model directory."""
+SHORT_WINDOW_S = 10
+"""Audio up to this long, less :data:`_SHORT_MARGIN_S`, is encoded in a window of this length
+instead of Whisper's 30 s (see :class:`WhisperEngine`)."""
+_SHORT_MARGIN_S = 1.0
+_MAX_COMPRESSION = 2.4
+"""Above this gzip ratio a transcript is a repetition loop (faster-whisper's own threshold)."""
+_MIN_AVG_LOGPROB = -1.0
+_NO_SPEECH = 0.6
 
-    def __init__(self, model_dir: str, *, threads: int, language: str = "en") -> None:
+
+class WhisperEngine:
+    """faster-whisper on a local CTranslate2 Whisper model directory.
+
+    Whisper's encoder always hears 30 s, padded, and on a CPU that encoder is most of the cost:
+    ~300 ms on two cores for tiny.en, whatever the caller said. A caller's turn is a few
+    seconds, so an utterance shorter than :data:`SHORT_WINDOW_S` (less a second of margin) is
+    encoded in a 10 s window, as whisper.cpp's ``audio_ctx`` does, and decoded greedily without
+    timestamps: ~80 ms. A result that looks wrong there (a repetition loop, a low average log
+    probability) is recognised again the standard way, and so is longer audio and any request
+    for word timings, which need the full window's alignment.
+    """
+
+    def __init__(
+        self,
+        model_dir: str,
+        *,
+        threads: int,
+        language: str = "en",
+        short_window_s: int = SHORT_WINDOW_S,
+    ) -> None:
         self.name = "stt.whisper"
         self._model_dir = model_dir
         self._threads = threads
         self._language = language
+        self._short_window_s = short_window_s
         self._model: Any = None
+        self._short: _ShortWindow | None = None
+        self.windowed = 0
+        """Recognitions answered in the short window."""
+        self.fallbacks = 0
+        """Short-window recognitions that were done again the standard way."""
 
     def load(self) -> None:
         self._model = _whisper_model(self._model_dir, self._threads)
+        self._short = _ShortWindow(self._model, self._language, self._short_window_s)
 
     def recognise(self, audio: Float32, *, words: bool) -> Transcription:
         if self._model is None:
             self.load()
+        short = self._short
+        fits = audio.size <= (self._short_window_s - _SHORT_MARGIN_S) * SAMPLE_RATE
+        if short is not None and not words and fits:
+            heard = short.recognise(audio)
+            if heard is not None:
+                self.windowed += 1
+                return heard
+            self.fallbacks += 1
+        return self._full(audio, words=words)
+
+    def _full(self, audio: Float32, *, words: bool) -> Transcription:
         segments, _info = self._model.transcribe(
             audio,
             language=self._language,
@@ -108,8 +171,10 @@ class WhisperEngine:
         )
         parts: list[str] = []
         found: list[Word] = []
+        logprobs: list[float] = []
         for segment in segments:
             parts.append(segment.text.strip())
+            logprobs.append(segment.avg_logprob)
             for w in segment.words or []:
                 found.append(
                     Word(
@@ -118,7 +183,59 @@ class WhisperEngine:
                         end_ms=round(w.end * 1000),
                     )
                 )
-        return Transcription(text=" ".join(p for p in parts if p), words=found)
+        confidence = math.exp(sum(logprobs) / len(logprobs)) if logprobs else None
+        return Transcription(
+            text=" ".join(p for p in parts if p), words=found, confidence=confidence
+        )
+
+
+class _ShortWindow:
+    """Greedy, timestamp-free Whisper over a short encoder window (CTranslate2 directly)."""
+
+    def __init__(self, model: Any, language: str, window_s: int) -> None:
+        from faster_whisper.tokenizer import Tokenizer
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        self._model = model
+        self._frames = window_s * SAMPLE_RATE // model.feature_extractor.hop_length
+        self._tokenizer = Tokenizer(
+            model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=language
+        )
+        self._prompt = [*self._tokenizer.sot_sequence, self._tokenizer.no_timestamps]
+        self._suppress = get_suppressed_tokens(self._tokenizer, (-1,))
+        self._max_length = min(model.max_length, len(self._prompt) + 16 * window_s)
+
+    def recognise(self, audio: Float32) -> Transcription | None:
+        """The transcript, or ``None`` when it must be done again the standard way."""
+        import ctranslate2
+        from faster_whisper.transcribe import get_compression_ratio
+
+        features = self._model.feature_extractor(audio)
+        window = np.zeros((1, features.shape[0], self._frames), dtype=np.float32)
+        heard = min(self._frames, features.shape[-1])
+        window[0, :, :heard] = features[:, :heard]
+        encoded = self._model.model.encode(ctranslate2.StorageView.from_array(window))
+        result = self._model.model.generate(
+            encoded,
+            [self._prompt],
+            beam_size=1,
+            max_length=self._max_length,
+            return_scores=True,
+            return_no_speech_prob=True,
+            suppress_blank=True,
+            suppress_tokens=self._suppress,
+        )[0]
+        tokens = result.sequences_ids[0]
+        avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
+        confidence = math.exp(avg_logprob)
+        if result.no_speech_prob > _NO_SPEECH and avg_logprob < _MIN_AVG_LOGPROB:
+            return Transcription(text="", confidence=confidence)  # Whisper's rule: no speech
+        text = str(self._tokenizer.decode(tokens)).strip()
+        if len(tokens) + len(self._prompt) >= self._max_length:
+            return None  # ran to the end of the window's budget: a loop
+        if get_compression_ratio(text) > _MAX_COMPRESSION or avg_logprob < _MIN_AVG_LOGPROB:
+            return None
+        return Transcription(text=text, confidence=confidence)
 
 
 def _whisper_model(model_dir: str, cpu_threads: int) -> Any:

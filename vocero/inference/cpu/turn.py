@@ -31,7 +31,7 @@ from vocero.inference.cpu import mel, threads
 from vocero.inference.cpu.audio import Float32, pcm16_to_float, resample
 from vocero.inference.cpu.settings import ModelNotFoundError, QueueSettings
 from vocero.inference.cpu.shell import RunnerShell
-from vocero.inference.turn import weigh_words, words_finish
+from vocero.inference.turn import is_question, weigh_words, words_kind
 
 log = structlog.get_logger(__name__)
 TURN_QUEUE = QueueSettings(capacity=1, max_queue=8, deadline_s=0.25)
@@ -75,12 +75,16 @@ class EndOfTurnJudge(RunnerShell):
         transcript: str = "",
         locale: str = "en-US",
         utterance_id: str = "",
+        confidence: float | None = None,
     ) -> TurnVerdict:
         probability, model_ms = await self._probability(pcm16, sample_rate, utterance_id)
+        kind = words_kind(transcript, locale, confidence)
         return TurnVerdict(
             probability=weigh_words(probability, transcript, locale),
-            heard_words=bool(transcript.strip()),
-            words_finished=words_finish(transcript, locale),
+            # Words that do not vouch for an end (``open``) count as none: the audio decides.
+            heard_words=kind in ("going_on", "closed", "finished"),
+            words_finished=kind == "finished",
+            words_question=kind == "finished" and is_question(transcript),
             model_ms=model_ms,
         )
 

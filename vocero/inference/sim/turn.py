@@ -65,6 +65,7 @@ class SimTurnJudge:
         transcript: str = "",
         locale: str = "en-US",
         utterance_id: str = "",
+        confidence: float | None = None,
     ) -> TurnVerdict:
         await anyio.lowlevel.checkpoint()
         if utterance_id != self._utterance_id:
