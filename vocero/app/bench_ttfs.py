@@ -252,7 +252,10 @@ async def run_ttfs(
     spoken = await anyio.to_thread.run_sync(caller_audio, [r["text"] for r in requests])
     clips = await anyio.to_thread.run_sync(lambda: load_corpus(kind="paused", limit=limit))
     workdir = Path(tempfile.mkdtemp(prefix="vocero-ttfs-"))
-    settings = Settings(runners=runners, db=f"sqlite+aiosqlite:///{workdir}/ttfs.db")
+    # As ``serve`` runs: the warm heap frozen out of the garbage collector.
+    settings = Settings(
+        runners=runners, db=f"sqlite+aiosqlite:///{workdir}/ttfs.db", freeze_heap=True
+    )
     turns: list[Turn] = []
     paused: list[PausedTurn] = []
     judge_clock = JudgeClock()

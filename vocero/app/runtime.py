@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -322,6 +323,16 @@ async def _release(node: NodeLease) -> None:
             log.warning("node.release_failed", node_id=node.id)
 
 
+def freeze_heap() -> None:
+    """Collect what is garbage now, then move every object left (the models, the ORM, the
+    locale data) into the collector's permanent generation: later full collections walk only
+    what was allocated since. A full collection of the warm CPU process took 243 ms of event
+    loop (gc callbacks, bench ttfs); objects frozen here that later form garbage cycles are
+    freed by reference counting or not at all, which a long-lived server can afford."""
+    gc.collect()
+    gc.freeze()
+
+
 def _warm_locales(locales: list[str]) -> None:
     for tag in locales:
         warm_locale(tag)
@@ -338,6 +349,8 @@ async def _warm_up(runtime: Runtime) -> None:
         warming.start_soon(anyio.to_thread.run_sync, _warm_locales, locales)
         if runtime.connections is not None:
             await runtime.tg.start(runtime.connections.run)
+    if runtime.settings.freeze_heap:
+        freeze_heap()
     runtime.ready.set()
     log.info(
         "runners.ready",

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import socket
 import sys
@@ -42,7 +43,8 @@ def serve(settings: Settings, argv: Sequence[str] = ()) -> int:
         from vocero.inference.cpu import CpuSettings, check_pins, model_paths
 
         check_pins(model_paths(CpuSettings.from_env()))
-    app = create_app(settings, loaded)
+    # A long-lived server freezes its warm heap out of the garbage collector (Settings).
+    app = create_app(dataclasses.replace(settings, freeze_heap=True), loaded)
     config = uvicorn.Config(
         app,
         host=settings.host,

@@ -62,6 +62,10 @@ class Settings:
     """YAML file of retention periods per data class (docs/operators.md); empty: defaults."""
     purge_every_s: float = 3600.0
     """How often ``serve`` runs the retention purge; 0 turns it off."""
+    freeze_heap: bool = False
+    """Once warm, collect the heap and freeze it out of the cyclic garbage collector (``serve``
+    does): with the models loaded a full collection walks every object the process holds,
+    240 ms with the event loop stopped, in the middle of whatever call was live."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.operator_token, Secret):
