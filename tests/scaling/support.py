@@ -33,6 +33,7 @@ import yaml
 from starlette.websockets import WebSocketDisconnect
 from websockets.exceptions import ConnectionClosed
 
+from tests.support.polling import wait_for
 from tests.support.processes import stop as stop_process
 from tests.support.wsclient import ProtocolClient
 from vocero.app.settings import REPO_ROOT
@@ -69,15 +70,15 @@ def free_port() -> int:
 
 
 def wait_port(port: int, process: subprocess.Popen[Any], what: str, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
+    def listening() -> bool:
         assert process.poll() is None, f"{what} exited"
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
+                return True
         except OSError:
-            assert time.monotonic() < deadline, f"{what} did not listen"
-            time.sleep(0.05)  # another process's port: there is no event to wait on
+            return False
+
+    wait_for(f"{what} to listen", listening, timeout_s)
 
 
 # ------------------------------------------------------------------------ the MCP server
@@ -209,16 +210,15 @@ class Vocero:
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         """``/readyz`` answers 200: runners warm, MCP servers tried (polled with a deadline)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
+
+        def ready() -> bool:
             try:
                 with urllib.request.urlopen(self.url + "/readyz", timeout=2) as response:
-                    if response.status == 200:
-                        return
+                    return bool(response.status == 200)
             except (urllib.error.URLError, OSError):
-                pass
-            assert time.monotonic() < deadline, f"not ready: {self.tail()}"
-            time.sleep(0.05)  # another process's /readyz: there is no event to wait on
+                return False
+
+        wait_for(lambda: f"/readyz: {self.tail()}", ready, timeout_s)
 
     def start(self) -> Vocero:
         self.wait_listening()

@@ -15,10 +15,12 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(what: str, check: Callable[[], T], timeout_s: float = 30.0,
+def wait_for(what: str | Callable[[], str], check: Callable[[], T], timeout_s: float = 30.0,
              every_s: float = 0.05) -> T:
+    """``what`` may be a function: it is asked only on failure (a process's log tail then)."""
     deadline = time.monotonic() + timeout_s
     while not (found := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
         time.sleep(every_s)  # another process's state: there is no event to wait on
     return found

@@ -31,13 +31,12 @@ from vocero.app.stats import percentiles
 from vocero.app.turn_corpus import SAMPLE_RATE, Clip, load_corpus
 from vocero.contracts.domain import TurnTaking
 from vocero.contracts.ports import Transcription, TurnJudge, TurnVerdict
+from vocero.orchestrator.hearing import SPECULATE_AFTER_MS  # when the session transcribes a pause
 from vocero.orchestrator.turn_policy import AskJudge, Commit, Decision, TurnPolicy
 
 FRAME_MS = 20
 PREROLL_MS = 300
 """The listener keeps this much audio from before speech started (``Listener.preroll_ms``)."""
-SPECULATE_AFTER_MS = 160
-"""The session starts its early transcription at a pause this long."""
 HANGOVER_MS = 480
 _SAMPLES_PER_MS = SAMPLE_RATE // 1000
 

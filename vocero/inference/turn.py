@@ -7,13 +7,13 @@ ends on a filler, an article, a preposition, a conjunction or a linking verb, or
 (:data:`GOING_ON_CAP`). A transcript ending in ``?`` is left to the audio: a question may end
 on "for" or "to" ("what is it for?"). Only English words are known; other locales pass through.
 
-Words can also say the sentence is over (:func:`words_finish`): a clause of at least
-:data:`MIN_FINISHED_WORDS` words that the recogniser closed with ".", "?" or "!", whose last word
-does not go on, is no digit, spelled out or not (a code or a list of digits is read out with
-pauses in it), and is not Whisper's habitual "you" on a trailing pause. The audio model, trained
-on prosody alone, often doubts a finished question ("Which appointments do I have?"); the turn
-policy then ends the turn at a lower probability (``TurnTaking.finished_probability``). A lone
-greeting ("Hello,") is a caller about to say why they called: it goes on.
+Words can also say the sentence is over, or say nothing about it: :func:`words_kind` sorts a
+transcript into going on, open (not closed by the recogniser, a statement ending on a code
+read out in parts, or words it was unsure of), closed, and finished (a closed clause of at
+least :data:`MIN_FINISHED_WORDS` words). The audio model, trained on prosody alone, often
+doubts a finished question ("Which appointments do I have?"); the turn policy then ends the
+turn at a lower probability (``TurnTaking.finished_probability``). A lone greeting ("Hello,")
+is a caller about to say why they called: it goes on.
 """
 
 from __future__ import annotations
@@ -112,12 +112,15 @@ def _modal_alone(words: list[str]) -> bool:
     return len(words) == 1 or words[1] in _PRONOUNS
 
 
-def _without_trailing_you(words: list[str]) -> list[str]:
+def _trailing_you(words: list[str]) -> bool:
     """Whisper ends a sentence cut at a pause with "you" ("Send it to" heard as "Send it to
-    you"): the words before it say whether it goes on. "Thank you" is kept."""
-    if len(words) >= 2 and words[-1] == "you" and words[-2] != "thank":
-        return words[:-1]
-    return words
+    you"); "Thank you" is meant."""
+    return len(words) >= 2 and words[-1] == "you" and words[-2] != "thank"
+
+
+def _without_trailing_you(words: list[str]) -> list[str]:
+    """The words before Whisper's trailing "you": they say whether the sentence goes on."""
+    return words[:-1] if _trailing_you(words) else words
 
 
 def _stranded_question(words: list[str]) -> bool:
@@ -130,18 +133,8 @@ def _stranded_question(words: list[str]) -> bool:
 
 
 def words_finish(transcript: str, locale: str = "en-US") -> bool:
-    """The transcript of an utterance so far reads as a finished clause."""
-    text = transcript.strip()
-    if not locale.lower().startswith("en"):
-        return False
-    if not text.endswith(_CLOSED) or text.endswith(_TRAILING) or words_go_on(text, locale):
-        return False
-    words = _words(text)
-    if len(words) < MIN_FINISHED_WORDS:
-        return False
-    if not text.endswith("?") and _ends_on_code(words):
-        return False  # "The code is 47." may be a code read out in parts: left to the audio
-    return not (words[-1] == "you" and words[-2] != "thank")
+    """The transcript of an utterance so far reads as a finished clause (:func:`words_kind`)."""
+    return words_kind(transcript, locale) == "finished"
 
 
 def is_question(transcript: str) -> bool:
@@ -176,10 +169,11 @@ def words_kind(
     mid-sentence (:func:`words_go_on`); ``open``: the words do not vouch for an end, because
     the recogniser did not close the sentence (Whisper leaves a clause it heard cut off without
     ".", "?" or "!") or a statement ends on a code or a digit (read out in parts, with pauses);
-    ``finished``: it reads as a finished clause (:func:`words_finish`); ``closed``: any other
-    closed sentence. Words the recogniser was unsure of (``confidence`` below
-    :data:`MIN_CONFIDENCE`) may still say the sentence goes on, but never vouch for its end:
-    on a sentence cut at a pause Whisper often makes up a plausible ending.
+    ``finished``: a closed clause of at least :data:`MIN_FINISHED_WORDS` words that does not
+    end on Whisper's trailing "you"; ``closed``: any other closed sentence. Words the
+    recogniser was unsure of (``confidence`` below :data:`MIN_CONFIDENCE`) may still say the
+    sentence goes on, but never vouch for its end: on a sentence cut at a pause Whisper often
+    makes up a plausible ending.
     """
     text = transcript.strip()
     if not text or not locale.lower().startswith("en"):
@@ -192,8 +186,10 @@ def words_kind(
     if confidence is not None and confidence < MIN_CONFIDENCE:
         return "open"
     if not text.endswith("?") and _ends_on_code(words):
-        return "open"
-    return "finished" if words_finish(text, locale) else "closed"
+        return "open"  # "The code is 47." may be a code read out in parts: left to the audio
+    if len(words) < MIN_FINISHED_WORDS or _trailing_you(words):
+        return "closed"
+    return "finished"
 
 
 def _words(text: str) -> list[str]:
@@ -202,6 +198,9 @@ def _words(text: str) -> list[str]:
 
 def weigh_words(probability: float, transcript: str, locale: str = "en-US") -> float:
     """The audio model's probability, capped when the words say the sentence goes on."""
-    if words_go_on(transcript, locale):
-        return min(probability, GOING_ON_CAP)
-    return probability
+    return capped(probability, words_kind(transcript, locale))
+
+
+def capped(probability: float, kind: WordsKind) -> float:
+    """:func:`weigh_words` for words already sorted."""
+    return min(probability, GOING_ON_CAP) if kind == "going_on" else probability

@@ -193,8 +193,12 @@ class _ShortWindow:
     """Greedy, timestamp-free Whisper over a short encoder window (CTranslate2 directly)."""
 
     def __init__(self, model: Any, language: str, window_s: int) -> None:
+        import ctranslate2
         from faster_whisper.tokenizer import Tokenizer
-        from faster_whisper.transcribe import get_suppressed_tokens
+        from faster_whisper.transcribe import get_compression_ratio, get_suppressed_tokens
+
+        self._storage = ctranslate2.StorageView.from_array
+        self._compression = get_compression_ratio
 
         self._model = model
         self._frames = window_s * SAMPLE_RATE // model.feature_extractor.hop_length
@@ -207,14 +211,11 @@ class _ShortWindow:
 
     def recognise(self, audio: Float32) -> Transcription | None:
         """The transcript, or ``None`` when it must be done again the standard way."""
-        import ctranslate2
-        from faster_whisper.transcribe import get_compression_ratio
-
         features = self._model.feature_extractor(audio)
         window = np.zeros((1, features.shape[0], self._frames), dtype=np.float32)
         heard = min(self._frames, features.shape[-1])
         window[0, :, :heard] = features[:, :heard]
-        encoded = self._model.model.encode(ctranslate2.StorageView.from_array(window))
+        encoded = self._model.model.encode(self._storage(window))
         result = self._model.model.generate(
             encoded,
             [self._prompt],
@@ -233,7 +234,7 @@ class _ShortWindow:
         text = str(self._tokenizer.decode(tokens)).strip()
         if len(tokens) + len(self._prompt) >= self._max_length:
             return None  # ran to the end of the window's budget: a loop
-        if get_compression_ratio(text) > _MAX_COMPRESSION or avg_logprob < _MIN_AVG_LOGPROB:
+        if self._compression(text) > _MAX_COMPRESSION or avg_logprob < _MIN_AVG_LOGPROB:
             return None
         return Transcription(text=text, confidence=confidence)
 

@@ -5,8 +5,8 @@ classifier, int8 ONNX, 8.7 MB, shipped in the ``pipecat-ai`` wheel, which ``scri
 installs without its dependencies: only the ``.onnx`` file is loaded, with onnxruntime; its
 input, Whisper's log-mel features of the last 8 s, is computed in :mod:`.mel`. The model hears
 audio only; a transcript, when the orchestrator has one, caps the probability of a sentence that
-visibly goes on (:func:`vocero.inference.turn.weigh_words`), and the verdict says when it reads
-as finished (:func:`vocero.inference.turn.words_finish`).
+visibly goes on, and the verdict says when it reads as finished
+(:func:`vocero.inference.turn.words_kind`).
 
 A judgement costs tens of ms of CPU and is worth nothing late: the queue is short and its
 deadline a quarter of a second; past it the caller gets ``CapacityError`` and the turn policy
@@ -31,7 +31,7 @@ from vocero.inference.cpu import mel, threads
 from vocero.inference.cpu.audio import Float32, pcm16_to_float, resample
 from vocero.inference.cpu.settings import ModelNotFoundError, QueueSettings
 from vocero.inference.cpu.shell import RunnerShell
-from vocero.inference.turn import is_question, weigh_words, words_kind
+from vocero.inference.turn import capped, is_question, words_kind
 
 log = structlog.get_logger(__name__)
 TURN_QUEUE = QueueSettings(capacity=1, max_queue=8, deadline_s=0.25)
@@ -78,9 +78,9 @@ class EndOfTurnJudge(RunnerShell):
         confidence: float | None = None,
     ) -> TurnVerdict:
         probability, model_ms = await self._probability(pcm16, sample_rate, utterance_id)
-        kind = words_kind(transcript, locale, confidence)
+        kind = words_kind(transcript, locale, confidence)  # the words are read once
         return TurnVerdict(
-            probability=weigh_words(probability, transcript, locale),
+            probability=capped(probability, kind),
             # Words that do not vouch for an end (``open``) count as none: the audio decides.
             heard_words=kind in ("going_on", "closed", "finished"),
             words_finished=kind == "finished",
