@@ -88,3 +88,44 @@ def test_each_filter_has_unit_area_slaney_normalisation() -> None:
     assert np.allclose(areas, 1.0, atol=0.1)
     assert float(areas.mean()) == pytest.approx(1.0, abs=0.01)
     assert (filters >= 0).all()
+
+
+def test_the_padding_in_front_is_computed_once_and_gives_the_same_features() -> None:
+    """A short utterance's padded frames share one spectrum; computed frame by frame (the
+    reference), every one of them is the same."""
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    for seconds in (0.02, 0.3, 1.0, 7.99):
+        window = mel.standardise(mel.last_window(_speechlike(seconds, 4)))
+        repeated = mel.repeated_leading_frames(window)
+        assert repeated == max(0, (RATE * 8 - round(RATE * seconds) - 201) // 160 + 1)
+        reference = FeatureExtractor(chunk_length=8)(window, padding=0)
+        assert np.abs(mel.log_mel(window) - reference).max() < 1e-4
+    assert mel.repeated_leading_frames(np.zeros(0, dtype=np.float32)) == 0
+    assert mel.repeated_leading_frames(np.zeros(RATE, dtype=np.float32)) == 100
+
+
+def test_the_reused_buffers_carry_nothing_from_one_call_to_the_next() -> None:
+    short, long = _speechlike(1.5, 5), _speechlike(11.0, 6)
+    first = mel.turn_features(short).copy()
+    mel.turn_features(long)
+    mel.log_mel(_speechlike(0.5, 7))  # a different frame count
+    assert np.array_equal(mel.turn_features(short), first)
+
+
+def test_the_reflect_padding_is_numpy_s() -> None:
+    for size in (3, 150, 201, 202, 999, RATE):
+        audio = np.random.default_rng(size).normal(0, 1, size).astype(np.float32)
+        expected = np.pad(audio.astype(np.float64), 200, mode="reflect")
+        assert np.array_equal(mel._workspace.pad(audio), expected)
+
+
+def test_each_worker_thread_has_its_own_scratch_space() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    clips = [_speechlike(seconds, seed) for seed, seconds in enumerate((0.7, 3.0, 8.0, 10.0))]
+    expected = [mel.turn_features(clip).copy() for clip in clips]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            got = list(pool.map(mel.turn_features, clips))
+            assert all(np.array_equal(g, e) for g, e in zip(got, expected, strict=True))
