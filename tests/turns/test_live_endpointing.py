@@ -117,7 +117,7 @@ async def test_a_pause_judged_unfinished_keeps_listening_until_the_caller_goes_o
 
 
 async def test_the_judge_weighs_the_early_transcription_of_the_pause() -> None:
-    # A recogniser slower than judge_pause_ms: the audio alone is judged first (0.5, not
+    # A recogniser slower than words_wait_ms: the audio alone is judged first (0.5, not
     # enough); with the words (0.95 >= complete_probability 0.9) it is: the second judgement
     # must have been asked with the pause's transcript, as soon as it was ready.
     judge = SimTurnJudge([[0.5, 0.95]])
@@ -125,13 +125,42 @@ async def test_the_judge_weighs_the_early_transcription_of_the_pause() -> None:
     stt.held = anyio.Event()
     async with running(runners) as h:
         metrics = h.session.core.metrics = Observed()
-        await speak(h, tone_frames(400) + silence_frames(360))
-        assert [c.transcript for c in judge.calls] == [""]  # at judge_pause_ms, 300 ms
+        await speak(h, tone_frames(400) + silence_frames(380))
+        assert judge.calls == [], "the words are on their way: the audio alone waits for them"
+        await speak(h, silence_frames(40))
+        assert [c.transcript for c in judge.calls] == [""]  # at words_wait_ms, 400 ms
         assert finals(h) == []
         stt.held.set()
         await h.until_frame("transcript.final.v1")
         assert [c.transcript for c in judge.calls] == ["", "cancel my appointment"]
-        assert metrics.values["turn_endpointing_ms"] == [360.0]
+        assert metrics.values["turn_endpointing_ms"] == [420.0]
+        assert len(stt.calls) == 1
+
+
+async def test_words_on_their_way_are_the_pause_s_only_judgement() -> None:
+    # A recogniser slower than judge_pause_ms but in time for words_wait_ms: no judgement of
+    # the audio alone runs alongside it; the one judgement weighs the words.
+    judge = SimTurnJudge([[0.95]])
+    runners, stt = with_judge(judge, ["cancel my appointment"])
+    stt.held = anyio.Event()
+    async with running(runners) as h:
+        metrics = h.session.core.metrics = Observed()
+        await speak(h, tone_frames(400) + silence_frames(340))
+        assert judge.calls == [] and finals(h) == []
+        stt.held.set()
+        await anyio.wait_all_tasks_blocked()
+        await speak(h, silence_frames(20))
+        await h.until_frame("transcript.final.v1")
+        assert [c.transcript for c in judge.calls] == ["cancel my appointment"]
+        assert metrics.values["turn_endpointing_ms"] == [340.0]
+
+
+async def test_an_empty_early_transcript_lets_the_audio_be_judged_at_once() -> None:
+    judge = SimTurnJudge([[0.99]])
+    runners, stt = with_judge(judge, [""])
+    async with running(runners) as h:
+        await speak(h, tone_frames(800) + silence_frames(300))
+        assert [c.transcript for c in judge.calls] == [""]  # judge_pause_ms, not words_wait_ms
         assert len(stt.calls) == 1
 
 
@@ -183,6 +212,22 @@ async def test_a_judge_that_has_not_answered_by_the_fixed_silence_is_late() -> N
         await speak(h, silence_frames(20))
         await h.until_frame("transcript.final.v1")
         assert metrics.values["turn_endpointing_ms"] == [480.0]
+
+
+async def test_a_judgement_put_off_for_the_words_gets_the_same_time_before_it_is_late() -> None:
+    # The words are late (the recogniser is held): the audio alone is asked at words_wait_ms
+    # (400 ms), not 300; it is late only 180 ms later (480 - 300), not at 480 ms.
+    judge = SilentJudge()
+    runners, stt = with_judge(judge, ["I was wondering if you could help me"])
+    stt.held = anyio.Event()
+    async with running(runners) as h:
+        metrics = h.session.core.metrics = Observed()
+        await speak(h, tone_frames(400) + silence_frames(560))
+        assert finals(h) == [] and len(judge.calls) == 1, "not late at the fixed silence"
+        await speak(h, silence_frames(20))
+        stt.held.set()
+        await h.until_frame("transcript.final.v1")
+        assert metrics.values["turn_endpointing_ms"] == [580.0]
 
 
 async def test_a_judge_that_answered_in_the_pause_is_waited_for_again() -> None:

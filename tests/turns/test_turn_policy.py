@@ -198,7 +198,7 @@ def test_the_profile_carries_the_thresholds_with_their_defaults() -> None:
 
 @dataclass
 class Step:
-    kind: str  # frame | verdict | fail | words
+    kind: str  # frame | verdict | fail | words | transcribing | no_words
     gap_ms: int = 20
     voiced: bool = False
     probability: float = 0.0
@@ -223,7 +223,7 @@ steps = st.one_of(
         heard_words=st.booleans(),
         stale=st.booleans(),
     ),
-    st.builds(Step, kind=st.sampled_from(["fail", "words"])),
+    st.builds(Step, kind=st.sampled_from(["fail", "words", "transcribing", "no_words"])),
 )
 traces = st.lists(st.one_of(steps.map(lambda step: [step]), runs), max_size=60).map(
     lambda chunks: [step for chunk in chunks for step in chunk]
@@ -269,6 +269,12 @@ def drive(trace: list[Step], s: TurnTaking = SETTINGS) -> Run:
             decision = policy.failed(asked[-1][0], now)
         elif step.kind == "words":
             decision = policy.words(now)
+        elif step.kind == "transcribing":
+            policy.transcribing()
+            continue
+        elif step.kind == "no_words":
+            policy.no_words()
+            continue
         else:
             continue
         if isinstance(decision, AskJudge):
@@ -421,3 +427,66 @@ def test_an_utterance_long_enough_is_ended_by_the_audio_alone() -> None:
     policy = TurnPolicy(msgspec_replace(SETTINGS, audio_min_speech_ms=600))
     ask = _ask(_speak_then_listen(policy, speech_ms=620, until_ms=780))
     assert isinstance(policy.verdict(ask.ticket, AUDIO, now_ms=800), Commit)
+
+
+# ------------------------------------------------------------- words on their way
+
+
+def _listen(policy: TurnPolicy, start_ms: int, until_ms: int) -> list[tuple[int, Decision]]:
+    """Silent frames from ``start_ms`` to ``until_ms``: the decisions, with their times."""
+    out = []
+    for now in range(start_ms, until_ms + 1, 20):
+        decision = policy.frame(now, voiced=False)
+        if decision is not None:
+            out.append((now, decision))
+    return out
+
+
+WAITING = msgspec_replace(SETTINGS, judge_pause_ms=300, words_wait_ms=400)
+
+
+def test_while_the_words_are_transcribed_the_audio_alone_waits_up_to_words_wait_ms() -> None:
+    policy = TurnPolicy(WAITING)
+    _speak_then_listen(policy, speech_ms=1000, until_ms=1160)
+    policy.transcribing()
+    asks = _listen(policy, 1180, 1500)
+    assert [now for now, d in asks if isinstance(d, AskJudge)] == [1400], "not at 1300"
+
+
+def test_words_on_their_way_are_judged_when_they_come_and_the_audio_is_not() -> None:
+    policy = TurnPolicy(WAITING)
+    _speak_then_listen(policy, speech_ms=1000, until_ms=1160)
+    policy.transcribing()
+    assert _listen(policy, 1180, 1340) == []
+    ask = policy.words(now_ms=1350)
+    assert isinstance(ask, AskJudge) and ask.silence_ms == 350
+    assert policy.verdict(ask.ticket, UNSURE, now_ms=1380) is None  # with words: not enough
+    later = _listen(policy, 1400, 1560)
+    assert later == [], "the audio window was heard with the words"
+
+
+def test_an_empty_transcript_lets_the_audio_be_judged_from_judge_pause_ms() -> None:
+    policy = TurnPolicy(WAITING)
+    _speak_then_listen(policy, speech_ms=1000, until_ms=1160)
+    policy.transcribing()
+    assert _listen(policy, 1180, 1260) == []
+    policy.no_words()
+    asks = _listen(policy, 1280, 1320)
+    assert [now for now, d in asks if isinstance(d, AskJudge)] == [1300]
+
+
+def test_speech_after_the_transcription_began_forgets_it() -> None:
+    policy = TurnPolicy(WAITING)
+    _speak_then_listen(policy, speech_ms=1000, until_ms=1160)
+    policy.transcribing()
+    policy.frame(1180, voiced=True)  # the caller goes on: that transcript is stale
+    asks = _listen(policy, 1200, 1500)
+    assert [now for now, d in asks if isinstance(d, AskJudge)] == [1480]  # 300 ms after 1180
+
+
+def test_transcribing_outside_an_utterance_changes_nothing() -> None:
+    policy = TurnPolicy(WAITING)
+    policy.transcribing()
+    assert policy.state == "idle"
+    asks = _speak_then_listen(policy, speech_ms=1000, until_ms=1300)
+    assert [d.at_ms for d in asks if isinstance(d, AskJudge)] == [1300]

@@ -241,12 +241,16 @@ class Replay:
         if not self.words or self.speculating or silence < SPECULATE_AFTER_MS:
             return
         self.speculating = True
+        self.policy.transcribing()
         words, cost = await self.oracle.transcript(self.heard.clip, self.start_ms, now_ms)
         self._push(_Due(now_ms + (cost if self.timed else 0.0), 0, "words", words=words))
 
     async def _deliver(self, due: _Due) -> Commit | None:
         if due.kind == "words":
             self.transcript = due.words
+            if due.words is None or not due.words.text:
+                self.policy.no_words()  # as a session does with an empty transcript
+                return None
             return await self._act(self.policy.words(due.at_ms), due.at_ms)
         assert due.verdict is not None
         return await self._act(self.policy.verdict(due.ticket, due.verdict, due.at_ms), due.at_ms)

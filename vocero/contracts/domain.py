@@ -167,9 +167,15 @@ class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     "Turn-taking"). Defaults measured with ``vocero bench turns`` on ``fixtures/turns``."""
 
     judge_pause_ms: int = 300
-    """Silence after speech before the end-of-turn judge is asked about the audio alone, when the
-    early transcript of the pause is not ready by then; once it is, the judge is asked at
-    once (with Whisper tiny.en on two cores, ~270 ms into the pause)."""
+    """Silence after speech before the end-of-turn judge is asked about the audio alone, when no
+    early transcript of the pause is ready or on its way; once one is ready, the judge is
+    asked at once (with Whisper tiny.en on two cores, ~270-430 ms into the pause)."""
+    words_wait_ms: int = 400
+    """While the early transcript of the pause is being made, the audio alone is not judged
+    before this much silence: one judgement with the words costs less than two, and one without
+    them would share the cores with the recogniser (on two cores: 50-100 ms a judgement instead
+    of ~30, and the words later too). Keep it well under ``fallback_silence_ms``: a judgement
+    asked then must answer before it."""
     words_pause_ms: int = 150
     """The least silence after which the early transcript is judged; words ready sooner wait
     for it (the session transcribes a pause of 160 ms)."""

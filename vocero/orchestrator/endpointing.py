@@ -9,10 +9,12 @@ of the current pause, once it is ready (:meth:`Endpointer.words`): the two overl
 
 A verdict about an utterance that has ended or moved on (speech resumed, a newer judgement was
 asked) is ignored; a judge that fails (busy, broken) makes the policy fall back to a fixed
-silence for that pause, and so does one that has not answered once in this pause by the time
-that silence has passed (late: the audio arrived faster than it answered, a loaded machine or a
-client that sends its audio in bursts): the turn never waits longer on a judge than the VAD's
-own hangover would have. Nothing here awaits in a handler.
+silence for that pause, and so does one that is late: it has not answered once in this pause by
+the time that silence has passed, nor in the time a judgement asked at ``judge_pause_ms`` has
+until then (the audio arrived faster than it answered: a loaded machine, or a client that sends
+its audio in bursts). A judgement asked at ``judge_pause_ms`` or sooner is late at the VAD's own
+hangover; one the policy put off while the words were transcribed gets the same time from its
+asking, not less. Nothing here awaits in a handler.
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ class Endpointer:
         self._locale = locale
         self.policy = TurnPolicy(settings)
         self._fallback_ms = settings.fallback_silence_ms
+        self._late_ms = max(0, settings.fallback_silence_ms - settings.judge_pause_ms)
+        """How long a judgement may take before it is late (once the fixed silence has passed)."""
+        self._asked_ms = 0.0
         self.current: Utterance | None = None
         self.judgements = 0
         self._answered = False
@@ -82,15 +87,25 @@ class Endpointer:
             policy.pending is not None
             and not self._answered
             and now - policy.last_voiced_ms >= self._fallback_ms
+            and now - self._asked_ms >= self._late_ms
         ):
             self._act(utterance, policy.failed(policy.pending, now))  # late: the fixed silence
             return
         self._act(utterance, policy.frame(now, voiced))
 
+    def transcribing(self, utterance: Utterance) -> None:
+        """The early transcription of ``utterance``'s current pause has started."""
+        if utterance is self.current:
+            self.policy.transcribing()
+
     def words(self, utterance: Utterance) -> None:
-        """The early transcription of ``utterance``'s current pause is ready."""
-        if utterance is self.current and self._words_of(utterance)[0]:
+        """The early transcription of ``utterance``'s current pause is ready (or failed)."""
+        if utterance is not self.current:
+            return
+        if self._words_of(utterance)[0]:
             self._act(utterance, self.policy.words(utterance.duration_ms))
+        else:
+            self.policy.no_words()
 
     def _act(self, utterance: Utterance, decision: Decision | None) -> None:
         if isinstance(decision, Commit):
@@ -98,6 +113,7 @@ class Endpointer:
             self._on_commit(utterance, decision)
         elif isinstance(decision, AskJudge):
             self.judgements += 1
+            self._asked_ms = decision.at_ms
             audio = bytes(utterance.audio[: round(decision.audio_end_ms) * _BYTES_PER_MS])
             self._tg.start_soon(
                 self._ask, utterance, decision.ticket, audio, self._words_of(utterance)

@@ -238,6 +238,8 @@ class Hearing:
         speculation = Speculation(voiced_ms=utterance.voiced_ms)
         utterance.speculation = speculation
         self._tg.start_soon(self._speculate, speculation, bytes(utterance.audio), utterance)
+        if self.endpointer is not None:
+            self.endpointer.transcribing(utterance)
 
     async def _speculate(
         self, speculation: Speculation, audio: bytes, utterance: Utterance

@@ -4,9 +4,11 @@ Fed, on a clock it is given (ms), whether each frame of the utterance was voiced
 verdicts of the judge it asked for, it decides (seed 004 §12.1 endpointing, §15.2 long pauses):
 
 * ask the judge (:class:`AskJudge`) as soon as a transcript of the utterance up to this pause
-  is ready (:meth:`TurnPolicy.words`), and at a pause of ``judge_pause_ms`` if none is yet:
-  the words are worth waiting a little for, and one judgement that weighs them costs less
-  than two;
+  is ready (:meth:`TurnPolicy.words`), and at a pause of ``judge_pause_ms`` if none is yet,
+  or ``words_wait_ms`` if one is on its way (:meth:`TurnPolicy.transcribing`): the words are
+  worth waiting a little for, one judgement that weighs them costs less than two, and a
+  judgement of the audio alone made while they are transcribed shares the cores with the
+  recogniser and slows both;
 * commit (:class:`Commit`) when a verdict says the caller has finished with enough confidence:
   ``finished_probability`` when the words read as a finished clause, ``complete_probability``
   when the judge weighed other words too, ``audio_probability`` when it heard the audio alone
@@ -125,6 +127,7 @@ class TurnPolicy:
         self._fallback = not self.judge_enabled
         self._words_fresh = False
         self._words_waiting = False
+        self._words_coming = False
 
     # ------------------------------------------------------------------------------ inputs
 
@@ -153,6 +156,18 @@ class TurnPolicy:
         self._move("quiet")
         return None
 
+    def transcribing(self) -> None:
+        """A transcript of the utterance up to this pause is being made: until it is ready
+        (:meth:`words`, :meth:`no_words`) or ``words_wait_ms`` of silence, the audio alone is
+        not judged."""
+        if self.state not in ("idle", "committed"):
+            self._words_coming = True
+
+    def no_words(self) -> None:
+        """The transcript of this pause came back empty, or failed: the audio alone is judged
+        again from ``judge_pause_ms``."""
+        self._words_coming = False
+
     def words(self, now_ms: float) -> Decision | None:
         """A transcript of the utterance up to this pause is ready: judge with it at once, the
         first judgement of the pause if it came before ``judge_pause_ms`` (the caller passes
@@ -161,6 +176,7 @@ class TurnPolicy:
             return None
         if now_ms <= self.last_voiced_ms or self._fallback:
             return None  # the transcript is of a pause that has ended, or silence decides
+        self._words_coming = False
         self._words_fresh = True
         if now_ms - self.last_voiced_ms < self.settings.words_pause_ms:
             return None  # judged once the pause is that long (:meth:`frame`)
@@ -220,6 +236,8 @@ class TurnPolicy:
             return True  # words that came before the pause was long enough to judge them
         if now_ms < self._next_due_ms:
             return False
+        if self._words_coming and now_ms - self.last_voiced_ms < self.settings.words_wait_ms:
+            return False  # the words are on their way: judged with them
         return self._audio_end(now_ms) > self._heard_until_ms
 
     def _audio_end(self, now_ms: float) -> float:
