@@ -188,6 +188,17 @@ async def test_smart_turn_tells_finished_callers_from_paused_ones(
 
 
 @pytest.mark.models
+def test_the_model_s_threads_spin_only_while_it_runs(smart_turn: SmartTurnEngine) -> None:
+    """Spinning between the model's operators, stopped when a judgement returns: the cores are
+    the recogniser's again the moment the verdict is out."""
+    smart_turn.load()
+    options = smart_turn._session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "1"
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
+    assert options.intra_op_num_threads == CpuSettings.from_env().cpu_threads()
+
+
+@pytest.mark.models
 async def test_the_cpu_set_carries_the_judge_and_warms_it(smart_turn: SmartTurnEngine) -> None:
     runners = build_cpu_runners(CpuSettings.from_env({}))
     assert isinstance(runners.turn, EndOfTurnJudge)

@@ -127,9 +127,12 @@ class SmartTurnEngine:
         options.inter_op_num_threads = 1
         options.intra_op_num_threads = self._threads
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-        # No busy-waiting between judgements: on two cores the recogniser runs at the same
-        # pause, and spinning threads would take its cores.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # The pool's threads spin between the model's ~200 operators while a judgement runs
+        # (woken from sleep for each, a judgement after a quiet moment took ~44 ms, not ~32),
+        # and stop the moment it returns: left spinning, they took the recogniser's cores
+        # (Whisper right after a judgement: ~167 ms, not ~134).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1")
+        options.add_session_config_entry("session.force_spinning_stop", "1")
         options.log_severity_level = 4
         return onnxruntime.InferenceSession(
             self.model_path, providers=["CPUExecutionProvider"], sess_options=options
