@@ -7,9 +7,8 @@ import pytest
 from vocero.inference.turn import (
     GOING_ON_CAP,
     MIN_CONFIDENCE,
+    capped,
     is_question,
-    weigh_words,
-    words_finish,
     words_go_on,
     words_kind,
 )
@@ -56,10 +55,10 @@ def test_only_english_words_are_known() -> None:
 
 
 def test_going_on_caps_the_probability_and_nothing_else_changes_it() -> None:
-    assert weigh_words(0.99, "my order number is") == GOING_ON_CAP
-    assert weigh_words(0.01, "my order number is") == 0.01
-    assert weigh_words(0.42, "Where is my order?") == 0.42
-    assert weigh_words(0.42, "") == 0.42
+    assert capped(0.99, words_kind("my order number is")) == GOING_ON_CAP
+    assert capped(0.01, words_kind("my order number is")) == 0.01
+    assert capped(0.42, words_kind("Where is my order?")) == 0.42
+    assert capped(0.42, words_kind("")) == 0.42
 
 
 @pytest.mark.parametrize(
@@ -73,7 +72,7 @@ def test_going_on_caps_the_probability_and_nothing_else_changes_it() -> None:
 )
 def test_a_lone_greeting_at_a_pause_goes_on(text: str) -> None:
     assert words_go_on(text)
-    assert weigh_words(0.97, text) == GOING_ON_CAP
+    assert capped(0.97, words_kind(text)) == GOING_ON_CAP
 
 
 def test_a_greeting_asked_as_a_question_still_goes_on_but_one_followed_by_words_does_not() -> None:
@@ -97,7 +96,7 @@ def test_a_greeting_asked_as_a_question_still_goes_on_but_one_followed_by_words_
     ],
 )
 def test_a_closed_clause_of_four_words_or_more_reads_as_finished(text: str) -> None:
-    assert words_finish(text)
+    assert words_kind(text) == "finished"
     assert not words_go_on(text)
 
 
@@ -120,12 +119,12 @@ def test_a_closed_clause_of_four_words_or_more_reads_as_finished(text: str) -> N
     ],
 )
 def test_an_open_short_or_doubtful_transcript_does_not_read_as_finished(text: str) -> None:
-    assert not words_finish(text)
+    assert words_kind(text) != "finished"
 
 
 def test_only_english_words_read_as_finished() -> None:
-    assert words_finish("Do I have any appointments coming up?", "en-GB")
-    assert not words_finish("¿Tengo alguna cita la semana que viene?", "es-ES")
+    assert words_kind("Do I have any appointments coming up?", "en-GB") == "finished"
+    assert words_kind("¿Tengo alguna cita la semana que viene?", "es-ES") != "finished"
 
 
 # ------------------------------------------------------------- what the words vouch for

@@ -174,8 +174,8 @@ class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """While the early transcript of the pause is being made, the audio alone is not judged
     before this much silence: one judgement with the words costs less than two, and one without
     them would share the cores with the recogniser (on two cores: 50-100 ms a judgement instead
-    of ~30, and the words later too). Keep it well under ``fallback_silence_ms``: a judgement
-    asked then must answer before it."""
+    of ~30, and the words later too). A judgement put off so has as long to answer, from its
+    asking, as one asked at ``judge_pause_ms`` (``fallback_silence_ms - judge_pause_ms``)."""
     words_pause_ms: int = 150
     """The least silence after which the early transcript is judged; words ready sooner wait
     for it (the session transcribes a pause of 160 ms)."""

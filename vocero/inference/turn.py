@@ -132,11 +132,6 @@ def _stranded_question(words: list[str]) -> bool:
     )
 
 
-def words_finish(transcript: str, locale: str = "en-US") -> bool:
-    """The transcript of an utterance so far reads as a finished clause (:func:`words_kind`)."""
-    return words_kind(transcript, locale) == "finished"
-
-
 def is_question(transcript: str) -> bool:
     """Asked as a question: closed with "?", or opened by a question word or an auxiliary
     (Whisper closes some questions with ".": "which appointments do I have.")."""
@@ -196,11 +191,6 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower().replace("\u2019", "'"))
 
 
-def weigh_words(probability: float, transcript: str, locale: str = "en-US") -> float:
-    """The audio model's probability, capped when the words say the sentence goes on."""
-    return capped(probability, words_kind(transcript, locale))
-
-
 def capped(probability: float, kind: WordsKind) -> float:
-    """:func:`weigh_words` for words already sorted."""
+    """The audio model's probability, capped when the words say the sentence goes on."""
     return min(probability, GOING_ON_CAP) if kind == "going_on" else probability

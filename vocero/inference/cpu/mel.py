@@ -140,10 +140,9 @@ def repeated_leading_frames(audio: Float32) -> int:
     short utterance): their spectra are one and the same."""
     if audio.size == 0:
         return 0
-    differs = audio != audio[0]
-    if not differs.any():
+    constant = int(np.argmax(audio != audio[0]))  # 0: no sample differs from the first
+    if constant == 0:
         return audio.size // HOP  # the mirrored end is audio[0] too
-    constant = int(np.argmax(differs))
     # Frame i covers samples [i*HOP - N_FFT/2, i*HOP + N_FFT/2), the ones before 0 mirrored
     # from 1 .. N_FFT/2: it is all audio[0] when i*HOP + N_FFT/2 + 1 <= constant.
     reach = N_FFT // 2 + 1
@@ -200,8 +199,9 @@ def log_mel(audio: Float32) -> Float32:
     np.maximum(log_spec, _LOG_FLOOR, out=log_spec)
     np.log10(log_spec, out=log_spec)
     np.maximum(log_spec, log_spec.max() - _DYNAMIC_RANGE, out=log_spec)
+    np.add(log_spec, 4.0, out=log_spec)
     features = np.empty(log_spec.shape, dtype=np.float32)
-    np.divide(log_spec + 4.0, 4.0, out=features, casting="same_kind")
+    np.divide(log_spec, 4.0, out=features, casting="same_kind")
     return features
 
 
