@@ -116,6 +116,18 @@ def test_store_restart_mid_call_fails_writes_closed_degrades_and_recovers(
             assert states.count("DEGRADED") == 1  # degraded once per outage
             [op] = operations(node, alice.session_id)  # no operation row of the refused "yes"
             assert (op["proposal_id"], op["status"]) == (question["proposal_id"], "committed")
+            # what was said while the store was away is on record, in order, once
+            told = [(h["role"], h["text"]) for h in node.get(
+                f"/v1/sessions/{alice.session_id}")["history"]]
+            refusal = refused["heard_text"]
+            assert told.count(("user", "yes")) == 2 and told.count(("assistant", refusal)) == 1
+            during = told.index(("assistant", refusal))
+            assert told[during - 1] == ("user", "yes")  # the "yes" the store did not see at once
+            assert told[during + 1][0] == "user"  # the move asked again after the store came back
+            bob_told = [(h["role"], h["text"]) for h in node.get(
+                f"/v1/sessions/{bob.session_id}")["history"]]
+            # one answered in the outage, one after
+            assert bob_told.count(("assistant", "I found your appointments.")) == 2
         writes = appointments.calls("reschedule_appointment")
         assert [w["meta"]["io.vocero/operation_id"] for w in writes] == [op["operation_id"]]
         assert set(appointments.receipts()) == {op["operation_id"]}
@@ -123,6 +135,9 @@ def test_store_restart_mid_call_fails_writes_closed_degrades_and_recovers(
         assert node.process.poll() is None
         assert [e["sessions"] for e in node.events("store.unavailable")] == [2]
         assert len(node.events("store.available")) == 1
+        assert node.events("recorder.store_unreachable")  # the writes were kept, then applied
+        assert not node.events("recorder.write_failed")
+        assert not node.events("recorder.write_abandoned")
     finally:
         node.stop()
         appointments.stop()

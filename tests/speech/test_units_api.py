@@ -103,7 +103,7 @@ async def test_the_recorder_writes_units_and_their_audio_in_order(tmp_path: Path
                                            subject_ref="s", profile_id="demo",
                                            profile_version="1")
         drops: list[int] = []
-        recorder = StoreRecorder(conversations, lambda: drops.append(1),
+        recorder = StoreRecorder(conversations, lambda _reason: drops.append(1),
                                  units=UnitRepository(store))
         [unit] = planner().claims(["returns.opened"])
         async with anyio.create_task_group() as tg:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
+import asyncpg.exceptions as asyncpg_errors
 import pytest
 import sqlalchemy as sa
 
 from vocero.store import Store, create_engine
-from vocero.store.engine import async_url, sqlite_file
+from vocero.store.engine import async_url, sqlite_file, unreachable
+from vocero.store.repositories import SessionTakenOverError
 
 pytestmark = pytest.mark.anyio
 
@@ -93,3 +96,66 @@ async def test_autocommit_connections_do_not_open_a_transaction(tmp_path: Path) 
             assert (await session.execute(sa.text("SELECT count(*) FROM t"))).scalar() == 1
     finally:
         await store.close()
+
+
+def _raised_from(outer: BaseException, inner: BaseException) -> BaseException:
+    try:
+        try:
+            raise inner
+        except BaseException as cause:
+            raise outer from cause
+    except BaseException as chained:
+        return chained
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        # PostgreSQL gone under a transaction: SQLAlchemy's wrapper over asyncpg's errors
+        (_raised_from(
+            sa.exc.DBAPIError("COMMIT", None, Exception("closed"), connection_invalidated=True),
+            asyncpg_errors.ConnectionDoesNotExistError("closed")), True),
+        (_raised_from(sa.exc.DBAPIError("SELECT", None, Exception("x")),
+                      asyncpg_errors.AdminShutdownError("administrator command")), True),
+        (asyncpg_errors.CannotConnectNowError("the database system is starting up"), True),
+        (asyncpg_errors.DeadlockDetectedError("deadlock detected"), True),
+        (asyncpg_errors.SerializationError("could not serialize access"), True),
+        (ConnectionRefusedError(111, "Connect call failed"), True),
+        (TimeoutError(), True),
+        (_raised_from(sa.exc.OperationalError("BEGIN", None, Exception("x")),
+                      sqlite3.OperationalError("database is locked")), True),
+        # running these again fails again
+        (asyncpg_errors.UniqueViolationError("duplicate key"), False),
+        (_raised_from(sa.exc.OperationalError("SELECT", None, Exception("x")),
+                      sqlite3.OperationalError("no such table: turns")), False),
+        (sa.exc.IntegrityError("INSERT", None, Exception("UNIQUE constraint failed")), False),
+        (SessionTakenOverError("ses_1", "node_b"), False),
+        (ValueError("generation belongs to another session"), False),
+    ],
+)
+def test_unreachable_tells_an_outage_from_a_write_that_cannot_succeed(
+    error: BaseException, expected: bool
+) -> None:
+    assert unreachable(error) is expected
+
+
+async def test_a_refused_connection_and_a_missing_table_are_told_apart(tmp_path: Path) -> None:
+    """Real failures, not constructed ones: nothing listens on the PostgreSQL port, and a
+    SQLite file without the schema."""
+    nobody = Store.open("postgresql://vocero@127.0.0.1:9/vocero")
+    try:
+        with pytest.raises(Exception) as refused:
+            async with nobody.write() as session:
+                await session.execute(sa.text("SELECT 1"))
+    finally:
+        await nobody.close()
+    assert unreachable(refused.value)
+
+    bare = Store.open(f"sqlite:///{tmp_path / 'bare.db'}")
+    try:
+        with pytest.raises(Exception) as missing:
+            async with bare.write() as session:
+                await session.execute(sa.text("INSERT INTO turns (id) VALUES ('t')"))
+    finally:
+        await bare.close()
+    assert not unreachable(missing.value)

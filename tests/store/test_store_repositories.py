@@ -63,6 +63,21 @@ async def test_turns_are_numbered_per_session(store: Store) -> None:
     assert (first.seq, second.seq, other.seq) == (1, 2, 1)
 
 
+async def test_a_turn_sent_again_is_kept_once(store: Store) -> None:
+    """A write whose commit was not acknowledged (the store went away) is sent again."""
+    repo = Conversations(store)
+    await new_session(repo, "ses_1")
+    await new_session(repo, "ses_2")
+    first = await repo.add_turn(session_id="ses_1", turn_id="turn_1", source="text", text="yes")
+    again = await repo.add_turn(session_id="ses_1", turn_id="turn_1", source="text", text="yes")
+    later = await repo.add_turn(session_id="ses_1", turn_id="turn_2", source="text", text="ok")
+    assert (first.seq, again.seq, again.id, later.seq) == (1, 1, "turn_1", 2)
+    assert [e.text for e in await repo.history("ses_1")] == ["yes", "ok"]
+    with pytest.raises(ValueError, match="another session"):
+        await repo.add_turn(session_id="ses_2", turn_id="turn_1", source="text", text="yes")
+    assert await repo.history("ses_2") == []
+
+
 async def test_generation_upsert_keeps_unchanged_fields_and_stamps_completion(
     store: Store,
 ) -> None:

@@ -1,14 +1,24 @@
-"""Persists conversations off the hot path: one writer task drains a bounded queue in order."""
+"""Persists conversations off the hot path: one writer task drains a bounded queue in order.
+
+A write the store could not take (it was unreachable: restarted, failed over, or a deadlock
+rolled it back) is kept and tried again, with backoff, before any later write, so a store outage
+delays the conversation's record but loses none of it and keeps its order. Every write is
+idempotent (a turn by its id, the rest upserts), so a commit whose acknowledgement was lost may
+be sent again. Only a write that can never succeed (a constraint, a session taken over) is
+dropped, and so is what does not fit the queue; both are counted.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from vocero.store.engine import unreachable
 from vocero.store.models import GenerationStatus, TurnSource
 from vocero.store.repositories import Conversations
 from vocero.store.units import UnitAudioBuffer, UnitEntry, UnitRepository
@@ -19,52 +29,138 @@ Write = Callable[[], Awaitable[Any]]
 QUEUE = 4096
 
 
+@dataclass(frozen=True, slots=True)
+class RetrySettings:
+    """How a write the store could not take is tried again."""
+
+    first_s: float = 0.05
+    max_s: float = 2.0
+    """The wait between attempts doubles from ``first_s`` up to this."""
+    give_up_s: float = 600.0
+    """A write still failing this long after its first attempt is dropped (and counted), so a
+    fault mistaken for an outage cannot hold the record back for ever. Outages longer than the
+    queue's worth of writes drop the newest writes first (``queue_full``)."""
+
+
 class StoreRecorder:
     """Implements the orchestrator's ``SessionRecorder``. When the queue is full (the database
-    is far behind) a write is refused and counted, never allowed to block a conversation."""
+    is far behind, or away) a write is refused and counted, never allowed to block a
+    conversation. ``on_drop`` hears why a write was lost: ``queue_full``, ``stopped`` (submitted
+    after shutdown began), ``write_failed`` (it can never succeed) or ``store_unreachable``
+    (given up after ``RetrySettings.give_up_s``)."""
 
     def __init__(
         self,
         conversations: Conversations,
-        on_drop: Callable[[], None],
+        on_drop: Callable[[str], None],
         *,
         units: UnitRepository | None = None,
+        retry: RetrySettings | None = None,
     ) -> None:
         self._conversations = conversations
         self._units = units
         self._on_drop = on_drop
+        self._retry = retry or RetrySettings()
         self._send: MemoryObjectSendStream[Write]
         self._receive: MemoryObjectReceiveStream[Write]
         self._send, self._receive = anyio.create_memory_object_stream[Write](QUEUE)
         self._idle = anyio.Event()
         self._idle.set()
         self._pending = 0
+        self._unreachable_since: float | None = None
+        """When the write being retried first failed; ``None`` while the store takes writes."""
+        self._wake = anyio.Event()
+        """Set by :meth:`flush` to end the writer's wait between attempts early."""
+        self._flushing: list[anyio.Event] = []
+
+    @property
+    def pending(self) -> int:
+        """Writes queued or being tried, not yet applied."""
+        return self._pending
+
+    @property
+    def store_unreachable(self) -> bool:
+        """The last attempt found the store unreachable; its write and all after it are kept."""
+        return self._unreachable_since is not None
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         task_status.started()
-        async with self._receive:
-            async for write in self._receive:
-                try:
-                    with anyio.CancelScope(shield=True):
-                        await write()
-                except Exception:
+        try:
+            async with self._receive:
+                async for write in self._receive:
+                    try:
+                        await self._apply(write)
+                    finally:
+                        self._pending -= 1
+                        if self._pending == 0:
+                            self._idle.set()
+                            self._release_flushes()
+        except anyio.get_cancelled_exc_class():
+            if self._pending:
+                log.error("recorder.unwritten", writes=self._pending)
+            raise
+
+    async def _apply(self, write: Write) -> None:
+        """Apply one write, trying again while the store cannot be reached."""
+        delay = self._retry.first_s
+        while True:
+            try:
+                with anyio.CancelScope(shield=True):
+                    await write()
+            except Exception as exc:
+                if not unreachable(exc):
                     log.exception("recorder.write_failed")
-                finally:
-                    self._pending -= 1
-                    if self._pending == 0:
-                        self._idle.set()
+                    self._on_drop("write_failed")
+                    return
+                now = anyio.current_time()
+                if self._unreachable_since is None:
+                    self._unreachable_since = now
+                    log.warning("recorder.store_unreachable", error=repr(exc),
+                                pending=self._pending)
+                self._release_flushes()  # a flush waits for one attempt, not for the outage
+                if now - self._unreachable_since >= self._retry.give_up_s:
+                    log.error("recorder.write_abandoned", error=repr(exc),
+                              after_s=round(now - self._unreachable_since, 1))
+                    self._on_drop("store_unreachable")
+                    self._unreachable_since = now  # the next write gets its own allowance
+                    return
+                self._wake = anyio.Event()
+                with anyio.move_on_after(delay):
+                    await self._wake.wait()
+                delay = min(delay * 2, self._retry.max_s)
+                continue
+            if self._unreachable_since is not None:
+                log.info("recorder.store_reachable", pending=self._pending,
+                         after_s=round(anyio.current_time() - self._unreachable_since, 1))
+                self._unreachable_since = None
+            return
+
+    def _release_flushes(self) -> None:
+        for waiting in self._flushing:
+            waiting.set()
+        self._flushing.clear()
 
     async def flush(self) -> None:
-        """Wait until every queued write has been applied."""
-        await self._idle.wait()
+        """Wait until every queued write has been applied, or, while the store cannot be
+        reached, until one more attempt has found it so (tried at once, not after the backoff):
+        what follows a flush reads the store, and would fail the same way. The writes are kept."""
+        if self._idle.is_set():
+            return
+        done = anyio.Event()
+        self._flushing.append(done)
+        self._wake.set()
+        await done.wait()
 
     def _submit(self, write: Write) -> None:
         try:
             self._send.send_nowait(write)
-        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._on_drop()
+        except anyio.WouldBlock:
+            self._on_drop("queue_full")
+            return
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._on_drop("stopped")  # after shutdown began
             return
         self._pending += 1
         self._idle = anyio.Event() if self._idle.is_set() else self._idle

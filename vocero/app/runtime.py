@@ -179,7 +179,8 @@ async def open_runtime(
     await node.register()  # a node of this host that is gone: what it held is free now
     conversations = Conversations(store, owner=node.id, lease_ttl_s=settings.lease_ttl_s)
     recorder = StoreRecorder(
-        conversations, on_drop=lambda: port.count("recorder_drops"), units=UnitRepository(store)
+        conversations, on_drop=lambda reason: port.count("recorder_drops", reason=reason),
+        units=UnitRepository(store),
     )
     shared, per_session = build_runners(settings)
     runtime = Runtime(

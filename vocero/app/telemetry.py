@@ -53,7 +53,7 @@ class MetricsPort:
             case "units":
                 m.unit(labels.get("disposition", ""), labels.get("reason_code", ""))
             case "recorder_drops":
-                m.frame_dropped("recorder", "queue_full")
+                m.frame_dropped("recorder", labels.get("reason", "queue_full"))
 
     def tool_call(self, tool: str, outcome: str, duration_ms: float) -> None:
         """The MCP gateway's observer hook."""

@@ -10,6 +10,7 @@ lock the rows you will change with ``SELECT … FOR UPDATE``).
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 import anyio
 from sqlalchemy import URL, event, make_url
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.ext.asyncio import create_async_engine as _create_async_engine
 
@@ -36,6 +38,14 @@ _ASYNC_DRIVERS = {
     "postgres": "postgresql+asyncpg",
 }
 _BEGIN_MODES = frozenset({"DEFERRED", "IMMEDIATE"})
+_UNREACHABLE_CLASSES = ("08", "53", "57")
+"""SQLSTATE classes of a server that is gone, starting, stopping or out of resources: connection
+exception, insufficient resources, operator intervention (admin or crash shutdown, cannot connect
+now)."""
+_RETRYABLE_STATES = frozenset({"40001", "40P01"})
+"""Serialization failure and deadlock: the transaction was rolled back and may simply be run
+again."""
+_SQLITE_UNREACHABLE = ("database is locked", "disk i/o error", "unable to open database file")
 
 
 def async_url(url: str | URL) -> URL:
@@ -98,6 +108,34 @@ def _on_sqlite_begin(connection: Connection) -> None:
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """Sessions whose objects stay readable after commit (no lazy reloads across awaits)."""
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether a failed transaction may succeed unchanged later: the database could not be
+    reached (connection refused or lost, the server shutting down or starting up, a timeout),
+    or it rolled the transaction back for a conflict (deadlock, serialization). A constraint,
+    a missing table or bad data is not: running it again fails again.
+
+    The whole cause chain is read: SQLAlchemy wraps asyncpg's ``ConnectionDoesNotExistError``,
+    itself raised from ``AdminShutdownError``, and a refused connection surfaces as the bare
+    ``OSError`` of the connect call."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError | TimeoutError):
+            return True
+        if isinstance(cause, DBAPIError) and cause.connection_invalidated:
+            return True
+        state = str(getattr(cause, "sqlstate", "") or "")
+        if state[:2] in _UNREACHABLE_CLASSES or state in _RETRYABLE_STATES:
+            return True
+        if isinstance(cause, sqlite3.OperationalError) and str(cause).lower().startswith(
+            _SQLITE_UNREACHABLE
+        ):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 class Store:

@@ -253,9 +253,16 @@ class Conversations:
     async def add_turn(
         self, *, session_id: str, turn_id: str, source: TurnSource, text: str
     ) -> TurnRecord:
-        """Append a committed caller turn; ``seq`` counts the session's turns from 1."""
+        """Append a committed caller turn; ``seq`` counts the session's turns from 1. Adding a
+        turn id already there returns that turn (a write whose commit was not acknowledged may
+        be sent again); the same id in another session is refused."""
         async with self._store.write() as session:
             await self._held_session(session, session_id)
+            existing = await session.get(TurnRow, turn_id)
+            if existing is not None:
+                if existing.session_id != session_id:
+                    raise ValueError(f"turn {turn_id!r} belongs to another session")
+                return _turn_record(existing)
             last = select(func.coalesce(func.max(TurnRow.seq), 0)).where(
                 TurnRow.session_id == session_id
             )

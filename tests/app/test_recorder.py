@@ -1,0 +1,222 @@
+"""The conversation recorder across a store outage: what the store could not take is kept and
+applied, in order and once, when it answers again; what can never be written is dropped, counted,
+and does not hold the rest back; a flush waits for one attempt, not for the outage."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from sqlalchemy.exc import DBAPIError
+
+from vocero.app.recorder import RetrySettings, StoreRecorder
+from vocero.store import Conversations, Store, upgrade
+
+pytestmark = pytest.mark.anyio
+
+FAST = RetrySettings(first_s=0.01, max_s=0.05, give_up_s=60.0)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def connection_lost() -> DBAPIError:
+    """What SQLAlchemy raises when PostgreSQL goes away under a transaction (asyncpg's
+    ``ConnectionDoesNotExistError``): the connection is invalidated."""
+    return DBAPIError("COMMIT", None, ConnectionError("connection was closed"),
+                      connection_invalidated=True)
+
+
+class Flaky(Conversations):
+    """Conversations whose writes fail as an unreachable store does while ``down`` is set.
+    ``lose_ack`` writes once, then fails as if the acknowledgement of the commit was lost."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.down = False
+        self.lose_ack = 0
+        self.attempts = 0
+
+    async def _maybe_fail(self, write: Callable[[], Awaitable[Any]]) -> Any:
+        self.attempts += 1
+        if self.down:
+            raise ConnectionRefusedError(111, "Connect call failed")  # as asyncpg connects
+        result = await write()
+        if self.lose_ack:
+            self.lose_ack -= 1
+            raise connection_lost()
+        return result
+
+    async def add_turn(self, **kwargs: Any) -> Any:
+        return await self._maybe_fail(lambda: super(Flaky, self).add_turn(**kwargs))
+
+    async def upsert_generation(self, **kwargs: Any) -> Any:
+        return await self._maybe_fail(lambda: super(Flaky, self).upsert_generation(**kwargs))
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    await anyio.to_thread.run_sync(upgrade, url)
+    opened = Store.open(url)
+    try:
+        await Conversations(opened).create_session(
+            session_id="ses_1", tenant_id="acme", subject_ref="s", profile_id="demo",
+            profile_version="1")
+        yield opened
+    finally:
+        await opened.close()
+
+
+def heard(recorder: StoreRecorder, generation_id: str, turn_id: str, text: str) -> None:
+    recorder.generation("ses_1", generation_id, turn_id, status="completed",
+                        generated_text=text, heard_text=text, played_ms=900, sent_ms=900)
+
+
+async def history(store: Store) -> list[tuple[str, str]]:
+    return [(e.role, e.text) for e in await Conversations(store).history("ses_1")]
+
+
+async def test_what_is_said_while_the_store_is_away_is_recorded_in_order_when_it_returns(
+    store: Store,
+) -> None:
+    flaky = Flaky(store)
+    drops: list[str] = []
+    recorder = StoreRecorder(flaky, drops.append, retry=FAST)
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        recorder.turn("ses_1", "turn_1", "text", "list my appointments")
+        heard(recorder, "gen_1", "turn_1", "I found your appointments.")
+        await recorder.flush()
+
+        flaky.down = True
+        recorder.turn("ses_1", "turn_2", "text", "yes")
+        heard(recorder, "gen_2", "turn_2", "I haven't made any change.")
+        recorder.turn("ses_1", "turn_3", "text", "thanks")
+        with anyio.fail_after(5):
+            await recorder.flush()  # one attempt failed: it does not wait for the outage
+        assert recorder.store_unreachable
+        assert recorder.pending == 3
+        failed_attempts = flaky.attempts
+
+        flaky.down = False
+        with anyio.fail_after(5):
+            await recorder.flush()
+        assert not recorder.store_unreachable
+        assert recorder.pending == 0
+        recorder.stop()
+    assert flaky.attempts > failed_attempts
+    assert await history(store) == [
+        ("user", "list my appointments"), ("assistant", "I found your appointments."),
+        ("user", "yes"), ("assistant", "I haven't made any change."), ("user", "thanks"),
+    ]
+    assert drops == []
+
+
+async def test_a_flush_tries_again_at_once_instead_of_after_the_backoff(store: Store) -> None:
+    flaky = Flaky(store)
+    recorder = StoreRecorder(flaky, lambda _reason: None,
+                             retry=RetrySettings(first_s=60.0, max_s=60.0))
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        flaky.down = True
+        recorder.turn("ses_1", "turn_1", "text", "yes")
+        with anyio.fail_after(5):
+            await recorder.flush()
+        flaky.down = False
+        with anyio.fail_after(5):  # the writer waits 60 s between attempts unless woken
+            await recorder.flush()
+        recorder.stop()
+    assert await history(store) == [("user", "yes")]
+
+
+async def test_a_commit_whose_acknowledgement_was_lost_is_recorded_once(store: Store) -> None:
+    flaky = Flaky(store)
+    flaky.lose_ack = 2  # the turn and the generation both commit, then the connection drops
+    drops: list[str] = []
+    recorder = StoreRecorder(flaky, drops.append, retry=FAST)
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        recorder.turn("ses_1", "turn_1", "text", "yes")
+        heard(recorder, "gen_1", "turn_1", "Done.")
+        with anyio.fail_after(5):
+            while recorder.pending:  # each write is retried once, then succeeds
+                await recorder.flush()
+        recorder.stop()
+    assert flaky.attempts == 4
+    assert await history(store) == [("user", "yes"), ("assistant", "Done.")]
+    assert drops == []
+
+
+async def test_a_write_that_can_never_succeed_is_dropped_and_the_rest_go_on(
+    store: Store,
+) -> None:
+    flaky = Flaky(store)
+    drops: list[str] = []
+    recorder = StoreRecorder(flaky, drops.append, retry=FAST)
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        recorder.turn("ses_nobody", "turn_1", "text", "hello")  # no such session
+        recorder.turn("ses_1", "turn_2", "text", "hello")
+        with anyio.fail_after(5):
+            await recorder.flush()
+        recorder.stop()
+    assert flaky.attempts == 2  # not retried
+    assert drops == ["write_failed"]
+    assert await history(store) == [("user", "hello")]
+
+
+async def test_a_write_failing_past_the_give_up_time_is_dropped_and_counted(
+    store: Store,
+) -> None:
+    flaky = Flaky(store)
+    dropped = anyio.Event()
+    drops: list[str] = []
+
+    def drop(reason: str) -> None:
+        drops.append(reason)
+        dropped.set()
+
+    recorder = StoreRecorder(flaky, drop,
+                             retry=RetrySettings(first_s=0.01, max_s=0.02, give_up_s=0.1))
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        flaky.down = True
+        recorder.turn("ses_1", "turn_1", "text", "yes")
+        with anyio.fail_after(5):
+            await dropped.wait()
+        flaky.down = False
+        recorder.turn("ses_1", "turn_2", "text", "thanks")
+        with anyio.fail_after(5):
+            await recorder.flush()
+        recorder.stop()
+    assert drops == ["store_unreachable"]
+    assert flaky.attempts > 2
+    assert await history(store) == [("user", "thanks")]
+
+
+async def test_writes_beyond_the_queue_and_after_stop_are_counted_not_blocking(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("vocero.app.recorder.QUEUE", 2)
+    flaky = Flaky(store)
+    drops: list[str] = []
+    recorder = StoreRecorder(flaky, drops.append, retry=FAST)
+    flaky.down = True
+    for n in range(3):  # no writer yet: the third does not fit
+        recorder.turn("ses_1", f"turn_{n}", "text", f"line {n}")
+    assert drops == ["queue_full"]
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        flaky.down = False
+        with anyio.fail_after(5):
+            await recorder.flush()
+        recorder.stop()
+    recorder.turn("ses_1", "turn_9", "text", "late")
+    assert drops == ["queue_full", "stopped"]
+    assert await history(store) == [("user", "line 0"), ("user", "line 1")]
