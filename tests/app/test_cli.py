@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
 import socket
@@ -17,6 +18,7 @@ from websockets.exceptions import ConnectionClosed
 
 from tests.support.wsclient import envelope
 from vocero.app.schemas import schema_drift
+from vocero.app.settings import add_serve_arguments, settings_from
 
 
 def free_port() -> int:
@@ -158,3 +160,17 @@ def test_bench_prints_only_json_on_stdout() -> None:
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["benchmark"] == "mcp" and report["calls"] == 5
+
+
+def test_the_question_timeout_is_a_serve_flag_and_an_environment_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def parsed(*argv: str) -> float:
+        parser = argparse.ArgumentParser()
+        add_serve_arguments(parser)
+        return settings_from(parser.parse_args(list(argv))).mcp_input_timeout_s
+
+    assert parsed() == 60.0
+    assert parsed("--mcp-input-timeout-s", "20") == 20.0
+    monkeypatch.setenv("VOCERO_MCP_INPUT_TIMEOUT_S", "45")
+    assert parsed() == 45.0

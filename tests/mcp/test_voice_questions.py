@@ -100,7 +100,7 @@ def profile(folder: Path, protocol: str) -> dict[str, Any]:
 
 
 @contextmanager
-def app(tmp_path: Path, protocol: str) -> Iterator[TestClient]:
+def app(tmp_path: Path, protocol: str, input_timeout_s: float = 60.0) -> Iterator[TestClient]:
     profiles = tmp_path / "profiles"
     profiles.mkdir()
     (profiles / "bookings.yaml").write_text(yaml.safe_dump(profile(tmp_path, protocol)))
@@ -130,6 +130,7 @@ def app(tmp_path: Path, protocol: str) -> Iterator[TestClient]:
         profiles=str(profiles),
         identities=str(identities),
         followups_tick_s=0,
+        mcp_input_timeout_s=input_timeout_s,
     )
     with TestClient(create_app(settings)) as client:
         assert client.portal is not None
@@ -283,6 +284,64 @@ def test_unclear_answers_are_asked_again_twice_then_the_question_is_cancelled(
         assert pc.expect("session.state.v1")["data"]["payload"]["state"] == "LISTENING"
     [answer] = [line for line in recorded(tmp_path) if line.get("kind") == "input"]
     assert answer["action"] == "cancel"
+
+
+@pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
+def test_a_question_nobody_answers_runs_out_and_the_agent_says_nothing_was_done(
+    tmp_path: Path, protocol: str
+) -> None:
+    with app(tmp_path, protocol, input_timeout_s=1.0) as client, \
+            client.websocket_connect("/v1/realtime") as ws:
+        pc = ProtocolClient(ws)
+        pc.connect("booker")
+        assert say(pc, "book a table at R4").startswith("Bookings needs to know")
+        asking = pc.of_type("response.created.v1")[-1]
+        mark = len(pc.frames)
+        # the caller says nothing; a second later the question is cancelled at the server
+        told = pc.expect("response.created.v1")["data"]["payload"]
+        assert told["turn_id"] == asking["turn_id"]  # it answers the turn that made the call
+        assert told["generation_id"] != asking["generation_id"]
+        done = pc.expect("response.completed.v1")["data"]["payload"]
+        words = ("I didn't get an answer to my question in time, so I stopped there. "
+                 "Nothing was changed.")
+        assert (spoken(pc, mark), done["heard_text"], done["status"]) == (
+            words, words, "completed")
+        states = [f["data"]["payload"]["state"] for f in pc.frames[mark:]
+                  if f["type"].endswith("session.state.v1")]
+        assert states == ["AWAITING_CONFIRMATION", "LISTENING",  # the question ran out
+                          "TOOL_RUNNING", "THINKING", "SPEAKING"], states  # its call ended
+        assert pc.expect("session.state.v1")["data"]["payload"]["state"] == "LISTENING"
+        [ended] = [f["data"]["payload"] for f in pc.frames[mark:]
+                   if f["type"].endswith("tool.status.v1")]
+        assert (ended["status"], ended["reason_code"]) == ("rejected", "input_timeout")
+        # the caller carries on: the same request is asked afresh
+        assert say(pc, "book a table at R4").startswith("Bookings needs to know")
+        assert say(pc, "tomorrow, two people").startswith("To confirm:")
+        assert "R4 is booked" in say(pc, "yes")
+    answers = [line for line in recorded(tmp_path) if line.get("kind") == "input"]
+    assert [a["action"] for a in answers] == ["cancel", "accept"]
+    assert answers[0]["reason"] == "input_timeout"
+    [booking] = booked(tmp_path).values()  # only the second request booked anything
+    assert (booking["restaurant_id"], booking["party_size"]) == ("R4", 2)
+
+
+def test_a_caller_speaking_when_the_question_runs_out_keeps_the_floor(tmp_path: Path) -> None:
+    with app(tmp_path, "2026-07-28", input_timeout_s=1.0) as client, \
+            client.websocket_connect("/v1/realtime") as ws:
+        pc = ProtocolClient(ws)
+        pc.connect("booker")
+        say(pc, "book a table at R5")
+        mark = len(pc.frames)
+        pc.send("input.speech_started.v1")  # the caller begins to speak...
+        pc.expect("session.state.v1", lambda p: p["state"] == "TRANSCRIBING")
+        pc.expect("tool.status.v1", lambda p: p["reason_code"] == "input_timeout")
+        reply = say(pc, "what can you do")  # ... and the question ran out meanwhile
+        assert reply == "I can help with bookings.", reply  # a request, not an answer
+        assert "didn't get an answer" not in spoken(pc, mark)
+        assert len(pc.of_type("response.created.v1")) == 2  # nothing said unasked
+    answers = [line for line in recorded(tmp_path) if line.get("kind") == "input"]
+    assert [(a["action"], a.get("reason")) for a in answers] == [("cancel", "input_timeout")]
+    assert booked(tmp_path) == {}
 
 
 def test_a_read_only_question_is_answered_without_a_read_back(tmp_path: Path) -> None:

@@ -122,3 +122,19 @@ def test_a_read_back_cut_short_by_a_barge_in_leaves_the_question_open() -> None:
     machine.process(Event.BARGE_IN)
     assert machine.process(Event.OUTPUT_STOPPED).state == "AWAITING_CONFIRMATION"
     assert machine.process(Event.QUESTION_CLOSED).state == "LISTENING"
+
+
+def test_an_unanswered_question_lets_the_agent_speak_only_from_an_idle_session() -> None:
+    """A server's question that ran out: from LISTENING the agent takes the turn (the call is
+    ending), anywhere else the caller's turn or the answer in progress keeps the floor."""
+    machine = SessionMachine("LISTENING")
+    step = machine.process(Event.QUESTION_UNANSWERED)
+    assert (step.state, step.changed) == ("TOOL_RUNNING", True)
+    assert machine.process(Event.TOOL_RESULT).state == "THINKING"
+    assert machine.process(Event.AUDIO_FIRST_CHUNK).state == "SPEAKING"
+    assert machine.process(Event.SPEECH_HINT).state == "INTERRUPTING"  # the caller cuts in
+    for state in STATES:
+        if state in ("LISTENING", *TERMINAL):
+            continue
+        held = SessionMachine(state).process(Event.QUESTION_UNANSWERED)
+        assert (held.state, held.effects) == (state, ()), state

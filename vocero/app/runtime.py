@@ -33,7 +33,7 @@ from vocero.identity.identities import IdentityDirectory, load_identities
 from vocero.identity.profiles import ProfileCatalog, load_profiles
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.sim import SimScript, build_sim_runners, load_script
-from vocero.mcp_gateway import AuthOptions, McpConnections, McpGateway
+from vocero.mcp_gateway import AuthOptions, GatewaySettings, McpConnections, McpGateway
 from vocero.mcp_gateway.oauth_store import SqlOAuthTokenRepository
 from vocero.mcp_gateway.pin_store import SqlPinRepository
 from vocero.observability.metrics import Metrics
@@ -203,7 +203,8 @@ async def open_runtime(
         repository=SqlOAuthTokenRepository(store),
     )
     connections = McpConnections.from_profiles(
-        list(profiles), audit=runtime.audit, pins=SqlPinRepository(store), auth=mcp_auth
+        list(profiles), audit=runtime.audit, pins=SqlPinRepository(store), auth=mcp_auth,
+        settings=GatewaySettings(input_timeout_s=settings.mcp_input_timeout_s),
     )
     runtime.connections = connections
     runtime.gateway_for = lambda profile, caller: McpGateway(connections, profile, observer=port)

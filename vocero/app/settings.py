@@ -39,6 +39,9 @@ class Settings:
     Empty: the server's own origin only (see :func:`vocero.relay.origins.default_origins`)."""
     max_pending_per_address: int = 32
     """Connections from one address that may be open without a ``session.connect.v1`` yet."""
+    mcp_input_timeout_s: float = 60.0
+    """How long a tool server's question (MCP elicitation) waits for the caller's answer before
+    it is cancelled (the agent then says the call stopped)."""
     followups_tick_s: float = 30.0
     """How often ``serve`` runs a pass of the follow-up queue (SPEC §9); 0 turns it off."""
     workers: str = "1"
@@ -119,6 +122,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=float(_env("resume_window_s", str(d.resume_window_s))),
         help="how long after a dropped connection its session may be resumed",
+    )
+    parser.add_argument(
+        "--mcp-input-timeout-s",
+        dest="mcp_input_timeout_s",
+        type=float,
+        default=float(_env("mcp_input_timeout_s", str(d.mcp_input_timeout_s))),
+        help="seconds a tool server's question waits for the caller's answer",
     )
     parser.add_argument(
         "--followups-tick-s",

@@ -162,6 +162,12 @@ class ToolCallError(VoceroError):
         if possibly_executed is not None:
             self.possibly_executed = possibly_executed
 
+    @property
+    def reason_code(self) -> str:
+        """What a call that ended on this error records and reports (``tool.status.v1``, the
+        operation): its code, or a finer reason where what the caller is told depends on it."""
+        return self.code.value
+
 
 class ToolNotAllowedError(ToolCallError):
     code = ErrorCode.TOOL_DENIED

@@ -74,6 +74,8 @@ class PendingCall:
     plan: ToolPlan
     done: anyio.Event
     box: list[ToolOutcome]
+    turn_id: str = ""
+    """The turn whose answer made the call (and said the question)."""
 
 
 class Actor:
@@ -198,7 +200,7 @@ class Actor:
             waiting.start_soon(until, done)
             waiting.start_soon(until, self._asked.posted)
         if not done.is_set():
-            self.pending = PendingCall(plan, done, box)
+            self.pending = PendingCall(plan, done, box, generation.turn_id)
             return None
         generation.side_effect = generation.side_effect or box[0].side_effect
         return box[0]

@@ -12,13 +12,17 @@ fields a caller may answer; secrets never reach here) and waits for the
   asked at a time, an unclear one asked again (at most twice, then the question is cancelled);
 * for a write, the answers are read back and only a "yes" heard after every value sends them: a
   changed value ("no, five people") is a new answer revision, read back again; a "no" declines;
-* then the call carries on, and the turn that answered waits for its result and says it.
+* then the call carries on, and the turn that answered waits for its result and says it;
+* a question nobody answers before the gateway's ``input_timeout_s`` is cancelled there, and,
+  if the session is idle, the agent takes the turn to say what became of the call
+  (:meth:`~vocero.orchestrator.responding.Responder.unanswered`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +83,9 @@ class Asking:
         self.open: Question | None = None
         self.posted = anyio.Event()
         """Set when a question is waiting to be said (the answer in progress ends with it)."""
+        self.on_unanswered: Callable[[], None] | None = None
+        """Called when a question's time ran out with the session idle (nobody was answering
+        it): the session then says what became of the call."""
 
     # ----------------------------------------------------------------------- the gateway
 
@@ -116,6 +123,10 @@ class Asking:
             if self.open is question:  # not answered in time (the call ends input_timeout)
                 self.open = None
                 core.fire(Event.QUESTION_CLOSED)
+                if self.on_unanswered is not None and core.machine.allows(
+                    Event.QUESTION_UNANSWERED
+                ) and core.machine.state == "LISTENING":
+                    self.on_unanswered()
         assert question.response is not None
         return question.response
 

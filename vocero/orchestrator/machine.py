@@ -76,6 +76,9 @@ class Event(enum.StrEnum):
     """The caller's answer to a server's question was sent (or declined): its call carries on."""
     QUESTION_CLOSED = "question_closed"
     """The open question ended without an answer that binds (expired, given up, withdrawn)."""
+    QUESTION_UNANSWERED = "question_unanswered"
+    """A server's question closed because its time ran out while the caller said nothing: the
+    agent takes the turn to say what became of the call (only from an idle session)."""
     TOOL_RESULT = "tool_result"
     AUDIO_FIRST_CHUNK = "audio_first_chunk"
     RESPONSE_COMPLETED = "response_completed"
@@ -169,6 +172,8 @@ TABLE: dict[tuple[State, Event], Rule] = {
     ("AWAITING_CONFIRMATION", E.SPEECH_HINT): Rule("TRANSCRIBING"),
     ("AWAITING_CONFIRMATION", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
     ("AWAITING_CONFIRMATION", E.QUESTION_CLOSED): Rule("LISTENING"),
+    # The agent speaks unasked: a server's question went unanswered, its call is ending.
+    ("LISTENING", E.QUESTION_UNANSWERED): Rule("TOOL_RUNNING"),
     ("AWAITING_CONFIRMATION", E.DEPENDENCY_FAILED): Rule("DEGRADED", (X.RESET_LISTENING,)),
     ("TRANSCRIBING", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
     ("TRANSCRIBING", E.SPEECH_DISCARDED): Rule(IDLE),
@@ -240,6 +245,9 @@ IGNORED: dict[Event, frozenset[State]] = {
     E.SPEECH_DISCARDED: (_IDLE_STATES - {"TRANSCRIBING"}) | _BUSY,
     # The question ends while the session is busy: only the flag changes.
     E.QUESTION_CLOSED: frozenset(STATES) - {"AWAITING_CONFIRMATION"} - TERMINAL,
+    # The caller is speaking, or a turn is being answered: that turn has the floor (the call's
+    # failure is in the history the model sees).
+    E.QUESTION_UNANSWERED: frozenset(STATES) - {"LISTENING"} - TERMINAL,
     # A dependency failure noticed while answering is acted on once the answer is over.
     E.DEPENDENCY_FAILED: _BUSY | {"DEGRADED"},
     E.DEPENDENCY_RECOVERED: frozenset(STATES) - {"DEGRADED"} - TERMINAL,

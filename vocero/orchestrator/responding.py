@@ -154,6 +154,24 @@ class Responder:
                 await speaker.finish()
         await self._end(generation, None)
 
+    async def unanswered(self, turn: TurnRef) -> None:
+        """A server's question ran out of time unanswered (the gateway cancelled it and told
+        the server): once its call ends, say what became of it, in the profile's words for its
+        result (``input_timeout``: nothing was done), as the answer to the turn that made it."""
+        pending = self.actor.pending
+        if pending is None:
+            return
+        generation = self.begin(turn)
+        with generation.scope:
+            planner = self.core.planner(generation)
+            async with speaking(self.core, generation, planner, None) as speaker:
+                outcome = await self.actor.resumed()
+                if outcome is not None:
+                    self.core.fire(Event.TOOL_RESULT)
+                    await speaker.read_out(self.actor.evidence(pending.plan, outcome, speaker))
+                await speaker.finish()
+        await self._end(generation, None)
+
     async def _model_with_retry(
         self, generation: Generation, speaker: Speaker
     ) -> tuple[ToolIntent | None, bool]:

@@ -111,6 +111,11 @@ class Session:
                 hearing = Hearing(core, tg, self._utterance_ended)
                 turns = Turns(core, hearing, answers, responder, asking)
                 self._parts = _Parts(hearing, turns, tg)
+
+                def unanswered() -> None:
+                    tg.start_soon(turns.unanswered)
+
+                asking.on_unanswered = unanswered
                 if core.coordinator is not None:
                     core.coordinator.set_input_handler(asking.ask)
                 core.fire(Event.CONFIGURED)

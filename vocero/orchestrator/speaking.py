@@ -71,10 +71,12 @@ class SpeakerHost(LedgerHost, Protocol):
 
 @asynccontextmanager
 async def speaking(
-    host: SpeakerHost, generation: Generation, planner: UnitPlanner, committed_at: float
+    host: SpeakerHost, generation: Generation, planner: UnitPlanner, committed_at: float | None
 ) -> AsyncIterator[Speaker]:
     """A speaker for ``generation`` whose worker runs until the block ends (and, on a normal
-    exit, until every unit fed was synthesized and sent)."""
+    exit, until every unit fed was synthesized and sent). ``committed_at`` is when the caller's
+    turn was committed (time to first sound counts from it); ``None`` for speech no caller turn
+    asked for."""
     send, receive = anyio.create_memory_object_stream[PlannedUnit](UNIT_QUEUE)
     speaker = Speaker(host, generation, planner, committed_at, send)
     try:
@@ -94,7 +96,7 @@ class Speaker:
         host: SpeakerHost,
         generation: Generation,
         planner: UnitPlanner,
-        committed_at: float,
+        committed_at: float | None,
         send: MemoryObjectSendStream[PlannedUnit],
     ) -> None:
         self._host = host
@@ -313,7 +315,10 @@ class Speaker:
         if generation.done:
             return
         if not generation.had_audio:
-            host.metrics.observe_ms("ttfs_ms", (host.monotonic() - self._committed_at) * 1000.0)
+            if self._committed_at is not None:
+                host.metrics.observe_ms(
+                    "ttfs_ms", (host.monotonic() - self._committed_at) * 1000.0
+                )
             self._playout_from = tracing.now_ns()
         host.fire(Event.AUDIO_FIRST_CHUNK)
 

@@ -64,6 +64,19 @@ class Turns:
         async with tracing.turn(self.core.ctx.session_id, "text"), self._lock:
             await self._commit(text, "text")
 
+    async def unanswered(self) -> None:
+        """A server's question ran out of time with nobody answering: the agent takes the
+        turn, unless the caller has begun one meanwhile (that turn has the floor)."""
+        async with tracing.turn(self.core.ctx.session_id, "unanswered"), self._lock:
+            core = self.core
+            pending = self.responder.actor.pending
+            if pending is None or not pending.turn_id or core.machine.state != "LISTENING":
+                return
+            core.fire(Event.QUESTION_UNANSWERED)
+            turn = TurnRef(session_id=core.ctx.session_id, turn_id=pending.turn_id,
+                           traceparent=tracing.committed(pending.turn_id))
+            await self.responder.unanswered(turn)
+
     async def clicked(self, proposal_id: str, revision: int, decision: Intent) -> None:
         async with tracing.turn(self.core.ctx.session_id, "click"), self._lock:
             await self.answers.clicked(proposal_id, revision, decision)

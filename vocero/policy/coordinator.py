@@ -551,7 +551,7 @@ class SessionCoordinator:
                 status, reason = "rejected", refusal_code(result)
         except ToolCallError as exc:
             status = "unknown" if exc.possibly_executed else "rejected"
-            reason = exc.code.value
+            reason = exc.reason_code
         except TimeoutError:
             status, reason = "unknown", "timeout"
         try:

@@ -306,7 +306,7 @@ class OperationExecutor:
     async def _failed(
         self, op: OperationRecord, exc: ToolCallError
     ) -> tuple[OperationRecord, bool]:
-        code = exc.code.value
+        code = exc.reason_code
         if exc.possibly_executed:
             return await self._move(op, "unknown", reason=code), True
         if exc.retryable and op.attempts < self.settings.max_attempts:

@@ -40,6 +40,10 @@ INTERNAL_KEYS = frozenset({
 })  # fmt: skip
 NAME_KEYS = ("service", "name", "title", "product", "item", "description", "type")
 LABELS = {"eta": "expected delivery", "due_at": "due", "new_date": "new date"}
+NO_ANSWER = {
+    "input_timeout": "I didn't get an answer to my question in time, so I stopped there.",
+}
+"""A server's question the caller did not answer: the call ended without doing anything."""
 WRITE_FAILURES = {
     "stale_version": "That changed in the meantime, so I didn't make the change. "
     "Shall I check it again?",
@@ -283,6 +287,8 @@ def failure(call: ToolEvidence, spec: ToolSpec | None, ctx: ReadoutContext) -> s
         if writes:
             return "Sorry, I could not confirm whether that went through. Please check again later."
         return "I couldn't get an answer just now. Please try again in a moment."
+    if reason in NO_ANSWER:
+        return NO_ANSWER[reason] + (" Nothing was changed." if writes else "")
     if writes and reason in WRITE_FAILURES:
         return WRITE_FAILURES[reason]
     named = _used_identifier(call, ctx)
