@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import gc
+import pickle
 import stat
 from pathlib import Path
 
@@ -10,9 +12,11 @@ import pytest
 from structlog.testing import capture_logs
 
 from tests.support.voices import make_wav
+from vocero.contracts.secrets import scrub
 from vocero.voice_vault import VaultCipher, VaultKeyError, load_key
 
 KEY = bytes(range(32))
+KEY_TEXT = base64.b64encode(KEY).decode().rstrip("=")
 
 
 def test_round_trip_and_the_blob_is_not_the_plaintext() -> None:
@@ -53,9 +57,9 @@ def test_a_blob_opens_only_with_its_key_context_and_bytes(
 
 def test_key_from_the_environment(tmp_path: Path) -> None:
     encoded = base64.b64encode(KEY).decode()
-    assert load_key(tmp_path / "unused.key", {"VOCERO_VAULT_KEY": encoded}) == KEY
+    assert load_key(tmp_path / "unused.key", {"VOCERO_VAULT_KEY": encoded}).reveal() == KEY
     urlsafe = base64.urlsafe_b64encode(KEY).decode().rstrip("=")
-    assert load_key(tmp_path / "unused.key", {"VOCERO_VAULT_KEY": urlsafe}) == KEY
+    assert load_key(tmp_path / "unused.key", {"VOCERO_VAULT_KEY": urlsafe}).reveal() == KEY
     assert not (tmp_path / "unused.key").exists()
 
 
@@ -71,10 +75,10 @@ def test_key_file_is_created_once_with_mode_0600_and_never_logged(tmp_path: Path
     with capture_logs() as logs:
         first = load_key(path, {})
         second = load_key(path, {})
-    assert first == second and len(first) == 32
+    assert first == second and len(first.reveal()) == 32
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert [entry["event"] for entry in logs] == ["vault.key_created"]
-    encoded = base64.b64encode(first).decode()
+    encoded = base64.b64encode(first.reveal()).decode()
     assert all(encoded not in str(entry) for entry in logs)
 
 
@@ -90,5 +94,23 @@ def test_a_readable_key_file_is_reported(tmp_path: Path) -> None:
     path.write_text(base64.b64encode(KEY).decode())
     path.chmod(0o644)
     with capture_logs() as logs:
-        assert load_key(path, {}) == KEY
+        assert load_key(path, {}).reveal() == KEY
     assert [entry["event"] for entry in logs] == ["vault.key_file_permissions"]
+
+
+def test_the_key_prints_redacted_and_its_text_is_scrubbed_while_in_use(tmp_path: Path) -> None:
+    encoded = base64.b64encode(KEY).decode()
+    urlsafe = base64.urlsafe_b64encode(KEY).decode().rstrip("=")
+    key = load_key(tmp_path / "unused.key", {"VOCERO_VAULT_KEY": urlsafe})
+    assert repr(key) == str(key) == f"{key}" == "VaultKey('[redacted]')"
+    assert repr([key]) == "[VaultKey('[redacted]')]"  # inside a container, a traceback frame
+    with pytest.raises(TypeError):
+        pickle.dumps(key)
+    quoted = f"VOCERO_VAULT_KEY={urlsafe} (was {encoded})"
+    assert KEY_TEXT not in scrub(quoted)
+    assert scrub(quoted) == "VOCERO_VAULT_KEY=[redacted] (was [redacted]=)"
+    cipher = VaultCipher(key)
+    del key
+    gc.collect()
+    assert scrub(quoted) == "VOCERO_VAULT_KEY=[redacted] (was [redacted]=)"  # the cipher has it
+    assert cipher.open(VaultCipher(KEY).seal(b"x", "c"), "c") == b"x"

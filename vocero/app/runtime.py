@@ -197,9 +197,10 @@ async def open_runtime(
         shared_runners=shared,
         node=node,
     )
+    vault_key = load_key(vault_key_file(url))  # one key, read once, never printed
     # MCP OAuth tokens are sealed with the vault key (docs/mcp.md "OAuth").
     mcp_auth = AuthOptions(
-        sealer=VaultCipher(load_key(vault_key_file(url))),
+        sealer=VaultCipher(vault_key),
         repository=SqlOAuthTokenRepository(store),
     )
     connections = McpConnections.from_profiles(
@@ -232,7 +233,7 @@ async def open_runtime(
     try:
         runtime.vault = VoiceVault(
             store,
-            key=load_key(vault_key_file(url)),
+            key=vault_key,
             on_revoked=getattr(shared.tts, "forget_voice", None),
         )
         await runtime.vault.load()

@@ -5,7 +5,7 @@ The plane's surface: :class:`VoiceVault`, :func:`load_key`, the records it retur
 """
 
 from vocero.voice_vault.approval import APPROVER_ROLES, CONTROL_ROLES, OWNER_ROLE
-from vocero.voice_vault.crypto import KEY_ENV, KEY_FILE_ENV, VaultCipher, load_key
+from vocero.voice_vault.crypto import KEY_ENV, KEY_FILE_ENV, VaultCipher, VaultKey, load_key
 from vocero.voice_vault.errors import VaultCode, VaultError, VaultKeyError
 from vocero.voice_vault.records import ApprovalRecord, VersionRecord, VoiceRecord
 from vocero.voice_vault.vault import VoiceVault
@@ -20,6 +20,7 @@ __all__ = [
     "VaultCipher",
     "VaultCode",
     "VaultError",
+    "VaultKey",
     "VaultKeyError",
     "VersionRecord",
     "VoiceRecord",

@@ -3,7 +3,9 @@
 A sealed blob is ``0x01 || nonce (12 bytes) || ciphertext+tag``. The associated data names the
 voice, version and field, so a blob copied onto another row does not decrypt. The key comes from
 ``VOCERO_VAULT_KEY`` (base64 of 32 bytes) or from a key file created once with mode 0600; the
-key is never logged, and errors name the source, never the value.
+key is never logged, and errors name the source, never the value. :func:`load_key` returns a
+:class:`VaultKey`: its ``repr`` is redacted, and while it lives its text forms are known to the
+log scrubber (:func:`vocero.contracts.secrets.scrub`), as every other secret Vocero holds.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import structlog
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from vocero.contracts.secrets import REDACTED, Secret
 from vocero.voice_vault.errors import VaultKeyError
 
 log = structlog.get_logger("vocero.voice_vault")
@@ -30,11 +34,45 @@ _FORMAT = b"\x01"
 _NONCE_BYTES = 12
 
 
-class VaultCipher:
+class VaultKey:
+    """The vault key: 32 bytes that print as ``[redacted]``. Its base64 forms (standard, and
+    URL-safe as ``VOCERO_VAULT_KEY`` may give it) are held as :class:`Secret` values, so text
+    quoting the key is scrubbed before it is logged, for as long as the key is in use."""
+
+    __slots__ = ("_key", "_texts")
+
     def __init__(self, key: bytes) -> None:
         if len(key) != KEY_BYTES:
             raise VaultKeyError(f"the vault key must be {KEY_BYTES} bytes")
-        self._aead = AESGCM(key)
+        self._key = bytes(key)
+        # Unpadded, so one form is never a prefix of another: the padded text scrubs to
+        # "[redacted]=", the key material gone either way.
+        forms = {base64.b64encode(key), base64.urlsafe_b64encode(key)}
+        self._texts = tuple(Secret(f.decode("ascii").rstrip("=")) for f in forms)
+
+    def reveal(self) -> bytes:
+        """The key itself, for the cipher."""
+        return self._key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, VaultKey) and secrets.compare_digest(self._key, other._key)
+
+    def __hash__(self) -> int:
+        return hash(VaultKey)
+
+    def __repr__(self) -> str:
+        return f"VaultKey({REDACTED!r})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a VaultKey is not pickled")
+
+
+class VaultCipher:
+    def __init__(self, key: VaultKey | bytes) -> None:
+        self._key = key if isinstance(key, VaultKey) else VaultKey(key)
+        self._aead = AESGCM(self._key.reveal())
 
     def seal(self, plaintext: bytes, context: str) -> bytes:
         nonce = secrets.token_bytes(_NONCE_BYTES)
@@ -57,16 +95,16 @@ class VaultCipher:
         return self.open(base64.b64decode(sealed), context).decode()
 
 
-def load_key(default_file: Path, environ: Mapping[str, str] = os.environ) -> bytes:
+def load_key(default_file: Path, environ: Mapping[str, str] = os.environ) -> VaultKey:
     """The key from ``VOCERO_VAULT_KEY``; else the file ``VOCERO_VAULT_KEY_FILE`` or
     ``default_file``, created with a fresh random key (mode 0600) when it does not exist."""
     if environ.get(KEY_ENV):
-        return _decode(environ[KEY_ENV], KEY_ENV)
+        return VaultKey(_decode(environ[KEY_ENV], KEY_ENV))
     path = Path(environ.get(KEY_FILE_ENV) or default_file)
     try:
-        return _read_key_file(path)
+        return VaultKey(_read_key_file(path))
     except FileNotFoundError:
-        return _create_key_file(path)
+        return VaultKey(_create_key_file(path))
 
 
 def _decode(text: str, source: str) -> bytes:

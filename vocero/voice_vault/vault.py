@@ -34,7 +34,7 @@ from vocero.store.audit_tx import append_in
 from vocero.store.engine import Store
 from vocero.store.models.voices import VoiceApprovalRow, VoiceProfileRow, VoiceVersionRow
 from vocero.voice_vault import approval
-from vocero.voice_vault.crypto import VaultCipher
+from vocero.voice_vault.crypto import VaultCipher, VaultKey
 from vocero.voice_vault.errors import VaultError, VaultKeyError
 from vocero.voice_vault.records import VersionRecord, VoiceRecord, version_record, voice_record
 from vocero.voice_vault.wav import validate_wav
@@ -56,7 +56,7 @@ class VoiceVault:
         self,
         store: Store,
         *,
-        key: bytes,
+        key: VaultKey | bytes,
         clock: Clock | None = None,
         model: str = DEFAULT_MODEL,
         on_revoked: Callable[[str], None] | None = None,
