@@ -123,10 +123,8 @@ class Asking:
             if self.open is question:  # not answered in time (the call ends input_timeout)
                 self.open = None
                 core.fire(Event.QUESTION_CLOSED)
-                if self.on_unanswered is not None and core.machine.allows(
-                    Event.QUESTION_UNANSWERED
-                ) and core.machine.state == "LISTENING":
-                    self.on_unanswered()
+                if self.on_unanswered is not None and core.machine.state == "LISTENING":
+                    self.on_unanswered()  # nobody is speaking: the agent may take the turn
         assert question.response is not None
         return question.response
 

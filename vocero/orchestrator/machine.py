@@ -168,12 +168,12 @@ TABLE: dict[tuple[State, Event], Rule] = {
     ("LISTENING", E.SPEECH_HINT): Rule("TRANSCRIBING"),
     ("LISTENING", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
     ("LISTENING", E.DEPENDENCY_FAILED): Rule("DEGRADED", (X.RESET_LISTENING,)),
+    # The agent speaks unasked: a server's question went unanswered, its call is ending.
+    ("LISTENING", E.QUESTION_UNANSWERED): Rule("TOOL_RUNNING"),
     ("AWAITING_CONFIRMATION", E.SPEECH_STARTED): Rule("TRANSCRIBING"),
     ("AWAITING_CONFIRMATION", E.SPEECH_HINT): Rule("TRANSCRIBING"),
     ("AWAITING_CONFIRMATION", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
     ("AWAITING_CONFIRMATION", E.QUESTION_CLOSED): Rule("LISTENING"),
-    # The agent speaks unasked: a server's question went unanswered, its call is ending.
-    ("LISTENING", E.QUESTION_UNANSWERED): Rule("TOOL_RUNNING"),
     ("AWAITING_CONFIRMATION", E.DEPENDENCY_FAILED): Rule("DEGRADED", (X.RESET_LISTENING,)),
     ("TRANSCRIBING", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
     ("TRANSCRIBING", E.SPEECH_DISCARDED): Rule(IDLE),
