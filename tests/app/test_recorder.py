@@ -87,7 +87,8 @@ async def test_what_is_said_while_the_store_is_away_is_recorded_in_order_when_it
 ) -> None:
     flaky = Flaky(store)
     drops: list[str] = []
-    recorder = StoreRecorder(flaky, drops.append, retry=FAST)
+    backlog: list[int] = []
+    recorder = StoreRecorder(flaky, drops.append, retry=FAST, on_pending=backlog.append)
     async with anyio.create_task_group() as tg:
         await tg.start(recorder.run)
         recorder.turn("ses_1", "turn_1", "text", "list my appointments")
@@ -102,6 +103,7 @@ async def test_what_is_said_while_the_store_is_away_is_recorded_in_order_when_it
             await recorder.flush()  # one attempt failed: it does not wait for the outage
         assert recorder.store_unreachable
         assert recorder.pending == 3
+        assert backlog[-3:] == [1, 2, 3]  # the gauge shows the backlog the outage builds
         failed_attempts = flaky.attempts
 
         flaky.down = False
@@ -111,6 +113,7 @@ async def test_what_is_said_while_the_store_is_away_is_recorded_in_order_when_it
         assert recorder.pending == 0
         recorder.stop()
     assert flaky.attempts > failed_attempts
+    assert backlog[-1] == 0
     assert await history(store) == [
         ("user", "list my appointments"), ("assistant", "I found your appointments."),
         ("user", "yes"), ("assistant", "I haven't made any change."), ("user", "thanks"),

@@ -56,10 +56,14 @@ class StoreRecorder:
         *,
         units: UnitRepository | None = None,
         retry: RetrySettings | None = None,
+        on_pending: Callable[[int], None] | None = None,
     ) -> None:
         self._conversations = conversations
         self._units = units
         self._on_drop = on_drop
+        self._on_pending = on_pending or (lambda _n: None)
+        """Hears the number of writes not yet applied whenever it changes (a gauge: the
+        backlog an outage builds up)."""
         self._retry = retry or RetrySettings()
         self._send: MemoryObjectSendStream[Write]
         self._receive: MemoryObjectReceiveStream[Write]
@@ -94,6 +98,7 @@ class StoreRecorder:
                         await self._apply(write)
                     finally:
                         self._pending -= 1
+                        self._on_pending(self._pending)
                         if self._pending == 0:
                             self._idle.set()
                             self._release_flushes()
@@ -163,6 +168,7 @@ class StoreRecorder:
             self._on_drop("stopped")  # after shutdown began
             return
         self._pending += 1
+        self._on_pending(self._pending)
         self._idle = anyio.Event() if self._idle.is_set() else self._idle
 
     def turn(self, session_id: str, turn_id: str, source: str, text: str) -> None:

@@ -181,6 +181,7 @@ async def open_runtime(
     recorder = StoreRecorder(
         conversations, on_drop=lambda reason: port.count("recorder_drops", reason=reason),
         units=UnitRepository(store),
+        on_pending=lambda pending: port.gauge("queue_depth", pending, link="recorder"),
     )
     shared, per_session = build_runners(settings)
     runtime = Runtime(
