@@ -13,11 +13,13 @@ import pytest
 from sqlalchemy.exc import DBAPIError
 
 from vocero.app.recorder import RetrySettings, StoreRecorder
-from vocero.store import Conversations, Store, upgrade
+from vocero.contracts.clock import VirtualClock
+from vocero.store import AuditLog, Conversations, Store, upgrade
 
 pytestmark = pytest.mark.anyio
 
 FAST = RetrySettings(first_s=0.01, max_s=0.05, give_up_s=60.0)
+START = 1_780_000_000.0
 
 
 @pytest.fixture
@@ -67,7 +69,7 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
     try:
         await Conversations(opened).create_session(
             session_id="ses_1", tenant_id="acme", subject_ref="s", profile_id="demo",
-            profile_version="1")
+            profile_version="1", resume_token_hash="f" * 64)
         yield opened
     finally:
         await opened.close()
@@ -223,3 +225,40 @@ async def test_writes_beyond_the_queue_and_after_stop_are_counted_not_blocking(
     recorder.turn("ses_1", "turn_9", "text", "late")
     assert drops == ["queue_full", "stopped"]
     assert await history(store) == [("user", "line 0"), ("user", "line 1")]
+
+
+async def test_an_audit_event_of_the_outage_keeps_its_time_and_its_place(store: Store) -> None:
+    clock = VirtualClock(start=START)
+    audit = AuditLog(store, clock=clock)
+    flaky = Flaky(store)
+    recorder = StoreRecorder(flaky, lambda _reason: None, retry=FAST, audit=audit)
+    real_record = audit.record
+    down = True
+
+    async def record(*args: Any, **kwargs: Any) -> None:
+        if down:
+            raise ConnectionRefusedError(111, "Connect call failed")
+        await real_record(*args, **kwargs)
+
+    audit.record = record  # type: ignore[method-assign]
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        recorder.audit("session.closed", {"state": "LISTENING"}, session_id="ses_1")
+        clock.advance(1)
+        recorder.withdraw_resume("ses_1")
+        recorder.audit("session.opened", {"profile_id": "demo"}, session_id="ses_2")
+        with anyio.fail_after(5):
+            await recorder.flush()
+        assert recorder.pending == 3
+        clock.advance(30)  # the outage lasts
+        down = False
+        with anyio.fail_after(5):
+            await recorder.flush()
+        recorder.stop()
+    events = await audit.events()
+    assert [(e.kind, e.session_id, e.at.timestamp()) for e in events] == [
+        ("session.closed", "ses_1", START), ("session.opened", "ses_2", START + 1)]
+    verified = await audit.verify()
+    assert (verified.ok, verified.count) == (True, 2)  # the chain holds, late events and all
+    found = await Conversations(store).session_by_resume_hash("f" * 64)
+    assert found is None  # the token of the closed session no longer resumes it

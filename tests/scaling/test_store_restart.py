@@ -19,6 +19,7 @@ from tests.scaling.support import (
     Cluster,
     Config,
     Vocero,
+    applied,
     ask_to_move,
     client,
     own_cluster,
@@ -76,7 +77,9 @@ def test_store_restart_mid_call_fails_writes_closed_degrades_and_recovers(
     try:
         node.start()
         with client(node, "alice-token", timeout_s=NOTICE_S) as alice, \
-                client(node, "bob-token", timeout_s=NOTICE_S) as bob:
+                client(node, "bob-token", timeout_s=NOTICE_S) as bob, \
+                client(node, "frank-token", timeout_s=NOTICE_S) as frank:
+            frank_token = applied(frank)["resume_token"]
             assert say(alice, "list my appointments")["heard_text"] == "I found your appointments."
             ask_to_move(alice, "APT-2001")  # a write is read back from what was listed
             state_change(alice, to="AWAITING_CONFIRMATION")
@@ -91,6 +94,11 @@ def test_store_restart_mid_call_fails_writes_closed_degrades_and_recovers(
                 assert (told["code"], told["category"], told["retryable"]) == (
                     "STORE_UNAVAILABLE", "dependency", True)
             state_change(alice, to="DEGRADED")  # idle: at once
+            frank.expect("error.v1")
+            frank.send("session.close.v1", {})  # frank hangs up while the store is away
+            assert frank.expect_close() == 1000
+            wait_for("frank's token withdrawal queued", lambda: node.events(
+                "session.resume_token_withdrawal_queued"))
             assert bob.expect("response.completed.v1")["data"]["payload"]["heard_text"]
             state_change(bob, to="DEGRADED", leaving="LISTENING")  # busy: once its answer ended
 
@@ -128,12 +136,22 @@ def test_store_restart_mid_call_fails_writes_closed_degrades_and_recovers(
                 f"/v1/sessions/{bob.session_id}")["history"]]
             # one answered in the outage, one after
             assert bob_told.count(("assistant", "I found your appointments.")) == 2
+        # frank's hang-up is on record once the store is back: his token no longer resumes
+        frank_record = node.get(f"/v1/sessions/{frank.session_id}")
+        assert frank_record["closed_at"] is not None
+        closed = [e for e in node.get(f"/v1/audit?session_id={frank.session_id}")["items"]
+                  if e["kind"] == "session.closed"]
+        assert len(closed) == 1
+        with client(node, "frank-token", resume_token=frank_token) as again:
+            refused_resume = applied(again)
+            assert refused_resume["session_id"] != frank.session_id
+            assert "resume_token" in [r["field"] for r in refused_resume["rejected_fields"]]
         writes = appointments.calls("reschedule_appointment")
         assert [w["meta"]["io.vocero/operation_id"] for w in writes] == [op["operation_id"]]
         assert set(appointments.receipts()) == {op["operation_id"]}
         assert appointments.state_data()["appointments"]["APT-2001"]["version"] == 2
         assert node.process.poll() is None
-        assert [e["sessions"] for e in node.events("store.unavailable")] == [2]
+        assert [e["sessions"] for e in node.events("store.unavailable")] == [3]
         assert len(node.events("store.available")) == 1
         assert node.events("recorder.store_unreachable")  # the writes were kept, then applied
         assert not node.events("recorder.write_failed")

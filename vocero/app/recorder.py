@@ -18,6 +18,7 @@ import anyio
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from vocero.store.audit import AuditLog
 from vocero.store.engine import unreachable
 from vocero.store.models import GenerationStatus, TurnSource
 from vocero.store.repositories import Conversations
@@ -55,11 +56,13 @@ class StoreRecorder:
         on_drop: Callable[[str], None],
         *,
         units: UnitRepository | None = None,
+        audit: AuditLog | None = None,
         retry: RetrySettings | None = None,
         on_pending: Callable[[int], None] | None = None,
     ) -> None:
         self._conversations = conversations
         self._units = units
+        self._audit = audit
         self._on_drop = on_drop
         self._on_pending = on_pending or (lambda _n: None)
         """Hears the number of writes not yet applied whenever it changes (a gauge: the
@@ -216,6 +219,20 @@ class StoreRecorder:
     def close(self, session_id: str, state: str) -> None:
         c = self._conversations
         self._submit(lambda: c.close_session(session_id, state=state))
+
+    def withdraw_resume(self, session_id: str) -> None:
+        """The session's resume token stops working (its client closed it): queued when the
+        direct write failed, so that it is withdrawn once the store answers again."""
+        c = self._conversations
+        self._submit(lambda: c.update_session(session_id, resume_token_hash=""))
+
+    def audit(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:
+        """An audit event of code that cannot wait for the store (a connection closing), with
+        the time it happened: appended in order, after an outage too."""
+        audit = self._audit
+        if audit is not None:
+            at = audit.now()
+            self._submit(lambda: audit.record(kind, data, session_id=session_id, at=at))
 
     def unit(self, entry: UnitEntry) -> None:
         """A spoken unit planned, or decided (SPEC §8); without a unit store it is not kept."""

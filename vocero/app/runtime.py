@@ -95,11 +95,6 @@ class Runtime:
     """Set once a live session's connection has let go of it (see ``SessionFactory``)."""
     ready: anyio.Event = field(default_factory=anyio.Event)
     tg: anyio.abc.TaskGroup | None = None
-    _audits_pending: int = 0
-    _audits_idle: anyio.Event = field(default_factory=anyio.Event)
-
-    def __post_init__(self) -> None:
-        self._audits_idle.set()
 
     async def wait_ready(self, timeout_s: float = 30.0) -> bool:
         with anyio.move_on_after(timeout_s):
@@ -110,28 +105,14 @@ class Runtime:
         return self.identities.authenticate(token)
 
     def audit_soon(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:
-        """Audit from synchronous code: the append runs in the runtime's task group."""
-        if self.tg is not None:
-            self._audits_pending += 1
-            if self._audits_idle.is_set():
-                self._audits_idle = anyio.Event()
-            self.tg.start_soon(self._audit, kind, data, session_id)
+        """Audit from synchronous code: appended by the recorder's writer, in order, with the
+        time it happened, kept and tried again through a store outage."""
+        self.recorder.audit(kind, data, session_id=session_id)
 
     async def audits_settled(self) -> None:
-        """Wait until every audit started with :meth:`audit_soon` has been appended."""
-        await self._audits_idle.wait()
-
-    async def _audit(self, kind: str, data: dict[str, Any], session_id: str) -> None:
-        try:
-            # Shielded: a cancelled append would leave an aiosqlite connection half-closed.
-            with anyio.CancelScope(shield=True):
-                await self.audit.record(kind, data, session_id=session_id)
-        except Exception:
-            log.exception("audit.append_failed", kind=kind)
-        finally:
-            self._audits_pending -= 1
-            if self._audits_pending == 0:
-                self._audits_idle.set()
+        """Wait until every audit given to :meth:`audit_soon` has been appended (or, while
+        the store cannot be reached, until one more attempt found it so)."""
+        await self.recorder.flush()
 
 
 def build_runners(settings: Settings) -> tuple[RunnerSet, Callable[[], RunnerSet]]:
@@ -178,9 +159,10 @@ async def open_runtime(
         ttl_s=settings.lease_ttl_s, local_liveness=settings.lease_local_liveness))
     await node.register()  # a node of this host that is gone: what it held is free now
     conversations = Conversations(store, owner=node.id, lease_ttl_s=settings.lease_ttl_s)
+    audit = AuditLog(store)
     recorder = StoreRecorder(
         conversations, on_drop=lambda reason: port.count("recorder_drops", reason=reason),
-        units=UnitRepository(store),
+        units=UnitRepository(store), audit=audit,
         on_pending=lambda pending: port.gauge("queue_depth", pending, link="recorder"),
     )
     shared, per_session = build_runners(settings)
@@ -189,7 +171,7 @@ async def open_runtime(
         identities=identities,
         profiles=profiles,
         store=store,
-        audit=AuditLog(store),
+        audit=audit,
         conversations=conversations,
         recorder=recorder,
         metrics=metrics,

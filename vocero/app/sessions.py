@@ -35,6 +35,7 @@ from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.session import Session
 from vocero.policy import SessionCoordinator
+from vocero.store.engine import unreachable
 from vocero.store.records import SessionRecord
 
 log = structlog.get_logger(__name__)
@@ -66,8 +67,12 @@ class OpenSession:
         try:
             if not resumable:  # written now, not queued: the recorder may shed writes
                 await runtime.conversations.update_session(session_id, resume_token_hash="")
-        except Exception:
-            log.exception("session.resume_token_not_withdrawn", session_id=session_id)
+        except Exception as exc:
+            if unreachable(exc):  # the store is away: withdrawn as soon as it answers again
+                log.warning("session.resume_token_withdrawal_queued", session_id=session_id)
+                runtime.recorder.withdraw_resume(session_id)
+            else:
+                log.exception("session.resume_token_not_withdrawn", session_id=session_id)
         finally:
             runtime.live.pop(session_id, None)
             runtime.recorder.close(session_id, session.machine.state)

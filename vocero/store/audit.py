@@ -45,9 +45,14 @@ class AuditLog:
         session_id: str = "",
         actor: str = "vocero",
         chain: str = DEFAULT_CHAIN,
+        at: datetime | None = None,
     ) -> None:
         """The :class:`AuditSink` port: :meth:`append`, discarding the record."""
-        await self.append(kind, data, session_id=session_id, actor=actor, chain=chain)
+        await self.append(kind, data, session_id=session_id, actor=actor, chain=chain, at=at)
+
+    def now(self) -> datetime:
+        """This log's time: what an event appended now would carry as ``at``."""
+        return datetime.fromtimestamp(self._clock.now(), UTC)
 
     async def append(
         self,
@@ -57,17 +62,19 @@ class AuditLog:
         session_id: str = "",
         actor: str = "vocero",
         chain: str = DEFAULT_CHAIN,
+        at: datetime | None = None,
     ) -> AuditRecord:
         """Append one event and return it as stored. ``data`` must be JSON holding opaque
         references only: a key that looks like a secret or raw speech raises
-        :class:`ValueError` and nothing is written."""
+        :class:`ValueError` and nothing is written. ``at`` is when it happened (default: now);
+        an event appended late, after a store outage, keeps its own time."""
         _check_names(kind=kind, actor=actor, chain=chain, session_id=session_id)
         clean = _checked_data(data)
         async with self._store.write() as session:
             prev_hash = await _lock_head(session, chain)
             unsealed = AuditRecord(
                 seq=await _next_seq(session), chain=chain, session_id=session_id, kind=kind,
-                actor=actor, at=datetime.fromtimestamp(self._clock.now(), UTC), data=clean,
+                actor=actor, at=at or self.now(), data=clean,
                 prev_hash=prev_hash, hash="",
             )
             event = msgspec.structs.replace(unsealed, hash=_hash_of(unsealed))
