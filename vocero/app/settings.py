@@ -87,10 +87,25 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(f"VOCERO_{name.upper()}", default)
 
 
+def _number(
+    parser: argparse.ArgumentParser, defaults: Settings, field: str, kind: type[int | float],
+    help: str | None = None,
+) -> None:
+    """``--field-name N`` for a numeric setting: ``VOCERO_FIELD_NAME`` or the built-in value
+    when not given."""
+    parser.add_argument(
+        "--" + field.replace("_", "-"),
+        dest=field,
+        type=kind,
+        default=kind(_env(field, str(getattr(defaults, field)))),
+        help=help,
+    )
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     d = Settings()
     parser.add_argument("--host", default=_env("host", d.host))
-    parser.add_argument("--port", type=int, default=int(_env("port", str(d.port))))
+    _number(parser, d, "port", int)
     parser.add_argument(
         "--runners", choices=["cpu", "sim", "gb10"], default=_env("runners", d.runners)
     )
@@ -110,33 +125,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["console", "json"],
         default=_env("log_format", d.log_format),
     )
-    parser.add_argument(
-        "--max-sessions",
-        dest="max_sessions",
-        type=int,
-        default=int(_env("max_sessions", str(d.max_sessions))),
-    )
-    parser.add_argument(
-        "--resume-window-s",
-        dest="resume_window_s",
-        type=float,
-        default=float(_env("resume_window_s", str(d.resume_window_s))),
-        help="how long after a dropped connection its session may be resumed",
-    )
-    parser.add_argument(
-        "--mcp-input-timeout-s",
-        dest="mcp_input_timeout_s",
-        type=float,
-        default=float(_env("mcp_input_timeout_s", str(d.mcp_input_timeout_s))),
-        help="seconds a tool server's question waits for the caller's answer",
-    )
-    parser.add_argument(
-        "--followups-tick-s",
-        dest="followups_tick_s",
-        type=float,
-        default=float(_env("followups_tick_s", str(d.followups_tick_s))),
-        help="seconds between passes of the follow-up queue (0: off)",
-    )
+    _number(parser, d, "max_sessions", int)
+    _number(parser, d, "resume_window_s", float,
+            "how long after a dropped connection its session may be resumed")
+    _number(parser, d, "mcp_input_timeout_s", float,
+            "seconds a tool server's question waits for the caller's answer")
+    _number(parser, d, "followups_tick_s", float,
+            "seconds between passes of the follow-up queue (0: off)")
     parser.add_argument(
         "--otlp-endpoint",
         dest="otlp_endpoint",
@@ -144,13 +139,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="OTLP/HTTP endpoint traces are exported to (default: none, no traces)",
     )
     add_retention_arguments(parser)
-    parser.add_argument(
-        "--purge-every-s",
-        dest="purge_every_s",
-        type=float,
-        default=float(_env("purge_every_s", str(d.purge_every_s))),
-        help="seconds between retention purges (0: off)",
-    )
+    _number(parser, d, "purge_every_s", float,
+            "seconds between retention purges (0: off)")
     parser.add_argument(
         "--allowed-origins",
         dest="allowed_origins",
@@ -164,27 +154,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="server processes sharing the port and the store: N or 'auto' (one per core); "
         "more than one needs a PostgreSQL --db",
     )
-    parser.add_argument(
-        "--lease-ttl-s",
-        dest="lease_ttl_s",
-        type=float,
-        default=float(_env("lease_ttl_s", str(d.lease_ttl_s))),
-        help="how long this process's hold on sessions and outbox rows lasts unrenewed",
-    )
-    parser.add_argument(
-        "--outbox-concurrency",
-        dest="outbox_concurrency",
-        type=int,
-        default=int(_env("outbox_concurrency", str(d.outbox_concurrency))),
-        help="operations the outbox worker dispatches at once",
-    )
-    parser.add_argument(
-        "--outbox-retry-s",
-        dest="outbox_retry_s",
-        type=float,
-        default=float(_env("outbox_retry_s", str(d.outbox_retry_s))),
-        help="wait before an operation refused before it ran is tried again",
-    )
+    _number(parser, d, "lease_ttl_s", float,
+            "how long this process's hold on sessions and outbox rows lasts unrenewed")
+    _number(parser, d, "outbox_concurrency", int,
+            "operations the outbox worker dispatches at once")
+    _number(parser, d, "outbox_retry_s", float,
+            "wait before an operation refused before it ran is tried again")
     parser.add_argument(
         "--lease-local-liveness",
         dest="lease_local_liveness",
@@ -192,13 +167,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=_env("lease_local_liveness", "on"),
         help="take over at once what a gone process of this host held (default on)",
     )
-    parser.add_argument(
-        "--max-pending-per-address",
-        dest="max_pending_per_address",
-        type=int,
-        default=int(_env("max_pending_per_address", str(d.max_pending_per_address))),
-        help="connections one address may hold open before sending session.connect.v1",
-    )
+    _number(parser, d, "max_pending_per_address", int,
+            "connections one address may hold open before sending session.connect.v1")
 
 
 def add_retention_arguments(parser: argparse.ArgumentParser) -> None:
