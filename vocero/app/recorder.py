@@ -71,14 +71,13 @@ class StoreRecorder:
         self._send: MemoryObjectSendStream[Write]
         self._receive: MemoryObjectReceiveStream[Write]
         self._send, self._receive = anyio.create_memory_object_stream[Write](QUEUE)
-        self._idle = anyio.Event()
-        self._idle.set()
         self._pending = 0
         self._unreachable_since: float | None = None
         """When the write being retried first failed; ``None`` while the store takes writes."""
         self._wake = anyio.Event()
         """Set by :meth:`flush` to end the writer's wait between attempts early."""
         self._flushing: list[anyio.Event] = []
+        """Flushes waiting: released when nothing is pending, or when an attempt failed."""
 
     @property
     def pending(self) -> int:
@@ -103,7 +102,6 @@ class StoreRecorder:
                         self._pending -= 1
                         self._on_pending(self._pending)
                         if self._pending == 0:
-                            self._idle.set()
                             self._release_flushes()
         except anyio.get_cancelled_exc_class():
             if self._pending:
@@ -122,28 +120,35 @@ class StoreRecorder:
                     log.exception("recorder.write_failed")
                     self._on_drop("write_failed")
                     return
-                now = anyio.current_time()
-                if self._unreachable_since is None:
-                    self._unreachable_since = now
-                    log.warning("recorder.store_unreachable", error=repr(exc),
-                                pending=self._pending)
-                self._release_flushes()  # a flush waits for one attempt, not for the outage
-                if now - self._unreachable_since >= self._retry.give_up_s:
-                    log.error("recorder.write_abandoned", error=repr(exc),
-                              after_s=round(now - self._unreachable_since, 1))
-                    self._on_drop("store_unreachable")
-                    self._unreachable_since = now  # the next write gets its own allowance
+                if not await self._wait_to_retry(exc, delay):
                     return
-                self._wake = anyio.Event()
-                with anyio.move_on_after(delay):
-                    await self._wake.wait()
                 delay = min(delay * 2, self._retry.max_s)
-                continue
-            if self._unreachable_since is not None:
-                log.info("recorder.store_reachable", pending=self._pending,
-                         after_s=round(anyio.current_time() - self._unreachable_since, 1))
-                self._unreachable_since = None
-            return
+            else:
+                if self._unreachable_since is not None:
+                    log.info("recorder.store_reachable", pending=self._pending,
+                             after_s=round(anyio.current_time() - self._unreachable_since, 1))
+                    self._unreachable_since = None
+                return
+
+    async def _wait_to_retry(self, exc: Exception, delay: float) -> bool:
+        """After an attempt found the store unreachable: wait ``delay`` (less if a flush asks)
+        and say to try again, or give the write up (False) once it has failed for
+        ``give_up_s``."""
+        now = anyio.current_time()
+        if self._unreachable_since is None:
+            self._unreachable_since = now
+            log.warning("recorder.store_unreachable", error=repr(exc), pending=self._pending)
+        self._release_flushes()  # a flush waits for one attempt, not for the outage
+        if now - self._unreachable_since >= self._retry.give_up_s:
+            log.error("recorder.write_abandoned", error=repr(exc),
+                      after_s=round(now - self._unreachable_since, 1))
+            self._on_drop("store_unreachable")
+            self._unreachable_since = now  # the next write gets its own allowance
+            return False
+        self._wake = anyio.Event()
+        with anyio.move_on_after(delay):
+            await self._wake.wait()
+        return True
 
     def _release_flushes(self) -> None:
         for waiting in self._flushing:
@@ -154,7 +159,7 @@ class StoreRecorder:
         """Wait until every queued write has been applied, or, while the store cannot be
         reached, until one more attempt has found it so (tried at once, not after the backoff):
         what follows a flush reads the store, and would fail the same way. The writes are kept."""
-        if self._idle.is_set():
+        if self._pending == 0:
             return
         done = anyio.Event()
         self._flushing.append(done)
@@ -172,7 +177,6 @@ class StoreRecorder:
             return
         self._pending += 1
         self._on_pending(self._pending)
-        self._idle = anyio.Event() if self._idle.is_set() else self._idle
 
     def turn(self, session_id: str, turn_id: str, source: str, text: str) -> None:
         c = self._conversations
