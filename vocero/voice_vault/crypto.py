@@ -54,12 +54,6 @@ class VaultKey:
         """The key itself, for the cipher."""
         return self._key
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, VaultKey) and secrets.compare_digest(self._key, other._key)
-
-    def __hash__(self) -> int:
-        return hash(VaultKey)
-
     def __repr__(self) -> str:
         return f"VaultKey({REDACTED!r})"
 
@@ -71,7 +65,7 @@ class VaultKey:
 
 class VaultCipher:
     def __init__(self, key: VaultKey | bytes) -> None:
-        self._key = key if isinstance(key, VaultKey) else VaultKey(key)
+        self._key = key if isinstance(key, VaultKey) else VaultKey(key)  # kept: it scrubs logs
         self._aead = AESGCM(self._key.reveal())
 
     def seal(self, plaintext: bytes, context: str) -> bytes:
