@@ -99,13 +99,12 @@ class ToolInputError(ToolCallError):
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason, possibly_executed=False)
-        self.reason = reason
 
     @property
     def reason_code(self) -> str:
-        """How the question ended (``input_timeout``, ``input_declined`` ...): the agent's
-        words for the call depend on it."""
-        return self.reason
+        """How the question ended (``input_timeout``, ``input_declined`` ...), the message:
+        the agent's words for the call depend on it."""
+        return str(self)
 
 
 class ToolSecretInputError(ToolInputError):

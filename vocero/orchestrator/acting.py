@@ -74,7 +74,7 @@ class PendingCall:
     plan: ToolPlan
     done: anyio.Event
     box: list[ToolOutcome]
-    turn_id: str = ""
+    turn_id: str
     """The turn whose answer made the call (and said the question)."""
 
 

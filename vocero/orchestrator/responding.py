@@ -154,13 +154,11 @@ class Responder:
                 await speaker.finish()
         await self._end(generation, None)
 
-    async def unanswered(self, turn: TurnRef) -> None:
+    async def unanswered(self, turn: TurnRef, plan: ToolPlan) -> None:
         """A server's question ran out of time unanswered (the gateway cancelled it and told
-        the server): once its call ends, say what became of it, in the profile's words for its
-        result (``input_timeout``: nothing was done), as the answer to the turn that made it."""
-        pending = self.actor.pending
-        if pending is None:
-            return
+        the server): once its call (``plan``, the pending one) ends, say what became of it, in
+        the profile's words for its result (``input_timeout``: nothing was done), as the answer
+        to the turn that made it."""
         generation = self.begin(turn)
         with generation.scope:
             planner = self.core.planner(generation)
@@ -168,7 +166,7 @@ class Responder:
                 outcome = await self.actor.resumed()
                 if outcome is not None:
                     self.core.fire(Event.TOOL_RESULT)
-                    await speaker.read_out(self.actor.evidence(pending.plan, outcome, speaker))
+                    await speaker.read_out(self.actor.evidence(plan, outcome, speaker))
                 await speaker.finish()
         await self._end(generation, None)
 

@@ -70,12 +70,12 @@ class Turns:
         async with tracing.turn(self.core.ctx.session_id, "unanswered"), self._lock:
             core = self.core
             pending = self.responder.actor.pending
-            if pending is None or not pending.turn_id or core.machine.state != "LISTENING":
+            if pending is None or core.machine.state != "LISTENING":
                 return
             core.fire(Event.QUESTION_UNANSWERED)
             turn = TurnRef(session_id=core.ctx.session_id, turn_id=pending.turn_id,
                            traceparent=tracing.committed(pending.turn_id))
-            await self.responder.unanswered(turn)
+            await self.responder.unanswered(turn, pending.plan)
 
     async def clicked(self, proposal_id: str, revision: int, decision: Intent) -> None:
         async with tracing.turn(self.core.ctx.session_id, "click"), self._lock:
