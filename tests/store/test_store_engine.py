@@ -139,23 +139,22 @@ def test_unreachable_tells_an_outage_from_a_write_that_cannot_succeed(
     assert unreachable(error) is expected
 
 
+async def _failure_of(url: str, statement: str) -> BaseException:
+    store = Store.open(url)
+    try:
+        with pytest.raises(Exception) as failed:
+            async with store.write() as session:
+                await session.execute(sa.text(statement))
+    finally:
+        await store.close()
+    return failed.value
+
+
 async def test_a_refused_connection_and_a_missing_table_are_told_apart(tmp_path: Path) -> None:
     """Real failures, not constructed ones: nothing listens on the PostgreSQL port, and a
     SQLite file without the schema."""
-    nobody = Store.open("postgresql://vocero@127.0.0.1:9/vocero")
-    try:
-        with pytest.raises(Exception) as refused:
-            async with nobody.write() as session:
-                await session.execute(sa.text("SELECT 1"))
-    finally:
-        await nobody.close()
-    assert unreachable(refused.value)
-
-    bare = Store.open(f"sqlite:///{tmp_path / 'bare.db'}")
-    try:
-        with pytest.raises(Exception) as missing:
-            async with bare.write() as session:
-                await session.execute(sa.text("INSERT INTO turns (id) VALUES ('t')"))
-    finally:
-        await bare.close()
-    assert not unreachable(missing.value)
+    assert unreachable(await _failure_of("postgresql://vocero@127.0.0.1:9/vocero", "SELECT 1"))
+    missing = await _failure_of(f"sqlite:///{tmp_path / 'bare.db'}",
+                                "INSERT INTO turns (id) VALUES ('t')")
+    assert isinstance(missing, sa.exc.OperationalError) and "no such table" in str(missing)
+    assert not unreachable(missing)

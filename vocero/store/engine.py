@@ -123,7 +123,7 @@ def unreachable(exc: BaseException) -> bool:
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if isinstance(cause, OSError | TimeoutError):
+        if isinstance(cause, OSError):  # TimeoutError included
             return True
         if isinstance(cause, DBAPIError) and cause.connection_invalidated:
             return True
