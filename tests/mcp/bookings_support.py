@@ -38,6 +38,7 @@ def booking_tools(server: str = "bookings", **timeouts: int) -> list[ToolSpec]:
         spec("book", "book_table", "reversible_write", "bookings:write"),
         spec("link", "link_account", "reversible_write", "bookings:write"),
         spec("pay", "verify_payment", "reversible_write", "bookings:write"),
+        spec("deposit", "release_deposit", "reversible_write", "bookings:write"),
         spec("survey", "survey", "read", "bookings:read"),
     ]
 

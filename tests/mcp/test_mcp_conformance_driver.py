@@ -44,6 +44,7 @@ async def test_the_driver_calls_through_the_gateway_and_its_question_port(
         "book_table",
         "link_account",
         "verify_payment",
+        "release_deposit",
         "survey",
     }
 

@@ -42,6 +42,11 @@ SCRIPT: dict[str, Any] = {
             "tool": "bookings.pay",
             "arguments": {"order_id": "{o}"},
         },
+        {
+            "match": r"release the deposit of (?P<o>\w+)",
+            "tool": "bookings.deposit",
+            "arguments": {"order_id": "{o}"},
+        },
         {"match": r"rate the (?P<t>\w+)", "tool": "bookings.survey", "arguments": {"topic": "{t}"}},
         {"match": r"^(yes|yeah)\b", "intent": "confirm"},
         {"match": r"^(no|nope)\b", "intent": "reject"},
@@ -85,6 +90,13 @@ def profile(folder: Path, protocol: str) -> dict[str, Any]:
                 "name": "bookings.pay",
                 "server": "bookings",
                 "resolves_to": "verify_payment",
+                "action_class": "reversible_write",
+                "required_scopes": ["bookings:write"],
+            },
+            {
+                "name": "bookings.deposit",
+                "server": "bookings",
+                "resolves_to": "release_deposit",
                 "action_class": "reversible_write",
                 "required_scopes": ["bookings:write"],
             },
@@ -264,6 +276,46 @@ def test_a_link_is_shown_never_spoken_and_done_carries_the_call_on(tmp_path: Pat
         say(pc, "done")
     [answer] = [line for line in recorded(tmp_path) if line.get("kind") == "input"]
     assert answer["action"] == "accept"
+
+
+def test_a_page_the_server_sends_the_caller_to_first_is_shown_and_done_runs_the_call(
+    tmp_path: Path,
+) -> None:
+    """2025-11-25: the server refuses the call until the caller has been to its page
+    (``-32042``); the link is shown, "done" is the caller's word, the server's notice that the
+    page is finished lets the same call run."""
+    with app(tmp_path, "2025-11-25") as client, client.websocket_connect("/v1/realtime") as ws:
+        pc = ProtocolClient(ws)
+        pc.connect("booker")
+        words = say(pc, "release the deposit of D5")
+        [question] = pc.of_type("tool.input_required.v1")
+        assert question["mode"] == "url"
+        assert question["link"]["url"] == "https://pay.example.com/release/D5"
+        assert "http" not in words and "link from bookings" in words, words
+        said = say(pc, "done")
+        [ended] = pc.of_type("tool.status.v1")[-1:]
+        assert ended["status"] == "committed", ended
+        assert said.startswith("Done:") and "D5" in said, said  # the committed result, said
+    sent = [line for line in recorded(tmp_path) if line.get("tool") == "release_deposit"]
+    assert len(sent) == 2 and len({s["meta"]["io.vocero/operation_id"] for s in sent}) == 1
+    state = json.loads((tmp_path / "bookings.json").read_text())
+    assert state["deposits"] == {"D5": "released"}
+
+
+def test_a_page_never_finished_is_said_and_nothing_is_done(tmp_path: Path) -> None:
+    with app(tmp_path, "2025-11-25", input_timeout_s=1.0) as client, \
+            client.websocket_connect("/v1/realtime") as ws:
+        pc = ProtocolClient(ws)
+        pc.connect("booker")
+        say(pc, "release the deposit of STUCK5")
+        said = say(pc, "done")  # ... but the provider never says the page is finished
+        assert said == ("I didn't hear back that the page was finished, so I stopped there. "
+                        "Nothing was changed."), said
+        [ended] = pc.of_type("tool.status.v1")[-1:]
+        assert (ended["status"], ended["reason_code"]) == ("rejected", "input_not_completed")
+    sent = [line for line in recorded(tmp_path) if line.get("tool") == "release_deposit"]
+    assert len(sent) == 1  # never sent again
+    assert "deposits" not in json.loads((tmp_path / "bookings.json").read_text())
 
 
 def test_unclear_answers_are_asked_again_twice_then_the_question_is_cancelled(

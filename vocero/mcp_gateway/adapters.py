@@ -196,7 +196,7 @@ class _SdkAdapter:
             mode=self.mode,
             read_timeout_seconds=connect_timeout_s,
             client_info=CLIENT_INFO,
-            message_handler=_message_handler(server, hooks),
+            message_handler=_message_handler(server, hooks, options.desk),
             elicitation_callback=(
                 options.desk.elicitation_callback if options.desk is not None else None
             ),
@@ -260,10 +260,12 @@ def select_adapter(spec: McpServerSpec) -> McpAdapter:
     return NegotiatingAdapter()
 
 
-def _message_handler(server: str, hooks: SessionHooks) -> Any:
+def _message_handler(server: str, hooks: SessionHooks, desk: QuestionDesk | None) -> Any:
     async def handle(message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             hooks.tools_changed()
+        elif isinstance(message, types.ElicitCompleteNotification) and desk is not None:
+            desk.completed(message.params.elicitation_id)
         elif isinstance(message, Exception):
             log.warning("mcp.transport_error", server=server, error=type(message).__name__)
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import anyio
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
+from mcp.shared.exceptions import MCPError
 
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import AgentProfile, McpServerSpec, Principal
@@ -68,12 +69,21 @@ from vocero.mcp_gateway.pinning import (
     PinRepository,
     ToolPin,
 )
-from vocero.mcp_gateway.questions import CallRoute, QuestionDesk, route_for
+from vocero.mcp_gateway.questions import (
+    CallRoute,
+    QuestionDesk,
+    route_for,
+    visit_links,
+    wants_links,
+)
 from vocero.mcp_gateway.resilience import BreakerState, Bulkhead, CircuitBreaker, backoff_delay
 from vocero.mcp_gateway.settings import GatewaySettings
 from vocero.mcp_gateway.validation import Validators, schema_problem
 
 log = structlog.get_logger("vocero.mcp_gateway")
+_LINK_ROUNDS = 2
+"""Times one call may send the caller to a server's pages (2025-11-25 ``-32042``) before the
+server's next refusal ends it (``url_elicitation_required``)."""
 
 ServerState = Literal["starting", "connected", "disconnected", "refused", "stopped"]
 SDK_CALL_TIMES: ContextVar[list[tuple[float, float]] | None] = ContextVar(
@@ -272,6 +282,7 @@ class ServerConnection:
     ) -> RemoteResult:
         dispatched = False
         reissues = self.settings.reissue_broken_streams
+        link_rounds = _LINK_ROUNDS
         # The SDK's own read timeout is a backstop: the scope below is the real bound, and it
         # moves while the caller answers a question (2025-11-25 keeps the request open then).
         backstop_s = timeout_s + self.settings.input_timeout_s + 1.0
@@ -294,6 +305,12 @@ class ServerConnection:
                             ) from None
                         reissues -= 1
                         await self._reissued(tool, meta)
+                        continue
+                    except MCPError as exc:
+                        if not wants_links(exc, session.protocol_version) or link_rounds <= 0:
+                            raise
+                        link_rounds -= 1  # nothing ran: the server sent the caller to a page
+                        await visit_links(route, self.desk, exc)
                         continue
                     finally:
                         if (probe := SDK_CALL_TIMES.get()) is not None:

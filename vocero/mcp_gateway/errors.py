@@ -74,6 +74,11 @@ INPUT_URL_REJECTED = "input_url_rejected"
 INPUT_INVALID = "input_invalid"
 INPUT_UNAVAILABLE = "input_unavailable"
 INPUT_UNROUTABLE = "input_unroutable"
+INPUT_NOT_COMPLETED = "input_not_completed"
+"""The caller agreed to open a server's page, but the server never said it was done."""
+LINKS_REQUIRED = "url_elicitation_required"
+"""The server wants the caller on a page first (2025-11-25 ``-32042``) and it could not be
+followed: no caller to ask, a malformed or over-long list of links, or asked again too often."""
 INPUT_REASONS = frozenset(
     {
         INPUT_DECLINED,
@@ -85,6 +90,8 @@ INPUT_REASONS = frozenset(
         INPUT_INVALID,
         INPUT_UNAVAILABLE,
         INPUT_UNROUTABLE,
+        INPUT_NOT_COMPLETED,
+        LINKS_REQUIRED,
     }
 )
 """Stable reason codes of a server's question that did not end in an accepted answer."""
@@ -147,7 +154,7 @@ def _map_mcp_error(exc: MCPError, *, dispatched: bool) -> ToolCallError:
         return ToolUnavailableError("method_not_found", possibly_executed=False)
     if exc.code == URL_ELICITATION_REQUIRED:
         # The server wants the caller to visit a page first (2025-11-25 -32042); nothing ran.
-        return ToolInputError("url_elicitation_required")
+        return ToolInputError(LINKS_REQUIRED)
     return ToolCallError("server_error", possibly_executed=dispatched)
 
 

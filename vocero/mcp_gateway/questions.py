@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
 import mcp_types as types
 import structlog
 from jsonschema import Draft202012Validator
+from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from vocero.contracts.ports import (
     CallMeta,
@@ -46,12 +48,15 @@ from vocero.mcp_gateway.errors import (
     INPUT_CANCELLED,
     INPUT_DECLINED,
     INPUT_INVALID,
+    INPUT_NOT_COMPLETED,
     INPUT_SCHEMA_UNSUPPORTED,
     INPUT_SECRET_REQUESTED,
     INPUT_TIMEOUT,
     INPUT_UNAVAILABLE,
     INPUT_UNROUTABLE,
     INPUT_URL_REJECTED,
+    LINKS_REQUIRED,
+    ToolInputError,
 )
 from vocero.mcp_gateway.sanitize import scrub, secret_field
 
@@ -86,8 +91,14 @@ _KEPT_KEYS = frozenset(
 )
 _TEXT_KEYS = ("title", "description")
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+_MAX_LINKS = 4
+"""Pages one ``-32042`` may send the caller to; more is not a request a caller can follow."""
+_EARLY_S = 10.0
+_EARLY_KEPT = 64
+"""A page's done notice that no call waits for yet is kept this long (this many at most)."""
 
 AuditFn = Callable[[str, dict[str, Any]], Awaitable[None]]
+T = TypeVar("T")
 
 
 class Refusal(Exception):
@@ -127,13 +138,18 @@ class CallRoute:
     async def ask_caller(self, request: InputRequest) -> InputResponse:
         """The handler's answer within ``timeout_s`` (``TimeoutError`` after it)."""
         assert self.ask is not None
+        return await self.off_the_clock(self.ask(request))
+
+    async def off_the_clock(self, pending: Awaitable[T]) -> T:
+        """``pending`` within ``timeout_s`` (``TimeoutError`` after it), the time it takes
+        added to the call's deadline: the caller's time is not the tool's."""
         scope = self.deadline
         if scope is not None:
             scope.deadline += self.timeout_s
         started = anyio.current_time()
         try:
             with anyio.fail_after(self.timeout_s):
-                return await self.ask(request)
+                return await pending
         finally:
             if scope is not None:
                 scope.deadline -= max(0.0, self.timeout_s - (anyio.current_time() - started))
@@ -143,11 +159,14 @@ CURRENT_ROUTE: ContextVar[CallRoute | None] = ContextVar("vocero_mcp_route", def
 
 
 class QuestionDesk:
-    """The routes in flight on one connection, and the elicitation callback that serves them."""
+    """The routes in flight on one connection, the elicitation callback that serves them, and
+    the pages the server has said are done (``notifications/elicitation/complete``)."""
 
     def __init__(self, server: str) -> None:
         self.server = server
         self._routes: list[CallRoute] = []
+        self._awaited: dict[str, list[anyio.Event]] = {}
+        self._early: dict[str, float] = {}
 
     @contextmanager
     def open(self, route: CallRoute) -> Iterator[CallRoute]:
@@ -171,6 +190,35 @@ class QuestionDesk:
             return matches[0] if len(matches) == 1 else None
         return self._routes[0] if len(self._routes) == 1 else None
 
+    def completed(self, elicitation_id: str) -> None:
+        """The server says the page of ``elicitation_id`` is done. Kept a while when no call
+        waits for it yet: over HTTP the notice may overtake the error that named the page."""
+        events = self._awaited.get(elicitation_id)
+        if events:
+            for event in events:
+                event.set()
+            return
+        now = anyio.current_time()
+        self._early = {key: at for key, at in self._early.items() if now - at < _EARLY_S}
+        if len(self._early) < _EARLY_KEPT:
+            self._early[elicitation_id] = now
+
+    @contextmanager
+    def awaiting(self, elicitation_id: str) -> Iterator[anyio.Event]:
+        """An event set once the server says the page of ``elicitation_id`` is done."""
+        event = anyio.Event()
+        seen = self._early.pop(elicitation_id, None)
+        if seen is not None and anyio.current_time() - seen < _EARLY_S:
+            event.set()
+        events = self._awaited.setdefault(elicitation_id, [])
+        events.append(event)
+        try:
+            yield event
+        finally:
+            events.remove(event)
+            if not events:
+                del self._awaited[elicitation_id]
+
     async def elicitation_callback(
         self, context: Any, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
@@ -186,12 +234,63 @@ class QuestionDesk:
 
 async def answer(route: CallRoute, params: types.ElicitRequestParams) -> types.ElicitResult:
     """Put one question to the caller of ``route`` and turn the answer into the MCP result."""
+    _request, result = await _answer(route, params)
+    return result
+
+
+async def visit_links(route: CallRoute, desk: QuestionDesk, error: MCPError) -> None:
+    """A 2025-11-25 ``-32042``: the server will not run the call until the caller has been to
+    one or more pages. Each link is put to the caller as a URL question; this returns once the
+    server has said every page is done (``notifications/elicitation/complete``), so the call may
+    be sent again. Otherwise :class:`ToolInputError` with the reason: the caller's refusal, or
+    ``input_not_completed`` when the server does not say so within ``timeout_s`` of the
+    caller's yes (the notice is not guaranteed, so the wait is bounded)."""
+    try:
+        links = UrlElicitationRequiredError.from_error(error.error).elicitations
+    except ValueError:  # pydantic's ValidationError included: a malformed list
+        links = []
+    pages = [link.elicitation_id for link in links if link.elicitation_id]
+    if not links or len(links) > _MAX_LINKS or len(pages) != len(links):
+        raise ToolInputError(LINKS_REQUIRED)
+    with ExitStack() as stack:
+        done = [stack.enter_context(desk.awaiting(page)) for page in pages]
+        for link, page_done in zip(links, done, strict=True):
+            request, result = await _answer(route, link)
+            if request is None or result.action != "accept":
+                raise ToolInputError(route.reason or INPUT_DECLINED)
+            try:
+                await route.off_the_clock(page_done.wait())
+            except TimeoutError:
+                route.reason = INPUT_NOT_COMPLETED
+                await _page_done(route, request, completed=False)
+                raise ToolInputError(INPUT_NOT_COMPLETED) from None
+            await _page_done(route, request, completed=True)
+
+
+def wants_links(error: MCPError, protocol_version: str) -> bool:
+    """Whether ``error`` sends the caller to a page before the call can run: ``-32042``, a
+    2025-11-25 code (2026-07-28 asks for a page inside the call and retired the code)."""
+    return (
+        error.code == types.URL_ELICITATION_REQUIRED
+        and protocol_version not in MODERN_PROTOCOL_VERSIONS
+    )
+
+
+async def _answer(
+    route: CallRoute, params: types.ElicitRequestParams
+) -> tuple[InputRequest | None, types.ElicitResult]:
+    """The question as put to the caller (``None`` when it was refused before), and the MCP
+    result of the answer."""
     route.asked += 1
     try:
         request = build_request(route, params)
     except Refusal as refusal:
-        return await _close(route, "decline", str(refusal), fields=_field_names(params))
-    base = {"server": route.server, "tool": route.tool, "operation_id": route.meta.operation_id}
+        return None, await _close(route, "decline", str(refusal), fields=_field_names(params))
+    return request, await _answer_request(route, request)
+
+
+async def _answer_request(route: CallRoute, request: InputRequest) -> types.ElicitResult:
+    base = _about(route)
     await route.audit(
         "mcp.input_requested",
         {**base, "question_id": request.id, "mode": request.mode, "fields": _fields(request)},
@@ -341,13 +440,7 @@ async def _close(
 ) -> types.ElicitResult:
     """Tell the server the question ended without an answer, and why."""
     route.reason = reason
-    data: dict[str, Any] = {
-        "server": route.server,
-        "tool": route.tool,
-        "operation_id": route.meta.operation_id,
-        "action": action,
-        "reason": reason,
-    }
+    data: dict[str, Any] = {**_about(route), "action": action, "reason": reason}
     if request is not None:
         data["question_id"] = request.id
         data["fields"] = _fields(request)
@@ -365,15 +458,22 @@ async def _answered(
     await route.audit(
         "mcp.input_answered",
         {
-            "server": route.server,
-            "tool": route.tool,
-            "operation_id": route.meta.operation_id,
+            **_about(route),
             "question_id": request.id,
             "action": action,
             "reason": "",
             "fields": fields,
         },
     )
+
+
+async def _page_done(route: CallRoute, request: InputRequest, *, completed: bool) -> None:
+    data = {**_about(route), "question_id": request.id, "completed": completed}
+    await route.audit("mcp.input_completed", data)
+
+
+def _about(route: CallRoute) -> dict[str, Any]:
+    return {"server": route.server, "tool": route.tool, "operation_id": route.meta.operation_id}
 
 
 def _refuse(reason: str, *, action: str = "decline") -> types.ElicitResult:

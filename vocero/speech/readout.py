@@ -42,8 +42,10 @@ NAME_KEYS = ("service", "name", "title", "product", "item", "description", "type
 LABELS = {"eta": "expected delivery", "due_at": "due", "new_date": "new date"}
 NO_ANSWER = {
     "input_timeout": "I didn't get an answer to my question in time, so I stopped there.",
+    "input_not_completed": "I didn't hear back that the page was finished, so I stopped there.",
 }
-"""A server's question the caller did not answer: the call ended without doing anything."""
+"""A server's question that got no answer in time (the caller's, or the server's word that its
+page was done): the call ended without doing anything."""
 WRITE_FAILURES = {
     "stale_version": "That changed in the meantime, so I didn't make the change. "
     "Shall I check it again?",
