@@ -6,25 +6,28 @@ PKCE, tokens sealed at rest and never in audit or logs."""
 from __future__ import annotations
 
 import json
-import secrets
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import anyio
 import httpx2
 import pytest
 from bookings_support import booking_request, booking_tools, calls
-from gateway_support import HttpServer, Stack, gateway_stack, records
+from gateway_support import Stack, gateway_stack, records
+from oauth_support import ENV, KEY, Servers, oauth_servers
 
 from vocero.contracts.domain import McpOAuthSpec
 from vocero.contracts.errors import ErrorCode
 from vocero.mcp_gateway import (
     AuthOptions,
     ConsentResult,
+    InMemoryConsentRepository,
     InMemoryOAuthTokenRepository,
+    OperatorConsent,
+    PendingConsent,
     ServerAuthError,
     public_error,
 )
@@ -32,47 +35,6 @@ from vocero.mcp_gateway.oauth import SealedTokenStorage
 from vocero.voice_vault import VaultCipher
 
 pytestmark = pytest.mark.anyio
-KEY = secrets.token_bytes(32)
-ENV = {"BOOKINGS_CLIENT_SECRET": "s3cret"}
-
-
-@dataclass
-class Servers:
-    issuer: str
-    bookings: HttpServer
-    folder: Path
-
-    async def admin(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        async with httpx2.AsyncClient() as http:
-            if body is None:
-                return (await http.get(f"{self.issuer}{path}")).json()
-            return (await http.post(f"{self.issuer}{path}", json=body)).json()
-
-    async def grants(self) -> list[str]:
-        return [g["grant"] for g in await self.admin("/admin/grants")]
-
-
-@contextmanager
-def oauth_servers(folder: Path, *, expires_in: str = "3600") -> Iterator[Servers]:
-    authority = HttpServer("oauth_server.py", {"VOCERO_AS_EXPIRES_IN": expires_in})
-    authority.start()
-    try:
-        authority.wait_ready()
-        issuer = f"http://127.0.0.1:{authority.port}"
-        env = {
-            "VOCERO_MCP_RECORD": str(folder / "bookings.jsonl"),
-            "VOCERO_MCP_STATE": str(folder / "bookings.json"),
-            "VOCERO_MCP_HEADERS": str(folder / "headers.jsonl"),
-        }
-        resource = HttpServer("bookings_server.py", env, ["--auth-server", issuer])
-        resource.start()
-        try:
-            resource.wait_ready()
-            yield Servers(issuer, resource, folder)
-        finally:
-            resource.stop()
-    finally:
-        authority.stop()
 
 
 def client_credentials(issuer: str, scopes: list[str] | None = None) -> McpOAuthSpec:
@@ -93,11 +55,13 @@ async def stack_for(
     repository: InMemoryOAuthTokenRepository | None = None,
     protocol: str = "auto",
     consent: Any = None,
+    operator: OperatorConsent | None = None,
 ) -> AsyncIterator[Stack]:
     auth = AuthOptions(
         sealer=VaultCipher(KEY),
         repository=repository if repository is not None else InMemoryOAuthTokenRepository(),
         consent=consent,
+        operator=operator,
         environ=ENV,
     )
     async with gateway_stack(
@@ -232,6 +196,137 @@ async def test_authorization_code_with_pkce_needs_an_operators_consent(tmp_path:
             result = await stack.gateway.call(booking_request("bookings.slots", {"day": "d"}))
             assert result.content["day"] == "d"
         assert await servers.grants() == ["authorization_code"]
+
+
+def code_grant(issuer: str) -> McpOAuthSpec:
+    return McpOAuthSpec(
+        grant="authorization_code",
+        client_id="vocero-gateway",
+        client_secret_env="BOOKINGS_CLIENT_SECRET",
+        issuer=issuer,
+        scopes=["bookings:read", "bookings:write"],
+    )
+
+
+class WatchedConsents(InMemoryConsentRepository):
+    """The consents, with an event per consent opened (what an operator would see listed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.opened: list[anyio.Event] = [anyio.Event() for _ in range(4)]
+        self.count = 0
+
+    async def open(self, consent: PendingConsent, state_sha256: str) -> None:
+        await super().open(consent, state_sha256)
+        self.opened[self.count].set()
+        self.count += 1
+
+    async def nth(self, n: int) -> PendingConsent:
+        with anyio.fail_after(20):
+            await self.opened[n].wait()
+        return list(self.rows.values())[n].consent
+
+
+async def _browser(url: str, **override: str) -> dict[str, str]:
+    """The operator's browser at the authorization server's page (the fixture approves at once):
+    where it is sent back, as the callback's query."""
+    async with httpx2.AsyncClient() as http:
+        response = await http.get(url, follow_redirects=False)
+    location = urlsplit(response.headers["location"])
+    assert location.path == "/oauth/callback"  # the spec's redirect_uri
+    return {**{k: v[0] for k, v in parse_qs(location.query).items()}, **override}
+
+
+async def test_an_operator_authorizes_in_a_browser_while_calls_fail_fast(tmp_path: Path) -> None:
+    consents = WatchedConsents()
+    audited: list[tuple[str, dict[str, Any]]] = []
+
+    async def audit(kind: str, data: dict[str, Any]) -> None:
+        audited.append((kind, data))
+
+    operator = OperatorConsent(consents, VaultCipher(KEY), audit=audit)
+    with oauth_servers(tmp_path) as servers:
+        async with stack_for(servers, code_grant(servers.issuer), operator=operator) as stack:
+            pending = await consents.nth(0)
+            assert [p.id for p in await operator.pending()] == [pending.id]
+            with anyio.fail_after(3), pytest.raises(ServerAuthError) as caught:
+                await stack.gateway.call(booking_request("bookings.slots", {"day": "d"}))
+            assert str(caught.value) == "server_authorization_required"  # nobody waits
+            query = await _browser(pending.authorization_url)
+            found = await operator.answer(query)
+            assert found is not None and (found.id, found.server) == (pending.id, "bookings")
+            assert await operator.answer(query) is None, "an answer is taken once"
+            conn = stack.connections.connection("bookings")
+            assert conn is not None
+            with anyio.fail_after(20):
+                await conn.wait_listed(1)  # connected with the operator's grant
+            result = await stack.gateway.call(booking_request("bookings.slots", {"day": "d"}))
+            assert result.content["day"] == "d"
+            assert await operator.pending() == []
+        assert await servers.grants() == ["authorization_code"]
+    assert [(k, d.get("status")) for k, d in audited] == [
+        ("mcp.oauth_consent_requested", None),
+        ("mcp.oauth_consent_closed", "granted"),
+    ]
+    seen = json.dumps(audited)
+    assert query["code"] not in seen and query["state"] not in seen
+
+
+async def test_a_refused_or_expired_consent_grants_nothing_and_a_new_one_is_asked(
+    tmp_path: Path,
+) -> None:
+    consents = WatchedConsents()
+    operator = OperatorConsent(consents, VaultCipher(KEY), timeout_s=1.0)
+    with oauth_servers(tmp_path) as servers:
+        async with stack_for(servers, code_grant(servers.issuer), operator=operator) as stack:
+            first = await consents.nth(0)
+            refused = await _browser(first.authorization_url, error="access_denied")
+            del refused["code"]
+            assert await operator.answer(refused) is not None
+            second = await consents.nth(1)  # the next failed request asks again
+            assert consents.rows[first.id].consent.status == "refused"
+            third = await consents.nth(2)  # nobody answered the second within its second
+            assert consents.rows[second.id].consent.status == "expired"
+            late = await _browser(second.authorization_url)
+            assert await operator.answer(late) is None, "an expired consent takes no answer"
+            assert third.id != second.id
+            with pytest.raises(ServerAuthError):
+                await stack.gateway.call(booking_request("bookings.slots", {"day": "d"}))
+        assert await servers.grants() == []
+    # the node stopped while the third waited: nobody can take it any more
+    assert consents.rows[third.id].consent.status == "expired"
+
+
+async def test_any_node_takes_the_callback_and_every_node_uses_the_grant(tmp_path: Path) -> None:
+    """Two nodes share the store: each waits on its own flow; the callback of the first
+    reaches the second; the first completes its grant; the second sees it and uses it."""
+    consents = WatchedConsents()
+    tokens = InMemoryOAuthTokenRepository()
+    nodes = [
+        OperatorConsent(consents, VaultCipher(KEY), node_id=name, poll_s=0.05)
+        for name in ("node_a", "node_b")
+    ]
+    with oauth_servers(tmp_path) as servers:
+        oauth = code_grant(servers.issuer)
+        async with (
+            stack_for(servers, oauth, operator=nodes[0], repository=tokens) as first,
+            stack_for(servers, oauth, operator=nodes[1], repository=tokens) as second,
+        ):
+            waiting = [await consents.nth(0), await consents.nth(1)]
+            assert sorted(c.node_id for c in waiting) == ["node_a", "node_b"]
+            mine = next(c for c in waiting if c.node_id == "node_a")
+            found = await nodes[1].answer(await _browser(mine.authorization_url))  # on node_b
+            assert found is not None and found.id == mine.id
+            for stack in (first, second):
+                conn = stack.connections.connection("bookings")
+                assert conn is not None
+                with anyio.fail_after(20):
+                    await conn.wait_listed(1)
+                result = await stack.gateway.call(booking_request("bookings.slots", {"day": "d"}))
+                assert result.content["day"] == "d"
+        assert await servers.grants() == ["authorization_code"]  # one grant, for both
+    other = next(c for c in waiting if c.node_id == "node_b")
+    assert consents.rows[other.id].consent.status == "superseded"
 
 
 async def test_oauth_settings_that_cannot_work_are_refused(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Operator HTTP API (SPEC §3). Every ``/v1`` route needs a bearer token; roles gate routes."""
+"""Operator HTTP API (SPEC §3). Every ``/v1`` route needs a bearer token; roles gate routes.
+The one route outside ``/v1``, the OAuth callback, is bound by its pending ``state`` instead."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Annotated, Any
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from vocero.app.bodies import BodyError, decode, from_error, rejected
@@ -193,6 +194,49 @@ async def approve_tool(request: Request, runtime: Runtime, operator: Operator) -
     return json(_pin_view(pin))
 
 
+async def list_authorizations(request: Request, runtime: Runtime, _: Operator) -> Response:
+    """MCP servers waiting for an operator to authorize the gateway (the authorization-code
+    grant): open ``authorization_url`` in a browser; one per waiting node, any one will do."""
+    pending = await runtime.consents.pending() if runtime.consents is not None else []
+    return json(
+        {
+            "items": [
+                {
+                    "id": c.id,
+                    "server": c.server,
+                    "node_id": c.node_id,
+                    "authorization_url": c.authorization_url,
+                    "created_at": c.created_at,
+                    "expires_at": c.expires_at,
+                }
+                for c in pending
+            ]
+        }
+    )
+
+
+CALLBACK_PATH = "/oauth/mcp/callback"
+"""Where an authorization server sends the operator's browser back (the profile's
+``oauth.redirect_uri``). No bearer token comes with a redirect: the pending ``state`` is the
+binding, found once, unexpired."""
+
+
+_CALLBACK_PARAMETERS = ("code", "state", "iss", "error")
+
+
+async def oauth_callback(request: Request) -> Response:
+    runtime: Runtime = request.app.state.runtime
+    query = {k: v for k, v in request.query_params.items() if k in _CALLBACK_PARAMETERS}
+    found = await runtime.consents.answer(query) if runtime.consents is not None else None
+    if found is None:
+        return rejected("unknown_consent", "state", "no pending authorization has this state")
+    if query.get("error"):
+        text = f"The authorization of {found.server} was refused. You can close this window."
+    else:
+        text = f"Vocero is authorizing {found.server}. You can close this window."
+    return PlainTextResponse(text, headers={"cache-control": "no-store"})
+
+
 def tool_routes() -> list[Route]:
     return [
         Route("/v1/tools", guarded(TOOL_REVIEWERS, list_tools), methods=["GET"]),
@@ -201,4 +245,10 @@ def tool_routes() -> list[Route]:
             guarded(TOOL_REVIEWERS, approve_tool),
             methods=["POST"],
         ),
+        Route(
+            "/v1/mcp/authorizations",
+            guarded(TOOL_REVIEWERS, list_authorizations),
+            methods=["GET"],
+        ),
+        Route(CALLBACK_PATH, oauth_callback, methods=["GET"]),
     ]

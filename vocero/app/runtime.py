@@ -33,8 +33,15 @@ from vocero.identity.identities import IdentityDirectory, load_identities
 from vocero.identity.profiles import ProfileCatalog, load_profiles
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.sim import SimScript, build_sim_runners, load_script
-from vocero.mcp_gateway import AuthOptions, GatewaySettings, McpConnections, McpGateway
-from vocero.mcp_gateway.oauth_store import SqlOAuthTokenRepository
+from vocero.mcp_gateway import (
+    AuthOptions,
+    GatewaySettings,
+    McpConnections,
+    McpGateway,
+    OperatorConsent,
+    record_safely,
+)
+from vocero.mcp_gateway.oauth_store import SqlConsentRepository, SqlOAuthTokenRepository
 from vocero.mcp_gateway.pin_store import SqlPinRepository
 from vocero.observability.metrics import Metrics
 from vocero.orchestrator.machine import Event
@@ -82,6 +89,8 @@ class Runtime:
     """Vocero's own tools (``server: vocero``), one provider per plane that implements them."""
     followups: FollowupServices | None = None
     connections: McpConnections | None = None
+    consents: OperatorConsent | None = None
+    """The MCP authorizations waiting for an operator (docs/mcp.md "OAuth")."""
     vault: VoiceVault | None = None
     node: NodeLease | None = None
     """This process's lease on the store: what it holds (sessions, outbox rows) and renews."""
@@ -182,9 +191,15 @@ async def open_runtime(
     )
     vault_key = load_key(vault_key_file(url))  # one key, read once, never printed
     # MCP OAuth tokens are sealed with the vault key (docs/mcp.md "OAuth").
+    cipher = VaultCipher(vault_key)
+    runtime.consents = OperatorConsent(  # an operator authorizes a server in a browser
+        SqlConsentRepository(store), cipher, node_id=node.id,
+        audit=partial(record_safely, runtime.audit),
+    )
     mcp_auth = AuthOptions(
-        sealer=VaultCipher(vault_key),
+        sealer=cipher,
         repository=SqlOAuthTokenRepository(store),
+        operator=runtime.consents,
     )
     connections = McpConnections.from_profiles(
         list(profiles), audit=runtime.audit, pins=SqlPinRepository(store), auth=mcp_auth,

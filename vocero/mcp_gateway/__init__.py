@@ -14,7 +14,18 @@ from vocero.mcp_gateway.adapters import (
     StatelessAdapter_2026_07_28,
     select_adapter,
 )
-from vocero.mcp_gateway.connection import AuthOptions, McpConnections, ServerConnection
+from vocero.mcp_gateway.connection import (
+    AuthOptions,
+    McpConnections,
+    ServerConnection,
+    record_safely,
+)
+from vocero.mcp_gateway.consent import (
+    ConsentResult,
+    InMemoryConsentRepository,
+    OperatorConsent,
+    PendingConsent,
+)
 from vocero.mcp_gateway.errors import (
     INPUT_REASONS,
     CandidateDisabledError,
@@ -28,7 +39,6 @@ from vocero.mcp_gateway.errors import (
 )
 from vocero.mcp_gateway.gateway import CallObserver, McpGateway, wire_meta
 from vocero.mcp_gateway.oauth import (
-    ConsentResult,
     InMemoryOAuthTokenRepository,
     OAuthTokenRepository,
     Sealer,
@@ -60,6 +70,7 @@ __all__ = [
     "CandidateDisabledError",
     "ConsentResult",
     "GatewaySettings",
+    "InMemoryConsentRepository",
     "InMemoryOAuthTokenRepository",
     "InMemoryPinRepository",
     "InvalidToolArgumentsError",
@@ -67,6 +78,8 @@ __all__ = [
     "McpGateway",
     "NegotiatingAdapter",
     "OAuthTokenRepository",
+    "OperatorConsent",
+    "PendingConsent",
     "PinRepository",
     "Sealer",
     "ServerAuthError",
@@ -81,6 +94,7 @@ __all__ = [
     "answer_problems",
     "definition_hash",
     "public_error",
+    "record_safely",
     "select_adapter",
     "wire_meta",
 ]

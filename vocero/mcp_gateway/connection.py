@@ -42,6 +42,7 @@ from vocero.mcp_gateway.adapters import (
     StreamBrokenError,
     select_adapter,
 )
+from vocero.mcp_gateway.consent import Consent, GrantedElsewhere, OperatorConsent
 from vocero.mcp_gateway.errors import (
     ServerAuthError,
     ServerRefusedError,
@@ -54,11 +55,11 @@ from vocero.mcp_gateway.listing_cache import ListingCache, Partition
 from vocero.mcp_gateway.model import Listing, RemoteResult
 from vocero.mcp_gateway.oauth import (
     AuthGuard,
-    Consent,
     InMemoryOAuthTokenRepository,
     OAuthTokenRepository,
     SealedTokenStorage,
     Sealer,
+    authorize,
     build_auth,
     preregister,
 )
@@ -105,6 +106,10 @@ class AuthOptions:
     sealer: Sealer
     repository: OAuthTokenRepository = field(default_factory=InMemoryOAuthTokenRepository)
     consent: Consent | None = None
+    """Asked inline, by the request that needs authorization (a stand-in operator, tests)."""
+    operator: OperatorConsent | None = None
+    """An operator's consent in a browser: when a server needs it, one flow waits for it in the
+    background while calls fail fast (docs/mcp.md "OAuth"). Used when ``consent`` is not set."""
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
@@ -166,6 +171,9 @@ class ServerConnection:
         self._lost = False
         self._wake = anyio.Event()
         self._refresh_lock = anyio.Lock()
+        self._tasks: TaskGroup | None = None
+        self._authorizing = False
+        self._authorized = anyio.Event()
 
     # ----------------------------------------------------------------------------- calls
 
@@ -360,37 +368,48 @@ class ServerConnection:
             task_status.started()
             return
         await self.pins.load()
-        started = False
-        attempt = 0
         try:
-            while True:
-                try:
-                    connected = await self._session_once(
-                        adapter, options, task_status if not started else None
-                    )
-                except ServerRefusedError as exc:
-                    # The server does not speak the pinned revision: no point in retrying.
-                    self.state = "refused"
-                    refused = {"server": self.name, "reason": str(exc)}
-                    await record_safely(self._audit, "mcp.server_refused", refused)
-                    if not started:
-                        task_status.started()
-                    return
-                started = True
-                attempt = 0 if connected else attempt + 1
-                await record_safely(
-                    self._audit,
-                    "mcp.server_disconnected" if connected else "mcp.server_connect_failed",
-                    {"server": self.name, "breaker": self.breaker.state},
-                )
-                delay = backoff_delay(
-                    attempt, self.settings.reconnect_initial_s, self.settings.reconnect_max_s
-                )
-                await anyio.sleep(max(delay, self.settings.reconnect_initial_s / 4))
+            async with anyio.create_task_group() as tasks:
+                self._tasks = tasks
+                await self._supervise(adapter, options, task_status)
+                tasks.cancel_scope.cancel()
         finally:
+            self._tasks = None
             if self.state != "refused":
                 self.state = "stopped"
             self._session = None
+
+    async def _supervise(
+        self, adapter: McpAdapter, options: OpenOptions, task_status: TaskStatus[None]
+    ) -> None:
+        started = False
+        attempt = 0
+        while True:
+            try:
+                connected = await self._session_once(
+                    adapter, options, task_status if not started else None
+                )
+            except ServerRefusedError as exc:
+                # The server does not speak the pinned revision: no point in retrying.
+                self.state = "refused"
+                refused = {"server": self.name, "reason": str(exc)}
+                await record_safely(self._audit, "mcp.server_refused", refused)
+                if not started:
+                    task_status.started()
+                return
+            started = True
+            attempt = 0 if connected else attempt + 1
+            await record_safely(
+                self._audit,
+                "mcp.server_disconnected" if connected else "mcp.server_connect_failed",
+                {"server": self.name, "breaker": self.breaker.state},
+            )
+            delay = backoff_delay(
+                attempt, self.settings.reconnect_initial_s, self.settings.reconnect_max_s
+            )
+            with anyio.move_on_after(max(delay, self.settings.reconnect_initial_s / 4)):
+                await self._authorized.wait()  # an operator's consent: try again now
+            self._authorized = anyio.Event()
 
     async def _open_options(self) -> OpenOptions:
         """The question desk, and OAuth when the server has it (refused if misconfigured)."""
@@ -421,6 +440,35 @@ class ServerConnection:
 
     def _auth_failed(self, reason: str) -> None:
         self._new_epoch("mcp.oauth_failed", {"server": self.name, "reason": reason})
+        auth = self._auth_options
+        if (
+            reason == "server_authorization_required"
+            and auth is not None
+            and auth.consent is None
+            and auth.operator is not None
+            and self._tasks is not None
+            and not self._authorizing
+        ):
+            self._authorizing = True
+            self._tasks.start_soon(self._authorize, auth.operator)
+
+    async def _authorize(self, operator: OperatorConsent) -> None:
+        """Wait in the background for an operator's consent; then use the new tokens at once."""
+        assert self.tokens is not None and self._guard is not None
+        environ = self._auth_options.environ if self._auth_options is not None else os.environ
+        try:
+            granted = await authorize(self.name, self.spec, self.tokens, operator, environ)
+        except GrantedElsewhere:
+            granted = True  # another node's grant is in the shared record
+        except Exception as exc:  # boundary: refused, expired, the server unreachable
+            log.warning("mcp.oauth_consent_failed", server=self.name, error=type(exc).__name__)
+            granted = False
+        finally:
+            self._authorizing = False
+        if granted:
+            self.tokens.reload()
+            self._guard.reload()
+            self._authorized.set()
 
     def _new_epoch(self, kind: str, data: dict[str, Any]) -> None:
         self.partition = Partition(

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Literal, Protocol
 
 import httpx2
@@ -44,6 +43,7 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl
 
 from vocero.contracts.domain import McpOAuthSpec, McpServerSpec
+from vocero.mcp_gateway.consent import Consent, ConsentResult, OperatorConsent
 from vocero.mcp_gateway.errors import ServerRefusedError, auth_reason
 from vocero.mcp_gateway.questions import CURRENT_ROUTE
 
@@ -90,20 +90,6 @@ class _Record(msgspec.Struct, kw_only=True):
     client: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ConsentResult:
-    """What an operator's consent returned (the authorization response's parameters)."""
-
-    code: str
-    state: str | None = None
-    iss: str | None = None
-
-
-Consent = Callable[[str, str], Awaitable[ConsentResult]]
-"""``(server, authorization_url) -> result``: an operator approves the gateway's access (the
-authorization-code grant). Without one, that grant works only while stored tokens refresh."""
-
-
 class SealedTokenStorage:
     """The SDK's ``TokenStorage`` for one server, sealed at rest."""
 
@@ -129,18 +115,18 @@ class SealedTokenStorage:
 
     async def _load(self) -> _Record:
         if self._record is None:
-            sealed = await self._repository.load(self.server)
-            record = _Record()
-            if sealed:
-                try:
-                    plain = self._sealer.open_text(sealed, self.context)
-                    record = msgspec.json.decode(plain, type=_Record)
-                except Exception as exc:  # boundary: a record we cannot open is no record
-                    log.warning(
-                        "mcp.oauth_record_unreadable", server=self.server, error=type(exc).__name__
-                    )
-            self._record = record
+            self._record = await self._read()
         return self._record
+
+    async def _read(self) -> _Record:
+        sealed = await self._repository.load(self.server)
+        if not sealed:
+            return _Record()
+        try:
+            return msgspec.json.decode(self._sealer.open_text(sealed, self.context), type=_Record)
+        except Exception as exc:  # boundary: a record we cannot open is no record
+            log.warning("mcp.oauth_record_unreadable", server=self.server, error=type(exc).__name__)
+            return _Record()
 
     async def _save(self) -> None:
         assert self._record is not None
@@ -173,6 +159,16 @@ class SealedTokenStorage:
 
     async def expires_at(self) -> float | None:
         return (await self._load()).expires_at
+
+    def reload(self) -> None:
+        """Read the record from the repository again at the next use."""
+        self._record = None
+
+    async def fresh_access_token(self) -> str | None:
+        """The access token as the repository holds it now, not as loaded (another node may
+        have stored a new grant); ``None`` without one."""
+        token = ((await self._read()).tokens or {}).get("access_token")
+        return str(token) if token else None
 
     async def forget_tokens(self) -> None:
         """Drop the tokens (a revocation): the next request authorizes afresh."""
@@ -220,6 +216,11 @@ class AuthGuard(httpx2.Auth):
         self._inner = inner
         self._on_failure = on_failure
         self.last_failure = ""
+
+    def reload(self) -> None:
+        """New tokens in the storage (an operator's consent): the provider reads them at its
+        next request instead of keeping what it loaded."""
+        self._inner._initialized = False
 
     async def async_auth_flow(
         self, request: httpx2.Request
@@ -369,6 +370,40 @@ def _consent_provider(
     )
     provider._storage = storage
     return provider
+
+
+async def authorize(
+    server: str,
+    spec: McpServerSpec,
+    storage: SealedTokenStorage,
+    operator: OperatorConsent,
+    environ: Any = os.environ,
+) -> bool:
+    """One authorization-code grant on an operator's consent, run apart from every caller's
+    call (their requests keep failing fast meanwhile). A request to the server starts the
+    SDK's flow; its redirect waits in ``operator`` for the callback; the tokens land in
+    ``storage``. Whether tokens are there at the end. Raises the flow's OAuth error
+    (:class:`~vocero.mcp_gateway.consent.ConsentRefused`, ``GrantedElsewhere`` ...)."""
+    oauth = spec.oauth
+    assert oauth is not None and oauth.grant == "authorization_code"
+    scope = " ".join(oauth.scopes) or None
+    before: list[str | None] = []
+
+    async def granted(_server: str) -> bool:
+        return await storage.fresh_access_token() not in before
+
+    async def consent(name: str, url: str) -> ConsentResult:
+        before.append(await storage.fresh_access_token())
+        return await operator.wait(name, url, granted)
+
+    provider = _consent_provider(
+        server, spec, oauth, storage, client_secret(oauth, environ), scope, consent
+    )
+    ping = {"jsonrpc": "2.0", "id": "vocero-authorize", "method": "ping"}
+    headers = {"accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient(auth=provider, timeout=30.0) as http:
+        await http.post(spec.url, json=ping, headers=headers)
+    return await storage.get_tokens() is not None
 
 
 async def preregister(storage: SealedTokenStorage, spec: McpServerSpec, environ: Any) -> None:

@@ -31,7 +31,12 @@ from vocero.store.models.knowledge import (
     schema_compared,
 )
 from vocero.store.models.leases import NODE_ENDINGS, LeaseRow, NodeRow
-from vocero.store.models.tools import McpOAuthTokenRow, ToolPinRow, ToolPinStatus
+from vocero.store.models.tools import (
+    McpOAuthConsentRow,
+    McpOAuthTokenRow,
+    ToolPinRow,
+    ToolPinStatus,
+)
 from vocero.store.models.units import (
     UNIT_DISPOSITIONS,
     UNIT_KINDS,
@@ -72,6 +77,7 @@ __all__ = [
     "GenerationRow",
     "GenerationStatus",
     "LeaseRow",
+    "McpOAuthConsentRow",
     "McpOAuthTokenRow",
     "NodeRow",
     "OperationRow",
