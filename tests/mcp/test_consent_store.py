@@ -25,7 +25,9 @@ def anyio_backend() -> str:
 
 @pytest.fixture(params=BACKENDS)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return f"sqlite+aiosqlite:///{tmp_path}/consents.db" if request.param == "sqlite" else clean_pg()
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path}/consents.db"
+    return clean_pg()
 
 
 def _consent(consent_id: str, minutes: int = 15) -> PendingConsent:
