@@ -103,11 +103,32 @@ def test_the_default_page_is_500(client: TestClient) -> None:
 
 def test_bad_paging_parameters_are_refused(client: TestClient) -> None:
     for params in ({"limit": "0"}, {"limit": "5001"}, {"limit": "ten"}, {"after_seq": "-1"},
-                   {"after_seq": "9" * 30}):  # fmt: skip
+                   {"after_seq": "9" * 30}, {"verify": "quick"}):  # fmt: skip
         answer = client.get("/v1/audit", params=params, headers=FIXTURE_ADMIN)
         assert answer.status_code == 400, params
         error = answer.json()["error"]
         assert (error["code"], error["field"]) == ("invalid_query", next(iter(params)))
+
+
+def test_a_change_to_an_event_already_verified_shows_on_a_full_walk(client: TestClient) -> None:
+    """Pages walk on from the last good walk; ``verify=full`` walks everything now."""
+    with client.websocket_connect("/v1/realtime") as ws:
+        ProtocolClient(ws).connect()
+    assert client.get("/v1/audit", headers=FIXTURE_ADMIN).json()["chain"]["ok"]
+    runtime = client.app.state.runtime  # type: ignore[attr-defined]
+
+    async def tamper() -> None:
+        async with runtime.store.engine.begin() as connection:
+            await connection.exec_driver_sql("DROP TRIGGER IF EXISTS audit_events_no_update")
+            await connection.exec_driver_sql(
+                "UPDATE audit_events SET actor = 'mallory' WHERE seq = 1")
+
+    assert client.portal is not None
+    client.portal.call(tamper)
+    full = client.get("/v1/audit", params={"verify": "full"}, headers=FIXTURE_ADMIN).json()
+    assert (full["chain"]["ok"], full["chain"]["broken_at_seq"]) == (False, 1)
+    again = client.get("/v1/audit", headers=FIXTURE_ADMIN).json()  # nothing good remembered
+    assert (again["chain"]["ok"], again["chain"]["broken_at_seq"]) == (False, 1)
 
 
 def test_a_flood_of_identical_governed_updates_writes_two_events(client: TestClient) -> None:

@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from vocero.contracts.clock import VirtualClock
 from vocero.contracts.ports import AuditSink
 from vocero.store import AuditLog, Store
+from vocero.store import audit as audit_module
 from vocero.store.hashchain import GENESIS_HASH, canonical_json, entry_hash, is_sensitive_key
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +30,7 @@ async def tamper(store: Store, statement: str) -> None:
     """Run raw SQL against ``audit_events`` with its append-only trigger out of the way."""
     async with store.engine.begin() as connection:
         if store.dialect == "sqlite":
-            await connection.exec_driver_sql("DROP TRIGGER audit_events_no_update")
+            await connection.exec_driver_sql("DROP TRIGGER IF EXISTS audit_events_no_update")
         else:
             await connection.exec_driver_sql(
                 "ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_change"
@@ -92,6 +93,64 @@ async def test_rehashed_tampered_row_breaks_the_next_link(store: Store) -> None:
     await tamper(store, f"UPDATE audit_events SET actor = 'mallory', hash = '{forged}' "
                         "WHERE seq = 3")
     assert (await log.verify()).broken_at_seq == 4
+
+
+async def test_a_second_verification_walks_only_what_came_after_the_first(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = AuditLog(store, clock=VirtualClock())
+    await append_many(log, 30)
+    assert (await log.verify()).count == 30
+    await append_many(log, 3, prefix="later")
+    walked: list[int] = []
+    feed = audit_module._ChainWalker.feed
+
+    def watched(walker: Any, record: Any) -> None:
+        walked.append(record.seq)
+        feed(walker, record)
+
+    monkeypatch.setattr(audit_module._ChainWalker, "feed", watched)
+    verification = await log.verify()
+    assert (verification.ok, verification.count) == (True, 33)
+    assert walked == [31, 32, 33], "only the new events are walked"
+    walked.clear()
+    assert (await log.verify(full=True)).count == 33
+    assert walked == list(range(1, 34))
+
+
+async def test_tampering_is_reported_at_once_after_the_last_walk_and_within_a_minute_before(
+    store: Store,
+) -> None:
+    clock = VirtualClock()
+    log = AuditLog(store, clock=clock)
+    await append_many(log, 6)
+    assert (await log.verify()).ok
+    await append_many(log, 2, prefix="new")
+    await tamper(store, "UPDATE audit_events SET actor = 'mallory' WHERE seq = 8")
+    assert (await log.verify()).broken_at_seq == 8  # after the last good walk: at once
+    await tamper(store, "UPDATE audit_events SET actor = 'vocero' WHERE seq = 8")
+    assert (await log.verify()).ok
+    await tamper(store, "UPDATE audit_events SET actor = 'mallory' WHERE seq = 3")
+    assert (await log.verify(full=True)).broken_at_seq == 3  # an auditor's full walk
+    assert (await log.verify()).broken_at_seq == 3  # nothing good is remembered from it
+    await tamper(store, "UPDATE audit_events SET actor = 'vocero' WHERE seq = 3")
+    assert (await log.verify()).ok
+    await tamper(store, "UPDATE audit_events SET actor = 'mallory' WHERE seq = 2")
+    clock.advance(audit_module.FULL_WALK_S)
+    assert (await log.verify()).broken_at_seq == 2  # the minute is up: walked in full
+
+
+async def test_the_last_walked_event_changed_means_a_full_walk(store: Store) -> None:
+    log = AuditLog(store, clock=VirtualClock())
+    await append_many(log, 5)
+    assert (await log.verify()).ok
+    third = (await log.events())[4]
+    forged = entry_hash(third.prev_hash, seq=5, chain=third.chain, session_id=third.session_id,
+                        kind=third.kind, actor="mallory", at=third.at, data=third.data)
+    await tamper(store, f"UPDATE audit_events SET actor = 'mallory', hash = '{forged}' "
+                        "WHERE seq = 5")
+    verification = await log.verify()  # the head still names the old hash
+    assert (verification.ok, verification.broken_at_seq) == (False, 5)
 
 
 async def test_update_and_delete_are_refused_by_the_database(store: Store) -> None:

@@ -14,7 +14,13 @@ Bench = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
 
 
 def _registry() -> dict[str, Bench]:
-    from vocero.app import benches, benches_actions, benches_followups, benches_grounding
+    from vocero.app import (
+        benches,
+        benches_actions,
+        benches_audit,
+        benches_followups,
+        benches_grounding,
+    )
 
     return {
         "overhead": benches.overhead,
@@ -26,6 +32,7 @@ def _registry() -> dict[str, Bench]:
         "mcp": benches.mcp,
         "grounding": benches_grounding.grounding,
         "followups": benches_followups.followups,
+        "audit": benches_audit.audit,
     }
 
 

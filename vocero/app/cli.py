@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench.add_argument("--runners", default="sim")
     bench.add_argument("--n", type=int, default=50)
     bench.add_argument("--iterations", type=int, default=200)
+    bench.add_argument("--events", type=int, default=20_000, help="audit: events in the chain")
     bench.add_argument("--duration", type=float, default=10.0)
     bench.add_argument("--limit", type=int, default=None, help="first N requests only (ttfs)")
     bench.add_argument("--turn-rule", choices=["judge", "hangover"], default="judge",

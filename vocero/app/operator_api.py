@@ -80,17 +80,22 @@ AUDIT_PAGE_MAX = 5000
 
 async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response:
     """Audit events in ``seq`` order, a page at a time (``after_seq``, ``limit``); each item
-    carries everything its hash covers (docs/security.md shows how to verify the chain)."""
+    carries everything its hash covers (docs/security.md shows how to verify the chain).
+    ``chain`` says whether the whole chain verifies: walked on from the last good walk, in full
+    at least once a minute, or now with ``verify=full``."""
     session_id = request.query_params.get("session_id") or None
     try:
         after_seq = _int_query(request, "after_seq", 0, 0, 2**63 - 1)
         limit = _int_query(request, "limit", AUDIT_PAGE, 1, AUDIT_PAGE_MAX)
     except _BadQuery as bad:
         return rejected("invalid_query", bad.field, bad.reason)
+    walk = request.query_params.get("verify", "")
+    if walk not in ("", "full"):
+        return rejected("invalid_query", "verify", "must be full when given")
     await runtime.audits_settled()
     events = await runtime.audit.events(session_id=session_id, after_seq=after_seq, limit=limit + 1)
     page = events[:limit]
-    verification = await runtime.audit.verify()
+    verification = await runtime.audit.verify(full=walk == "full")
     body: dict[str, Any] = {
         "items": [
             {

@@ -3,14 +3,22 @@
 Appends to one chain are serialised across processes: each append locks the chain's head row
 (``BEGIN IMMEDIATE`` on SQLite, ``SELECT … FOR UPDATE`` on PostgreSQL), reads the last hash,
 inserts the event and moves the head, all in one short transaction.
+
+Verification walks the chain from its first event; since every ``GET /v1/audit`` page says
+whether the chain verifies, a walk per page would make reading a long chain quadratic. So the
+log remembers where its last good walk ended: the next verification checks that event is
+unchanged and walks only the events after it, and walks everything again when the last full
+walk is older than :data:`FULL_WALK_S` or the short walk finds anything wrong.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import msgspec
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -30,12 +38,25 @@ if TYPE_CHECKING:
     from vocero.contracts.ports import AuditSink
 
 _STREAM_BATCH = 500
+FULL_WALK_S = 60.0
+"""A verification walks the whole chain again when its last full walk is older than this: a
+change to an event already verified (which the append-only triggers refuse) shows within it."""
+
+
+@dataclass(slots=True)
+class _Verified:
+    """Where the last good walk of a chain ended, and when it last started from the first event."""
+
+    walker: _ChainWalker
+    full_at: float
 
 
 class AuditLog:
     def __init__(self, store: Store, *, clock: Clock | None = None) -> None:
         self._store = store
         self._clock = clock or SystemClock()
+        self._verified: dict[str, _Verified] = {}
+        self._verifying = anyio.Lock()
 
     async def record(
         self,
@@ -102,18 +123,52 @@ class AuditLog:
             rows = (await session.scalars(query)).all()
         return [_to_record(row) for row in rows]
 
-    async def verify(self, chain: str = DEFAULT_CHAIN) -> ChainVerification:
-        """Recompute every hash of ``chain`` in order and check the head points at the end."""
+    async def verify(self, chain: str = DEFAULT_CHAIN, *, full: bool = False) -> ChainVerification:
+        """Recompute every hash of ``chain`` in order and check the head points at the end.
+
+        Unless ``full``, the events up to the end of the last good walk count as verified when
+        that event is unchanged and the last full walk is younger than :data:`FULL_WALK_S`;
+        anything wrong found that way is confirmed by a full walk before it is reported."""
+        async with self._verifying:
+            known = self._verified.pop(chain, None)
+            now = self._clock.monotonic()
+            if full or (known is not None and now - known.full_at >= FULL_WALK_S):
+                known = None
+            walker, head, resumed = await self._walk(chain, known.walker if known else None)
+            result = walker.result(head)
+            if not result.ok and resumed:
+                walker, head, resumed = await self._walk(chain, None)  # confirm it in full
+                result = walker.result(head)
+            if result.ok:
+                full_at = known.full_at if resumed and known is not None else now
+                self._verified[chain] = _Verified(walker, full_at)
+            return result
+
+    async def _walk(
+        self, chain: str, resume: _ChainWalker | None
+    ) -> tuple[_ChainWalker, AuditChainHeadRow | None, bool]:
+        """The walk of ``chain`` up to its head, on from ``resume`` when its last event is
+        unchanged (and whether it was), else from the first event."""
         async with self._store.read() as session:
             head = await session.get(AuditChainHeadRow, chain)
-            query = select(AuditEventRow).where(AuditEventRow.chain == chain)
+            walker, after = _ChainWalker(), 0
+            if resume is not None and resume.last_seq is not None:
+                stored = await session.scalar(
+                    select(AuditEventRow.hash).where(
+                        AuditEventRow.chain == chain, AuditEventRow.seq == resume.last_seq
+                    )
+                )
+                if stored == resume.last_hash:
+                    walker, after = resume, resume.last_seq
+            query = select(AuditEventRow).where(
+                AuditEventRow.chain == chain, AuditEventRow.seq > after
+            )
             if head is not None:
                 query = query.where(AuditEventRow.seq <= head.last_seq)
             query = query.order_by(AuditEventRow.seq).execution_options(yield_per=_STREAM_BATCH)
-            walker = _ChainWalker()
             async for row in await session.stream_scalars(query):
                 walker.feed(_to_record(row))
-        return walker.result(head)
+        return walker, head, after > 0
 
 
 class _ChainWalker:
