@@ -21,7 +21,6 @@ from vocero.mcp_gateway.connection import (
     record_safely,
 )
 from vocero.mcp_gateway.consent import (
-    ConsentResult,
     InMemoryConsentRepository,
     OperatorConsent,
     PendingConsent,
@@ -39,6 +38,7 @@ from vocero.mcp_gateway.errors import (
 )
 from vocero.mcp_gateway.gateway import CallObserver, McpGateway, wire_meta
 from vocero.mcp_gateway.oauth import (
+    ConsentResult,
     InMemoryOAuthTokenRepository,
     OAuthTokenRepository,
     Sealer,

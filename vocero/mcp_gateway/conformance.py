@@ -45,10 +45,9 @@ from vocero.contracts.errors import ToolCallError
 from vocero.contracts.ports import CallMeta, InputRequest, InputResponse, ToolCallRequest
 from vocero.mcp_gateway.adapters import OpenOptions, SessionHooks, select_adapter
 from vocero.mcp_gateway.connection import AuthOptions, McpConnections
-from vocero.mcp_gateway.consent import ConsentResult
 from vocero.mcp_gateway.gateway import McpGateway
 from vocero.mcp_gateway.model import RemoteTool
-from vocero.mcp_gateway.oauth import InMemoryOAuthTokenRepository
+from vocero.mcp_gateway.oauth import ConsentResult, InMemoryOAuthTokenRepository
 from vocero.mcp_gateway.settings import GatewaySettings
 
 SERVER = "conformance"

@@ -42,7 +42,7 @@ from vocero.mcp_gateway.adapters import (
     StreamBrokenError,
     select_adapter,
 )
-from vocero.mcp_gateway.consent import Consent, GrantedElsewhere, OperatorConsent
+from vocero.mcp_gateway.consent import GrantedElsewhere, OperatorConsent
 from vocero.mcp_gateway.errors import (
     ServerAuthError,
     ServerRefusedError,
@@ -55,6 +55,7 @@ from vocero.mcp_gateway.listing_cache import ListingCache, Partition
 from vocero.mcp_gateway.model import Listing, RemoteResult
 from vocero.mcp_gateway.oauth import (
     AuthGuard,
+    Consent,
     InMemoryOAuthTokenRepository,
     OAuthTokenRepository,
     SealedTokenStorage,
@@ -382,6 +383,7 @@ class ServerConnection:
     async def _supervise(
         self, adapter: McpAdapter, options: OpenOptions, task_status: TaskStatus[None]
     ) -> None:
+        """Connect, serve, and after each end wait (backoff, or until an operator's consent)."""
         started = False
         attempt = 0
         while True:
@@ -457,7 +459,7 @@ class ServerConnection:
         assert self.tokens is not None and self._guard is not None
         environ = self._auth_options.environ if self._auth_options is not None else os.environ
         try:
-            granted = await authorize(self.name, self.spec, self.tokens, operator, environ)
+            granted = await authorize(self.name, self.spec, self.tokens, operator.wait, environ)
         except GrantedElsewhere:
             granted = True  # another node's grant is in the shared record
         except Exception as exc:  # boundary: refused, expired, the server unreachable

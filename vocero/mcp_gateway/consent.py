@@ -32,24 +32,11 @@ import msgspec
 import structlog
 from mcp.client.auth.exceptions import OAuthFlowError
 
+from vocero.mcp_gateway.oauth import ConsentResult, Granted, Sealer
+
 log = structlog.get_logger("vocero.mcp_gateway")
 
 ConsentStatus = Literal["pending", "answered", "granted", "refused", "expired", "superseded"]
-CLOSED = ("granted", "refused", "expired", "superseded")
-
-
-@dataclass(frozen=True, slots=True)
-class ConsentResult:
-    """What an operator's consent returned (the authorization response's parameters)."""
-
-    code: str
-    state: str | None = None
-    iss: str | None = None
-
-
-Consent = Callable[[str, str], Awaitable[ConsentResult]]
-"""``(server, authorization_url) -> result``: an operator approves the gateway's access (the
-authorization-code grant), in the flow that asks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,15 +121,7 @@ class InMemoryConsentRepository:
             row.sealed = None
 
 
-class Sealer(Protocol):
-    def seal_text(self, text: str, context: str) -> str: ...
-
-    def open_text(self, sealed: str, context: str) -> str: ...
-
-
 AuditFn = Callable[[str, dict[str, Any]], Awaitable[None]]
-Granted = Callable[[str], Awaitable[bool]]
-"""``(server) -> bool``: whether another node's grant has landed since this wait began."""
 
 
 class ConsentRefused(OAuthFlowError):

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import httpx2
@@ -43,7 +44,6 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl
 
 from vocero.contracts.domain import McpOAuthSpec, McpServerSpec
-from vocero.mcp_gateway.consent import Consent, ConsentResult, OperatorConsent
 from vocero.mcp_gateway.errors import ServerRefusedError, auth_reason
 from vocero.mcp_gateway.questions import CURRENT_ROUTE
 
@@ -82,6 +82,25 @@ class InMemoryOAuthTokenRepository:
 
     async def delete(self, server: str) -> None:
         self.rows.pop(server, None)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsentResult:
+    """What an operator's consent returned (the authorization response's parameters)."""
+
+    code: str
+    state: str | None = None
+    iss: str | None = None
+
+
+Consent = Callable[[str, str], Awaitable[ConsentResult]]
+"""``(server, authorization_url) -> result``: an operator approves the gateway's access (the
+authorization-code grant), inside the request that asks."""
+Granted = Callable[[str], Awaitable[bool]]
+"""``(server) -> bool``: whether another node's grant has landed since a wait began."""
+ConsentWait = Callable[[str, str, Granted], Awaitable[ConsentResult]]
+"""``(server, authorization_url, granted) -> result``: a consent an operator gives later, in a
+browser (:meth:`vocero.mcp_gateway.consent.OperatorConsent.wait`)."""
 
 
 class _Record(msgspec.Struct, kw_only=True):
@@ -376,12 +395,12 @@ async def authorize(
     server: str,
     spec: McpServerSpec,
     storage: SealedTokenStorage,
-    operator: OperatorConsent,
+    wait: ConsentWait,
     environ: Any = os.environ,
 ) -> bool:
     """One authorization-code grant on an operator's consent, run apart from every caller's
     call (their requests keep failing fast meanwhile). A request to the server starts the
-    SDK's flow; its redirect waits in ``operator`` for the callback; the tokens land in
+    SDK's flow; its redirect waits (``wait``) for the operator's callback; the tokens land in
     ``storage``. Whether tokens are there at the end. Raises the flow's OAuth error
     (:class:`~vocero.mcp_gateway.consent.ConsentRefused`, ``GrantedElsewhere`` ...)."""
     oauth = spec.oauth
@@ -394,7 +413,7 @@ async def authorize(
 
     async def consent(name: str, url: str) -> ConsentResult:
         before.append(await storage.fresh_access_token())
-        return await operator.wait(name, url, granted)
+        return await wait(name, url, granted)
 
     provider = _consent_provider(
         server, spec, oauth, storage, client_secret(oauth, environ), scope, consent
