@@ -7,8 +7,7 @@ bookings server as its resource server; the consent is stored (SQLite) and audit
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,13 +15,11 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 import pytest
-import yaml
 from oauth_support import ENV, Servers, oauth_servers
 from starlette.testclient import TestClient
 
+from tests.support.apps import sim_app
 from tests.support.wsclient import ProtocolClient
-from vocero.app.server import create_app
-from vocero.app.settings import Settings
 
 ADMIN = {"authorization": "Bearer op-admin-token"}
 SCRIPT = {
@@ -64,35 +61,24 @@ def _profile(servers: Servers) -> dict[str, Any]:
     }
 
 
-@contextmanager
-def app(tmp_path: Path, servers: Servers) -> Iterator[TestClient]:
-    profiles = tmp_path / "profiles"
-    profiles.mkdir()
-    (profiles / "bookings.yaml").write_text(yaml.safe_dump(_profile(servers)))
-    identities = tmp_path / "identities.yaml"
-    caller = {
-        "token": "booker",
-        "subject": "bob",
-        "tenant": "acme",
-        "roles": ["customer"],
-        "scopes": ["bookings:read"],
-    }
-    identities.write_text(yaml.safe_dump({"callers": [caller]}))
-    script = tmp_path / "script.yaml"
-    script.write_text(yaml.safe_dump(SCRIPT))
-    settings = Settings(
-        runners="sim",
-        db=f"sqlite+aiosqlite:///{tmp_path}/vocero.db",
-        sim_script=str(script),
-        profiles=str(profiles),
-        identities=str(identities),
-        operator_token="op-admin-token",
-        followups_tick_s=0,
-    )
-    with TestClient(create_app(settings)) as client:
-        assert client.portal is not None
-        client.portal.call(client.app.state.runtime.ready.wait)  # type: ignore[attr-defined]
-        yield client
+CALLER = {
+    "token": "booker",
+    "subject": "bob",
+    "tenant": "acme",
+    "roles": ["customer"],
+    "scopes": ["bookings:read"],
+}
+
+
+def app(tmp_path: Path, servers: Servers) -> AbstractContextManager[TestClient]:
+    return sim_app(tmp_path, _profile(servers), [CALLER], SCRIPT, operator_token="op-admin-token")
+
+
+@pytest.fixture
+def secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client secret the profile names, in the environment as ``vocero serve`` reads it."""
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
 
 
 def _until(client: TestClient, waited: Any, *args: Any) -> None:
@@ -114,11 +100,10 @@ def _ask_for_slots(client: TestClient) -> dict[str, Any]:
         return dict(statuses[-1])  # how the call ended
 
 
+@pytest.mark.usefixtures("secret")
 def test_an_operator_authorizes_a_server_in_a_browser_and_the_callers_call_then_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    for name, value in ENV.items():
-        monkeypatch.setenv(name, value)
     with oauth_servers(tmp_path) as servers, app(tmp_path, servers) as client:
         runtime = client.app.state.runtime  # type: ignore[attr-defined]
         _until(client, runtime.consents.wait_requested, 1)
@@ -155,11 +140,8 @@ def test_an_operator_authorizes_a_server_in_a_browser_and_the_callers_call_then_
     assert "code=" not in json.dumps(audit) and "state=" not in json.dumps(audit)
 
 
-def test_a_callback_without_a_pending_state_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for name, value in ENV.items():
-        monkeypatch.setenv(name, value)
+@pytest.mark.usefixtures("secret")
+def test_a_callback_without_a_pending_state_is_refused(tmp_path: Path) -> None:
     with oauth_servers(tmp_path) as servers, app(tmp_path, servers) as client:
         for query in ("", "?code=abc", "?code=abc&state=forged", "?error=access_denied"):
             refused = client.get(f"/oauth/mcp/callback{query}")

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from starlette.testclient import TestClient
 
+from tests.support.apps import sim_app
 from tests.support.wsclient import ProtocolClient
-from vocero.app.server import create_app
-from vocero.app.settings import REPO_ROOT, Settings
+from vocero.app.settings import REPO_ROOT
 
 SERVER = REPO_ROOT / "fixtures" / "mcp_servers" / "bookings_server.py"
 SCRIPT: dict[str, Any] = {
@@ -111,43 +109,23 @@ def profile(folder: Path, protocol: str) -> dict[str, Any]:
     }
 
 
-@contextmanager
-def app(tmp_path: Path, protocol: str, input_timeout_s: float = 60.0) -> Iterator[TestClient]:
-    profiles = tmp_path / "profiles"
-    profiles.mkdir()
-    (profiles / "bookings.yaml").write_text(yaml.safe_dump(profile(tmp_path, protocol)))
-    identities = tmp_path / "identities.yaml"
-    identities.write_text(
-        yaml.safe_dump(
-            {
-                "callers": [
-                    {
-                        "token": "booker",
-                        "subject": "bob",
-                        "tenant": "acme",
-                        "roles": ["customer"],
-                        "scopes": ["bookings:read", "bookings:write"],
-                        "timezone": "Europe/Madrid",
-                    }
-                ]
-            }
-        )
-    )
-    script = tmp_path / "script.yaml"
-    script.write_text(yaml.safe_dump(SCRIPT))
-    settings = Settings(
-        runners="sim",
-        db=f"sqlite+aiosqlite:///{tmp_path}/vocero.db",
-        sim_script=str(script),
-        profiles=str(profiles),
-        identities=str(identities),
-        followups_tick_s=0,
+BOOKER = {
+    "token": "booker",
+    "subject": "bob",
+    "tenant": "acme",
+    "roles": ["customer"],
+    "scopes": ["bookings:read", "bookings:write"],
+    "timezone": "Europe/Madrid",
+}
+
+
+def app(
+    tmp_path: Path, protocol: str, input_timeout_s: float = 60.0
+) -> AbstractContextManager[TestClient]:
+    return sim_app(
+        tmp_path, profile(tmp_path, protocol), [BOOKER], SCRIPT,
         mcp_input_timeout_s=input_timeout_s,
     )
-    with TestClient(create_app(settings)) as client:
-        assert client.portal is not None
-        client.portal.call(client.app.state.runtime.ready.wait)  # type: ignore[attr-defined]
-        yield client
 
 
 def spoken(pc: ProtocolClient, since: int) -> str:
