@@ -15,10 +15,11 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import anyio
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Route
 
@@ -32,6 +33,9 @@ from tests.console.conftest import (
     until,
 )
 from tests.support.voices import make_wav
+from vocero.mcp_gateway.consent import PendingConsent
+from vocero.mcp_gateway.oauth_store import SqlConsentRepository
+from vocero.store.engine import Store
 from vocero.store.hashchain import canonical_json
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -42,6 +46,7 @@ def call(console_server: ConsoleServer) -> Call:
     made = demo_call(console_server.url)
     _hold_the_call_back(console_server)
     _a_voice_with_one_approval(console_server)
+    _a_server_awaiting_authorization(console_server)
     until(lambda: any(t["status"] == "changed" for t in console_server.get("/v1/tools")["items"]),
           "the orders tool to change")
     return made
@@ -60,6 +65,32 @@ def _hold_the_call_back(server: ConsoleServer) -> None:
     assert done.returncode == 0, done.stderr
     held = server.get("/v1/followups?status=awaiting_approval")["items"]
     assert len(held) == 1, done.stdout
+
+
+AUTHORIZATION_URL = "https://login.example.com/authorize?client_id=vocero-gateway&state=s1"
+
+
+def _a_server_awaiting_authorization(server: ConsoleServer) -> None:
+    """The consent a node's background flow records when ``crm`` wants the authorization-code
+    grant (tests/mcp/test_operator_consent.py runs that flow for real), in the server's store."""
+    url = f"sqlite+aiosqlite:///{Path(server.record).parent / 'v.db'}"
+    now = datetime.now(UTC)
+
+    async def record() -> None:
+        store = Store.open(url)
+        try:
+            for node, minutes in (("node_a", 0), ("node_b", 1)):  # two nodes wait: one is shown
+                await SqlConsentRepository(store).open(PendingConsent(
+                    id=f"cns_{node}", server="crm", node_id=node,
+                    authorization_url=AUTHORIZATION_URL if minutes else f"{AUTHORIZATION_URL}0",
+                    status="pending", created_at=now + timedelta(minutes=minutes),
+                    expires_at=now + timedelta(minutes=15)), f"{node:0<64}")
+        finally:
+            await store.close()
+
+    anyio.run(record)
+    assert [c["node_id"] for c in server.get("/v1/mcp/authorizations")["items"]] == [
+        "node_a", "node_b"]
 
 
 def _a_voice_with_one_approval(server: ConsoleServer) -> None:
@@ -218,7 +249,11 @@ def test_needs_you_actions_change_the_server(console: Console, call: Call) -> No
     assert page.locator("#needs-followups li[data-followup]").count() == len(held) == 1
     assert page.locator("#needs-tools li[data-tool]").count() == len(changed) == 1
     assert page.locator("#needs-voices li[data-voice='corp-en/1']").count() == 1
-    assert page.inner_text("#needs-count") == "3"
+    authorization = page.locator("#needs-authorizations li[data-authorization='crm'] a")
+    assert authorization.count() == 1  # one per server: the newest of the nodes' consents
+    assert authorization.get_attribute("href") == AUTHORIZATION_URL
+    assert authorization.get_attribute("rel") == "noopener noreferrer"
+    assert page.inner_text("#needs-count") == "4"
     console.shot("needs")
 
     page.fill(f"li[data-followup='{held[0]['id']}'] input", "caller asked twice")
@@ -241,7 +276,7 @@ def test_needs_you_actions_change_the_server(console: Console, call: Call) -> No
     voice = server.get("/v1/voices/corp-en")
     assert voice["versions"][0]["status"] == "approved"
     assert {a["operator"] for a in voice["versions"][0]["approvals"]} == {"olga", "admin"}
-    assert page.inner_text("#needs-count") == ""
+    assert page.inner_text("#needs-count") == "1"  # the authorization server's callback ends it
 
 
 def test_denials_latency_and_retention(console: Console, call: Call) -> None:

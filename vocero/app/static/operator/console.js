@@ -265,13 +265,24 @@ async function refreshNeeds() {
 }
 
 async function needs() {
-  const [followups, tools, voices] = await Promise.all([
+  const [followups, tools, voices, authorizations] = await Promise.all([
     api("/v1/followups?status=awaiting_approval").then((d) => d.items),
     api("/v1/tools").then((d) => d.items.filter((t) => t.status !== "approved")).catch(forbiddenAsEmpty),
     api("/v1/voices?status=pending").then((d) => d.items).catch(forbiddenAsEmpty),
+    api("/v1/mcp/authorizations").then((d) => oneAServer(d.items)).catch(forbiddenAsEmpty),
   ]);
   const pending = voices.flatMap((v) => v.versions.filter((x) => x.status === "pending").map((x) => ({ voice: v, version: x })));
-  return [followups, tools, pending];
+  return [followups, tools, pending, authorizations];
+}
+
+// Each waiting node lists its own consent for a server; any one will do: the newest is shown.
+function oneAServer(items) {
+  const newest = new Map();
+  for (const item of items) {
+    const seen = newest.get(item.server);
+    if (!seen || item.created_at > seen.created_at) newest.set(item.server, item);
+  }
+  return [...newest.values()];
 }
 
 function forbiddenAsEmpty(error) {
@@ -291,8 +302,8 @@ async function act(button, action) {
 }
 
 async function loadNeeds() {
-  const [followups, tools, versions] = await needs();
-  $("#needs-count").textContent = followups.length + tools.length + versions.length || "";
+  const [followups, tools, versions, authorizations] = await needs();
+  $("#needs-count").textContent = followups.length + tools.length + versions.length + authorizations.length || "";
   const none = [el("li", { class: "empty" }, "nothing waiting")];
   $("#needs-followups").replaceChildren(...(followups.length ? followups.map((f) => {
     const note = el("input", { placeholder: "note (optional)", maxlength: "500" });
@@ -316,6 +327,12 @@ async function loadNeeds() {
     return el("li", { dataset: { voice: `${voice.voice_id}/${version.version}` } }, el("strong", {}, `${voice.voice_id} v${version.version}`),
       ` · ${voice.tenant} · ${voice.purpose} · approved by ${by} · `, button);
   }) : none));
+  $("#needs-authorizations").replaceChildren(...(authorizations.length ? authorizations.map((a) =>
+    el("li", { dataset: { authorization: a.server } }, el("strong", {}, a.server),
+      ` · asked ${when(a.created_at)} · until ${when(a.expires_at)} · `,
+      el("a", { href: a.authorization_url, target: "_blank", rel: "noopener noreferrer" },
+        "Open the authorization page")))
+    : none));
 }
 
 // -------------------------------------------------------------------------------- charts
