@@ -80,6 +80,7 @@ from vocero.mcp_gateway.questions import (
 )
 from vocero.mcp_gateway.resilience import BreakerState, Bulkhead, CircuitBreaker, backoff_delay
 from vocero.mcp_gateway.settings import GatewaySettings
+from vocero.mcp_gateway.tally import Tally
 from vocero.mcp_gateway.validation import Validators, schema_problem
 
 log = structlog.get_logger("vocero.mcp_gateway")
@@ -159,9 +160,7 @@ class ServerConnection:
         self.listings = ListingCache(max_age_s=settings.relist_interval_s)
         self.partition = Partition(credential="oauth" if spec.oauth else "static")
         self.pin_epoch = 0
-        self.listed = 0
-        """How many complete listings this connection has fetched (tests wait on it)."""
-        self._listed_event = anyio.Event()
+        self._listings = Tally()
         self._last_listing_at = float("-inf")
         self.tokens: SealedTokenStorage | None = None
         self._guard: AuthGuard | None = None
@@ -548,14 +547,16 @@ class ServerConnection:
         now = self._clock.monotonic()
         self._last_listing_at = now
         self.listings.store(self.name, self.partition, listing, now=now, pin_epoch=self.pin_epoch)
-        self.listed += 1
-        self._listed_event.set()
-        self._listed_event = anyio.Event()
+        self._listings.add()
+
+    @property
+    def listed(self) -> int:
+        """How many complete listings this connection has fetched."""
+        return self._listings.count
 
     async def wait_listed(self, count: int) -> None:
         """Until this connection has fetched ``count`` listings (tests; bounded by the caller)."""
-        while self.listed < count:
-            await self._listed_event.wait()
+        await self._listings.reach(count)
 
     def pins_changed(self) -> None:
         """An operator changed a pin: the listing is fetched again before it is trusted."""

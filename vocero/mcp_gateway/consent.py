@@ -33,6 +33,7 @@ import structlog
 from mcp.client.auth.exceptions import OAuthFlowError
 
 from vocero.mcp_gateway.oauth import ConsentResult, Granted, Sealer
+from vocero.mcp_gateway.tally import Tally
 
 log = structlog.get_logger("vocero.mcp_gateway")
 
@@ -155,9 +156,7 @@ class OperatorConsent:
         self._audit = audit
         self._now = now
         self._arrived: dict[str, anyio.Event] = {}
-        self.requested = 0
-        """How many consents this node has asked for (an operator console, tests wait on it)."""
-        self._requested_event = anyio.Event()
+        self._requested = Tally()
 
     async def wait(self, server: str, url: str, granted: Granted) -> ConsentResult:
         """Record the page ``url`` for an operator, then wait for the callback's answer.
@@ -178,9 +177,7 @@ class OperatorConsent:
         await self.repository.open(consent, _digest(state))
         await self._record("mcp.oauth_consent_requested", consent, "")
         log.info("mcp.oauth_consent_requested", server=server, consent_id=consent.id)
-        self.requested += 1
-        self._requested_event.set()
-        self._requested_event = anyio.Event()
+        self._requested.add()
         try:
             with anyio.move_on_after(self.timeout_s):
                 while True:
@@ -201,10 +198,14 @@ class OperatorConsent:
         finally:
             del self._arrived[consent.id]
 
+    @property
+    def requested(self) -> int:
+        """How many consents this node has asked for."""
+        return self._requested.count
+
     async def wait_requested(self, count: int) -> None:
-        """Until this node has asked for ``count`` consents."""
-        while self.requested < count:
-            await self._requested_event.wait()
+        """Until this node has asked for ``count`` consents (bounded by the caller)."""
+        await self._requested.reach(count)
 
     async def answer(self, query: dict[str, str]) -> PendingConsent | None:
         """The authorization server's redirect (``code``/``error``, ``state``, ``iss``): left
@@ -215,8 +216,6 @@ class OperatorConsent:
         answer = _Answer(
             code=query.get("code", ""), iss=query.get("iss") or None, error=query.get("error", "")
         )
-        if not answer.code and not answer.error:
-            answer.error = "no_code"
         sealed = self._sealer.seal_text(msgspec.json.encode(answer).decode(), _CONTEXT)
         found = await self.repository.answer(_digest(state), sealed, self._now())
         if found is not None and (arrived := self._arrived.get(found.id)) is not None:
@@ -229,8 +228,9 @@ class OperatorConsent:
     async def _result(self, consent: PendingConsent, sealed: str, state: str) -> ConsentResult:
         answer = msgspec.json.decode(self._sealer.open_text(sealed, _CONTEXT), type=_Answer)
         if answer.error or not answer.code:
-            await self._closed(consent, "refused", answer.error or "no_code")
-            raise ConsentRefused(f"operator consent refused ({answer.error or 'no_code'})")
+            error = answer.error or "no_code"
+            await self._closed(consent, "refused", error)
+            raise ConsentRefused(f"operator consent refused ({error})")
         await self._closed(consent, "granted")
         return ConsentResult(code=answer.code, state=state, iss=answer.iss)
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, fields
 from datetime import UTC, datetime
 
 from sqlalchemy import delete, select, update
@@ -43,20 +44,11 @@ class SqlConsentRepository:
         self._store = store
 
     async def open(self, consent: PendingConsent, state_sha256: str) -> None:
+        row = McpOAuthConsentRow(
+            **asdict(consent), state_sha256=state_sha256, updated_at=consent.created_at
+        )
         async with self._store.write() as session:
-            session.add(
-                McpOAuthConsentRow(
-                    id=consent.id,
-                    server=consent.server,
-                    node_id=consent.node_id,
-                    state_sha256=state_sha256,
-                    authorization_url=consent.authorization_url,
-                    status=consent.status,
-                    created_at=consent.created_at,
-                    expires_at=consent.expires_at,
-                    updated_at=consent.created_at,
-                )
-            )
+            session.add(row)
 
     async def pending(self, now: datetime) -> list[PendingConsent]:
         query = (
@@ -97,12 +89,4 @@ class SqlConsentRepository:
 
 
 def _consent(row: McpOAuthConsentRow) -> PendingConsent:
-    return PendingConsent(
-        id=row.id,
-        server=row.server,
-        node_id=row.node_id,
-        authorization_url=row.authorization_url,
-        status=row.status,
-        created_at=row.created_at,
-        expires_at=row.expires_at,
-    )
+    return PendingConsent(**{f.name: getattr(row, f.name) for f in fields(PendingConsent)})
