@@ -174,6 +174,28 @@ class Tts(Runner, Protocol):
         ...
 
 
+class SpokenThrough(msgspec.Struct, frozen=True, kw_only=True):
+    """An alignment the engine knows: once ``audio_ms`` of a unit's audio has played, the first
+    ``fraction`` (0..1, by characters) of the text it was given has been spoken. The point may
+    lie ahead of the audio sent so far (an engine that rendered a sentence whole knows where it
+    ends before its first chunk leaves)."""
+
+    audio_ms: float
+    fraction: float
+
+
+@runtime_checkable
+class AlignedTts(Protocol):
+    """A TTS that says how its audio lines up with the text (SPEC §2: heard text never holds
+    a word that was not played, also while a unit is still being synthesized)."""
+
+    def synthesize_aligned(
+        self, text: str, voice: VoiceRef
+    ) -> AsyncIterator[bytes | SpokenThrough]:
+        """:meth:`Tts.synthesize`'s chunks, with alignment points between them."""
+        ...
+
+
 # ------------------------------------------------------------------------------ turn-taking
 
 

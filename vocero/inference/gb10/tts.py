@@ -129,6 +129,11 @@ class QwenTtsEngine:
 
     # ----------------------------------------------------------------------------- render
 
+    @property
+    def renders_whole_sentences(self) -> bool:
+        """Without faster-qwen3-tts, qwen-tts returns a sentence's waveform whole."""
+        return self._fast is None
+
     def render(self, sentence: str, voice: VoiceRef) -> Iterator[bytes]:
         if self._model is None:
             self.load()

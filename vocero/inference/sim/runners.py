@@ -18,6 +18,7 @@ from vocero.contracts.ports import (
     LlmRequest,
     Message,
     RunnerStatus,
+    SpokenThrough,
     TextChunk,
     ToolIntent,
     Transcription,
@@ -187,8 +188,21 @@ class SimTts:
     def status(self) -> RunnerStatus:
         return RunnerStatus(health="ready", capacity=1_000_000)
 
+    async def synthesize_aligned(
+        self, text: str, voice: VoiceRef
+    ) -> AsyncIterator[bytes | SpokenThrough]:
+        """Its exact timing: ``ms_per_char`` for every character, known before any audio."""
+        total_samples = self._samples(text)
+        if total_samples:
+            yield SpokenThrough(audio_ms=total_samples * 1000 / self.sample_rate, fraction=1.0)
+        async for chunk in self.synthesize(text, voice):
+            yield chunk
+
+    def _samples(self, text: str) -> int:
+        return round(len(text) * self._script.ms_per_char * self.sample_rate / 1000)
+
     async def synthesize(self, text: str, voice: VoiceRef) -> AsyncIterator[bytes]:
-        total_samples = round(len(text) * self._script.ms_per_char * self.sample_rate / 1000)
+        total_samples = self._samples(text)
         chunk_samples = max(1, self.sample_rate * self._script.chunk_ms // 1000)
         for start in range(0, total_samples, chunk_samples):
             await anyio.lowlevel.checkpoint()
