@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from contextlib import aclosing
@@ -13,15 +14,18 @@ import pytest
 
 from tests.inference import corpus
 from tests.inference.speech import speak_16k, word_errors
+from tests.support.fakes import fake_runners
+from tests.support.heard import LONG, MS_PER_CHAR, RULES, heard_after, played_share
 from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
 from vocero.contracts.errors import CapacityError, ErrorCode, VoceroError
-from vocero.contracts.ports import LlmRequest, Message, ToolIntent
+from vocero.contracts.ports import LlmRequest, Message, SpokenThrough, ToolIntent
 from vocero.inference.cpu.audio import pcm16_to_float
 from vocero.inference.cpu.llm import RoutedLlm
 from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.cpu.stt import SpeechToText, WhisperEngine
-from vocero.inference.cpu.tts import CHUNK_MS, PiperEngine, TextToSpeech
+from vocero.inference.cpu.tts import CHUNK_MS, PiperEngine, TextToSpeech, sentence_spans
 from vocero.inference.cpu.vad import SileroVad, VadSettings
+from vocero.inference.runner_set import RunnerSet
 
 pytestmark = [pytest.mark.models, pytest.mark.anyio]
 SILENCE_1S = bytes(16_000 * 2)
@@ -272,3 +276,52 @@ async def test_closed_loop_speech_to_tool_intent(
             print(f"\nclosed loop miss: {text!r} heard as {transcript.text!r} -> {results}")
         assert not labels[text].tool or isinstance(results[0], ToolIntent) or not ok
     assert correct == len(corpus.load()["closed_loop"])
+
+
+async def aligned(tts: TextToSpeech, text: str) -> list[bytes | SpokenThrough]:
+    async with aclosing(tts.synthesize_aligned(text, DEFAULT_VOICE)) as stream:
+        return [piece async for piece in stream]
+
+
+def check_alignment(text: str, pieces: list[bytes | SpokenThrough], rate: int) -> None:
+    """One point a sentence: its end in the text, at the offset where its audio ends."""
+    marks = [p for p in pieces if isinstance(p, SpokenThrough)]
+    ends = [end / len(text) for _, end in sentence_spans(text)]
+    assert [m.fraction for m in marks] == pytest.approx(ends)
+    total = sum(len(p) for p in pieces if isinstance(p, bytes)) / 2 / rate * 1000
+    assert marks[-1].audio_ms == pytest.approx(total, abs=1.0)
+    assert all(a.audio_ms < b.audio_ms for a, b in itertools.pairwise(marks))
+
+
+async def test_piper_says_where_each_sentence_ends_before_its_audio(tts: TextToSpeech) -> None:
+    text = "Your order has shipped. It should arrive on Wednesday, March fourth."
+    pieces = await aligned(tts, text)
+    assert isinstance(pieces[0], SpokenThrough), "Piper renders a sentence whole: end known first"
+    check_alignment(text, pieces, tts.sample_rate)
+    first_sentence = next(i for i, p in enumerate(pieces[1:], 1) if isinstance(p, SpokenThrough))
+    audio = sum(len(p) for p in pieces[:first_sentence] if isinstance(p, bytes)) / 2
+    assert pieces[0].audio_ms == pytest.approx(audio / tts.sample_rate * 1000, abs=1.0)
+
+
+@pytest.fixture(scope="module")
+def steady_tts(piper: PiperEngine) -> TextToSpeech:
+    """Piper without sampling noise: the same text renders the same audio every time."""
+    engine = PiperEngine(piper.model_path, piper.config_path, allow_voice_fallback=True,
+                         deterministic=True)
+    return TextToSpeech(engine, QueueSettings())
+
+
+@pytest.mark.parametrize("played_ms", [500, 1500, 3000])
+async def test_heard_text_on_piper_stays_within_what_was_played(
+    steady_tts: TextToSpeech, played_ms: int
+) -> None:
+    """Issue #25: barge-in into a ~5 s Piper answer streamed in 100 ms chunks."""
+    tts = steady_tts
+    base, *_ = fake_runners(rules=RULES, ms_per_char=MS_PER_CHAR)
+    runners = RunnerSet(kind="fake", vad=base.vad, stt=base.stt, llm=base.llm, tts=tts)
+    heard, _ = await heard_after(runners, played_ms)
+    total_ms = sum(len(p) for p in await aligned(tts, LONG) if isinstance(p, bytes)) / 2 / (
+        tts.sample_rate / 1000)
+    assert LONG.startswith(heard)
+    assert len(heard) <= played_share(LONG, played_ms, total_ms), (heard, total_ms)
+    print(f"\npiper: played {played_ms} of {total_ms:.0f} ms, heard {len(heard)} chars: {heard!r}")

@@ -19,9 +19,10 @@ from tests.inference.tiny_models import (
     tiny_qwen3_tts,
 )
 from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
+from vocero.contracts.ports import SpokenThrough
 from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.cpu.stt import SpeechToText
-from vocero.inference.cpu.tts import TextToSpeech
+from vocero.inference.cpu.tts import TextToSpeech, sentence_spans
 from vocero.inference.gb10 import Gb10Settings, build_gb10_runners
 from vocero.inference.gb10.stt import ParakeetEngine
 from vocero.inference.gb10.tts import SAMPLE_RATE, QwenTtsEngine
@@ -213,6 +214,24 @@ async def test_qwen3_tts_x_vector_only_prompt_has_no_reference_codes(
     assert item.x_vector_only_mode and not item.icl_mode
     assert item.ref_code is None
     assert item.ref_text is None
+
+
+async def test_qwen3_tts_says_where_each_sentence_ends(qwen_tts: TextToSpeech) -> None:
+    """Issue #25: the alignment points heard text is cut by. Qwen3-TTS streams within a sentence,
+    so a sentence's end is given after its last chunk, at the audio offset where it ended."""
+    text = "One two three. Four five six seven."
+    async with aclosing(qwen_tts.synthesize_aligned(text, acme("3"))) as stream:
+        pieces = [piece async for piece in stream]
+    marks = [p for p in pieces if isinstance(p, SpokenThrough)]
+    assert [m.fraction for m in marks] == pytest.approx([e / len(text) for _, e in
+                                                         sentence_spans(text)])
+    audio_ms = 0.0
+    for piece in pieces:
+        if isinstance(piece, SpokenThrough):
+            assert piece.audio_ms == pytest.approx(audio_ms, abs=1.0)
+        else:
+            audio_ms += len(piece) / 2 / SAMPLE_RATE * 1000
+    assert marks[-1].fraction == 1.0
 
 
 async def test_qwen3_tts_cancelled_generation_never_starts_the_next_sentence(

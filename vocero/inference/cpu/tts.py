@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncGenerator, Iterator
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -75,9 +76,10 @@ class TextToSpeech(RunnerShell):
         self._engine.forget_voice(voice_profile_id)
 
     async def synthesize(self, text: str, voice: VoiceRef) -> AsyncGenerator[bytes, None]:
-        async for piece in self.synthesize_aligned(text, voice):
-            if isinstance(piece, bytes):
-                yield piece
+        async with aclosing(self.synthesize_aligned(text, voice)) as pieces:  # frees the slot
+            async for piece in pieces:
+                if isinstance(piece, bytes):
+                    yield piece
 
     async def synthesize_aligned(
         self, text: str, voice: VoiceRef

@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -190,18 +191,19 @@ class SimTts:
 
     async def synthesize_aligned(
         self, text: str, voice: VoiceRef
-    ) -> AsyncIterator[bytes | SpokenThrough]:
+    ) -> AsyncGenerator[bytes | SpokenThrough, None]:
         """Its exact timing: ``ms_per_char`` for every character, known before any audio."""
         total_samples = self._samples(text)
         if total_samples:
             yield SpokenThrough(audio_ms=total_samples * 1000 / self.sample_rate, fraction=1.0)
-        async for chunk in self.synthesize(text, voice):
-            yield chunk
+        async with aclosing(self.synthesize(text, voice)) as chunks:
+            async for chunk in chunks:
+                yield chunk
 
     def _samples(self, text: str) -> int:
         return round(len(text) * self._script.ms_per_char * self.sample_rate / 1000)
 
-    async def synthesize(self, text: str, voice: VoiceRef) -> AsyncIterator[bytes]:
+    async def synthesize(self, text: str, voice: VoiceRef) -> AsyncGenerator[bytes, None]:
         total_samples = self._samples(text)
         chunk_samples = max(1, self.sample_rate * self._script.chunk_ms // 1000)
         for start in range(0, total_samples, chunk_samples):
