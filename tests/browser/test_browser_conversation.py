@@ -364,6 +364,10 @@ def test_confirmation_prompt_from_server(
     page.fill("#text", "list my appointments")
     page.press("#text", "Enter")
     _wait_for(page, "e => e.type === 'response.completed.v1'")
+    lookups = _of(_hook(page)["events"], "tool.status.v1")
+    assert lookups and {s["kind"] for s in lookups} == {"lookup"}, lookups
+    shown = page.locator("#conversation .tool").all_text_contents()
+    assert shown == ["Looked it up"], f"a read is shown as a lookup, never as an action: {shown}"
     day = (dt.date.today() + dt.timedelta(days=10)).isoformat()
     page.fill("#text", f"move APT-1001 to {day} at 11:00")
     page.press("#text", "Enter")
@@ -380,3 +384,15 @@ def test_confirmation_prompt_from_server(
     submitted = _of(_hook(page)["sent"], "tool.confirmation_submitted.v1")
     expected = {k: prompts[0][k] for k in ("proposal_id", "revision")} | {"decision": "reject"}
     assert submitted == [expected]
+
+    # The write, asked again and confirmed: its statuses are shown as an action's.
+    page.fill("#text", f"move APT-1001 to {day} at 11:00")
+    page.press("#text", "Enter")
+    _wait_for(page, "e => e.type === 'tool.confirmation_required.v1'", count=2)
+    page.locator(".confirmation button[data-decision=confirm]").last.click()
+    _wait_for(page, "e => e.type === 'tool.status.v1' && e.payload.status === 'committed' "
+                    "&& e.payload.kind === 'action'")
+    writes = page.locator("#conversation .tool:not(.lookup)").all_text_contents()
+    assert "Action committed" in writes, writes
+    assert all(w.startswith("Action ") for w in writes), writes
+    assert page.locator("#conversation .tool.lookup").all_text_contents() == ["Looked it up"]

@@ -221,11 +221,17 @@ class ConfirmationRequired(msgspec.Struct, kw_only=True):
     expires_at: str
 
 
+ToolKind = Literal["lookup", "action"]
+
+
 class ToolStatusChanged(msgspec.Struct, kw_only=True):
     tool_call_id: str
     proposal_id: str = ""
     status: ToolStatus
     reason_code: str = ""
+    kind: ToolKind = "action"
+    """``lookup``: a read (``action_class: read``) that changes nothing; ``action``: a write.
+    (Added by issue #25 with a default, so clients that ignore it read every status as before.)"""
 
 
 class InputLinkShown(msgspec.Struct, kw_only=True):

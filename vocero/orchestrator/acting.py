@@ -16,10 +16,16 @@ import anyio
 import structlog
 
 from vocero.contracts import events as ev
-from vocero.contracts.actions import ActionCoordinator, ToolOutcome, ToolPlan, TurnRef
+from vocero.contracts.actions import (
+    ActionCoordinator,
+    StatusCallback,
+    ToolOutcome,
+    ToolPlan,
+    TurnRef,
+)
 from vocero.contracts.ports import Message, ToolIntent
 from vocero.observability import tracing
-from vocero.orchestrator.context import SessionMetrics
+from vocero.orchestrator.context import SessionContext, SessionMetrics
 from vocero.orchestrator.generation import Generation
 from vocero.orchestrator.machine import Event, Step
 from vocero.speech import EvidenceRef, ToolEvidence, UnitKind
@@ -33,6 +39,7 @@ class ActorHost(Protocol):
     coordinator: ActionCoordinator | None
     metrics: SessionMetrics
     monotonic: Callable[[], float]
+    ctx: SessionContext
 
     @property
     def locale(self) -> str:
@@ -125,7 +132,9 @@ class Actor:
         host = self._host
         if plan.kind == "deny":
             host.fire(Event.DENIED)
-            self.tool_status(plan.tool_call_id, plan.proposal_id, "rejected", plan.reason_code)
+            self.tool_status(
+                plan.tool_call_id, plan.proposal_id, "rejected", plan.reason_code, tool=plan.tool
+            )
             host.metrics.count("denials", reason_code=plan.reason_code)
             if plan.result is not None:  # the model learns the call did not happen
                 host.remember(
@@ -220,7 +229,7 @@ class Actor:
         started = host.monotonic()
         try:
             with tracing.span(tracing.MCP, tool=plan.tool) as span:
-                outcome = await coordinator.execute(plan, self.tool_status)
+                outcome = await coordinator.execute(plan, self._status_of(plan.tool))
                 span.set(status=outcome.status, reason_code=outcome.reason_code)
         except Exception:
             log.exception("tool_execution_failed")
@@ -249,16 +258,33 @@ class Actor:
         return outcome
 
     def tool_status(
-        self, tool_call_id: str, proposal_id: str, status: ev.ToolStatus, reason: str
+        self,
+        tool_call_id: str,
+        proposal_id: str,
+        status: ev.ToolStatus,
+        reason: str,
+        *,
+        tool: str = "",
     ) -> None:
+        """Tell the client how a call stands; a read is a ``lookup``, never shown as an action
+        (a proposal always belongs to a write)."""
+        spec = self._host.ctx.profile.tool(tool) if tool else None
+        lookup = spec is not None and spec.action_class == "read" and not proposal_id
         self._host.control(
             ev.ToolStatusChanged(
                 tool_call_id=tool_call_id,
                 proposal_id=proposal_id,
                 status=status,
                 reason_code=reason,
+                kind="lookup" if lookup else "action",
             )
         )
+
+    def _status_of(self, tool: str) -> StatusCallback:
+        def report(tool_call_id: str, proposal_id: str, status: ev.ToolStatus, reason: str) -> None:
+            self.tool_status(tool_call_id, proposal_id, status, reason, tool=tool)
+
+        return report
 
 
 def proposal_evidence(plan: ToolPlan) -> EvidenceRef:

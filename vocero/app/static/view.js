@@ -96,10 +96,24 @@ export function showNote(text, kind = "note") {
   entry(kind).textContent = text;
 }
 
+// A read changes nothing, so it is never shown as an action: one line that says it looked
+// something up. Writes keep every status ("Action committed" means something was changed).
+const LOOKUP_WORDS = {
+  authorized: "Looking it up…",
+  dispatch_pending: "Looking it up…",
+  in_flight: "Looking it up…",
+  committed: "Looked it up",
+  rejected: "Lookup refused",
+  unknown: "Lookup failed",
+};
+
 export function showToolStatus(payload) {
   const { tool_call_id: id, proposal_id: proposal, status, reason_code: reason } = payload;
-  const item = entry("tool", id || proposal ? `tool:${id || proposal}:${status}` : null);
-  item.textContent = `Action ${status.replace(/_/g, " ")}${reason ? ` (${reason})` : ""}`;
+  const lookup = payload.kind === "lookup";
+  const key = lookup ? `lookup:${id}` : `tool:${id || proposal}:${status}`;
+  const item = entry(lookup ? "tool lookup" : "tool", id || proposal ? key : null);
+  const words = lookup ? LOOKUP_WORDS[status] || "Looking it up…" : `Action ${status.replace(/_/g, " ")}`;
+  item.textContent = `${words}${reason ? ` (${reason})` : ""}`;
   const card = proposal && document.querySelector(`[data-key="proposal:${CSS.escape(proposal)}"]`);
   if (card) card.dataset.status = status;
 }
