@@ -130,3 +130,45 @@ def test_a_spoken_call_back_is_booked_and_placed_when_due(
     assert len(placed) == 1
     assert placed[0]["arguments"]["phone"] == "+34600000001"
     assert placed[0]["arguments"]["followup_id"] == followup["id"]
+
+
+def followups_of(client: TestClient, session_id: str) -> list[dict[str, Any]]:
+    items = client.get("/v1/followups", params={"session_id": session_id},
+                       headers=ADMIN).json()["items"]
+    return list(items)
+
+
+def test_what_is_said_of_a_call_back_matches_its_record_on_cpu(
+    demo_call: tuple[TestClient, Path],
+) -> None:
+    """Issue #25, item 2: the words come from the row the store holds, for a new record, a
+    duplicate and a task; a call-back asked for without a time is asked about, never booked."""
+    client, _ = demo_call
+    with client.websocket_connect("/v1/realtime") as ws:
+        pc = ProtocolClient(ws)
+        pc.connect("demo-token")
+        booked = heard(pc, "Please call me back tomorrow at 4pm about my refund")
+        [row] = followups_of(client, pc.session_id)
+        again = heard(pc, "Please call me back tomorrow at 4pm about my refund")
+        rows = followups_of(client, pc.session_id)
+        task = heard(pc, "Please get back to me tomorrow at 10am about sending the quotation")
+        untimed = heard(pc, "Could someone call me back about my invoice?")
+        session_id = pc.session_id
+    due = datetime.fromisoformat(row["due_at"])
+    assert (row["status"], row["channel"], due.hour, row["timezone"]) == (
+        "scheduled", "phone", 16, "Europe/Madrid"), row
+    assert "my refund" in row["reason"], row
+    assert booked == "I've booked a call back for tomorrow, " + spoken_day(due) + " at 4:00 PM.", (
+        booked)
+    assert "haven't" not in booked
+    assert len(rows) == 1, "the same time again is the open record, not a second promise"
+    assert again.startswith("You already have a call back booked for tomorrow"), again
+    tasks = [r for r in followups_of(client, session_id) if r["channel"] == "task"]
+    assert len(tasks) == 1 and tasks[0]["status"] == "task", followups_of(client, session_id)
+    assert task.startswith("I've passed that on to the team"), task
+    assert "booked" not in untimed and "?" in untimed, untimed
+    assert len(followups_of(client, session_id)) == 2, "no time given: nothing was booked"
+
+
+def spoken_day(due: datetime) -> str:
+    return f"{due:%B} {due.day}"

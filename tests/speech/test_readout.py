@@ -183,3 +183,8 @@ def test_a_recorded_follow_up_is_a_promise_and_an_unrecorded_one_is_not(
     refused = read_out(spec, call("followups.record", {"recorded": False,
                                                        "result": "NOT recorded"}), ctx())
     assert refused.kind == "fallback"
+    # As the executor hands it over: the store's answer is the write's receipt (issue #25).
+    wrapped = {"summary": "Done.", "operation_id": "op_1", "receipt": made}
+    said = read_out(spec, call("followups.record", wrapped), ctx())
+    assert (said.kind, said.text) == (
+        "promise", "I've booked a call back for tomorrow, December 2 at 11:00 AM.")

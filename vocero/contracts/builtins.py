@@ -17,6 +17,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vocero.contracts.ports import CallMeta, Message, ToolResult
 
+VOCERO_SERVER = "vocero"
+"""The ``server`` of Vocero's own built-in tools in a profile."""
+FOLLOWUPS_TOOL = "followups.record"
+KNOWLEDGE_TOOL = "knowledge.search"
+"""The built-ins' own names (a profile's ``resolves_to``; the model-facing name may differ)."""
+
 
 class CanonicalError(ValueError):
     """A value cannot be made explicit without guessing; ``question`` asks the caller.

@@ -100,8 +100,8 @@ class TurnEvidence:
 
 def recorded(result: ToolEvidence) -> bool:
     """A follow-up record was made: committed, with its id, and not refused."""
-    content = dict(result.result or {})
-    if result.status != "committed" or content.get("error"):
+    content = dict(result.answer)
+    if result.status != "committed" or content.get("error") or (result.result or {}).get("error"):
         return False
     if content.get("recorded") is False:
         return False

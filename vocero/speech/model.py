@@ -114,3 +114,11 @@ class ToolEvidence:
     @property
     def ok(self) -> bool:
         return self.status == "committed" and not (self.result or {}).get("error")
+
+    @property
+    def answer(self) -> Mapping[str, Any]:
+        """What the service itself answered: a write's result wraps it as ``receipt`` (beside
+        the operation's summary and id); a read's result is it."""
+        result = self.result or {}
+        receipt = result.get("receipt")
+        return receipt if isinstance(receipt, Mapping) else result

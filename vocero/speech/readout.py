@@ -23,6 +23,8 @@ from datetime import date, datetime, time
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from vocero.contracts.builtins import FOLLOWUPS_TOOL as FOLLOWUPS
+from vocero.contracts.builtins import VOCERO_SERVER
 from vocero.contracts.domain import ToolSpec
 from vocero.speech.forms import count_word, spoken_date, spoken_time
 from vocero.speech.model import ToolEvidence, UnitKind
@@ -87,11 +89,10 @@ def read_out(spec: ToolSpec | None, call: ToolEvidence, ctx: ReadoutContext) -> 
     if not call.ok:
         return Readout(failure(call, spec, ctx), "fallback")
     result = dict(call.result or {})
-    if call.tool == "followups.record":
+    if is_followup(spec, call):
         return _followup(spec, call, ctx)
     writes = spec is not None and spec.action_class != "read"
-    receipt = result.get("receipt")
-    record: Mapping[str, Any] = receipt if isinstance(receipt, dict) else result
+    record = call.answer
     kind: UnitKind = "outcome" if writes else "tool_fact"
     template = spec.readout if spec is not None else ""
     if template:
@@ -317,9 +318,18 @@ def _error_code(call: ToolEvidence) -> str:
 # ------------------------------------------------------------------------------ follow-ups
 
 
+def is_followup(spec: ToolSpec | None, call: ToolEvidence) -> bool:
+    """Whether ``call`` went to the built-in ``followups.record``, whatever the profile named
+    it."""
+    if spec is None:
+        return call.tool == FOLLOWUPS
+    return spec.server == VOCERO_SERVER and spec.resolves_to == FOLLOWUPS
+
+
 def _followup(spec: ToolSpec | None, call: ToolEvidence, ctx: ReadoutContext) -> Readout:
-    """A recorded follow-up is a promise backed by its record; an unrecorded one never is."""
-    result = dict(call.result or {})
+    """A recorded follow-up is a promise backed by its record (what the store answered: the
+    write's receipt); an unrecorded one never is."""
+    result = dict(call.answer)
     if not result.get("followup_id") or result.get("recorded") is False:
         return Readout("I haven't booked a call back yet.", "fallback")
     due = result.get("due_at")
