@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -12,6 +14,10 @@ from starlette.testclient import TestClient
 from tests.support.wsclient import ProtocolClient
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
+from vocero.contracts.domain import Principal
+from vocero.followups.records import Finding, FollowupDraft, new_id
+from vocero.policy.gate import ResolvedTool
+from vocero.store.repositories import Conversations
 
 ADMIN = {"authorization": "Bearer op-admin-token"}
 
@@ -138,3 +144,69 @@ def test_tool_pins_are_listed_and_review_is_guarded(client: TestClient) -> None:
     nothing_pending = client.post(approve, json=body, headers=ADMIN)
     assert nothing_pending.status_code == 409
     assert nothing_pending.json() == {"error": "no_pending_definition"}
+
+
+# --------------------------------------------------------------------------------- paging
+
+
+def _pages(client: TestClient, path: str, **query: str) -> list[list[dict[str, Any]]]:
+    """Every page of a newest-first list, following ``next`` until the last page."""
+    pages, params = [], dict(query)
+    while True:
+        body = client.get(path, params=params, headers=ADMIN).json()
+        pages.append(body["items"])
+        if "next" not in body:
+            return pages
+        params = {**query, "cursor": body["next"]}
+
+
+async def _seed(runtime: Any, session_id: str, count: int) -> None:
+    """``count`` follow-ups, findings and read operations of one session, a minute apart."""
+    await Conversations(runtime.store).create_session(
+        session_id=session_id, tenant_id="acme", subject_ref="sub_pages", profile_id="demo",
+        profile_version="1")
+    start = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
+    tool = ResolvedTool(name="orders.status", server="orders", tool="get_order_status",
+                        action_class="read", required_scopes=frozenset(),
+                        requires_confirmation=False, idempotent=True, lookup_tool="",
+                        timeout_ms=1000)
+    for i in range(count):
+        at = start + timedelta(minutes=i)
+        await runtime.followups.store.record(FollowupDraft(
+            session_id=session_id, tenant_id="acme", subject_ref="sub_pages",
+            when_text=f"at {i}", due_at=at + timedelta(hours=i + 1), timezone="UTC",
+            channel="task", reason=f"task {i}", operation_id=new_id("op")), at)
+        await runtime.followups.store.add_findings([Finding(
+            id=new_id("fnd"), kind="promised_unbooked", session_id=session_id,
+            generation_id=f"gen_{i}", text=f"We'll call you {i}.", at=at)])
+        await runtime.actions.repo.record_read(
+            session_id=session_id, operation_id=f"op_page_{i:02d}", tool=tool,
+            principal=Principal(subject_ref="sub_pages", tenant_id="acme", scopes=[]),
+            arguments_hash="h", status="committed", reason="")
+
+
+def test_lists_are_paged_newest_first_with_a_next_cursor(client: TestClient) -> None:
+    """``/v1/followups``, ``/v1/findings`` and ``/v1/operations`` (with or without
+    ``session_id``): the newest first, ``limit`` a page, ``next`` until the last page, filters
+    kept; before, the 500 oldest came back and the newest were out of sight."""
+    assert client.portal is not None
+    runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    client.portal.call(_seed, runtime, "ses_pages", 7)
+    followups = _pages(client, "/v1/followups", session_id="ses_pages", limit="3")
+    assert [len(p) for p in followups] == [3, 3, 1]
+    assert [f["reason"] for p in followups for f in p] == [f"task {i}" for i in range(6, -1, -1)]
+    by_status = _pages(client, "/v1/followups", status="task", limit="5")
+    assert [f["reason"] for p in by_status for f in p] == [f"task {i}" for i in range(6, -1, -1)]
+    findings = _pages(client, "/v1/findings", kind="promised_unbooked", limit="2")
+    assert [len(p) for p in findings] == [2, 2, 2, 1]
+    assert [f["generation_id"] for p in findings for f in p] == [
+        f"gen_{i}" for i in range(6, -1, -1)]
+    for query in ({"session_id": "ses_pages"}, {}):
+        operations = _pages(client, "/v1/operations", limit="4", **query)
+        assert [len(p) for p in operations] == [4, 3]
+        listed = [o["operation_id"] for p in operations for o in p]
+        assert listed == [f"op_page_{i:02d}" for i in range(6, -1, -1)]
+    default = client.get("/v1/operations", headers=ADMIN).json()
+    assert len(default["items"]) == 7 and "next" not in default
+    assert client.get("/v1/findings", params={"session_id": "ses_other"},
+                      headers=ADMIN).json() == {"items": []}

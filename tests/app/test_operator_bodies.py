@@ -128,6 +128,48 @@ def test_every_400_names_its_code_field_and_reason(
         assert body["usage_until"] not in error["reason"], "a reason never quotes the value"
 
 
+INTEGER_QUERIES = [("/v1/sessions", "limit"), ("/v1/audit", "limit"), ("/v1/audit", "after_seq"),
+                   ("/v1/followups", "limit"), ("/v1/findings", "limit"),
+                   ("/v1/operations", "limit")]
+"""Every integer query parameter of the operator API (``grep -n query_params vocero/app``)."""
+NOT_INTEGERS = {"superscript": "\u00b2", "5000-digits": "9" * 5000, "full-width": "\uff11",
+                "arabic-indic": "\u0663", "negative": "-1", "plus": "+1", "blank-before": " 1",
+                "blank-after": "1 ", "exponent": "1e3", "hex": "0x10", "decimal": "1.0",
+                "past-64-bits": "99999999999999999999", "word": "lots"}
+"""Superscript two, 5,000 digits, full-width and Arabic-Indic digits (``str.isdigit`` accepts
+them, ``int`` refuses or overflows), signs, blanks, other notations, past 64 bits."""
+
+
+@pytest.mark.parametrize(("path", "name"), INTEGER_QUERIES)
+@pytest.mark.parametrize("value", list(NOT_INTEGERS.values()), ids=list(NOT_INTEGERS))
+def test_every_integer_query_parameter_answers_400_for_a_non_integer(
+    api: TestClient, path: str, name: str, value: str
+) -> None:
+    answer = api.get(path, params={name: value}, headers=ADMIN)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert (error["code"], error["field"]) == ("invalid_query", name)
+    assert error["reason"].startswith("must be an integer from")  # never the value itself
+
+
+@pytest.mark.parametrize(("path", "name"), INTEGER_QUERIES)
+def test_integer_query_parameters_have_bounds(api: TestClient, path: str, name: str) -> None:
+    outside = ("0", "100001") if name == "limit" else (str(2**63),)
+    for value in outside:
+        answer = api.get(path, params={name: value}, headers=ADMIN)
+        assert (answer.status_code, answer.json()["error"]["field"]) == (400, name), value
+    assert api.get(path, params={name: "1"}, headers=ADMIN).status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/v1/followups", "/v1/findings", "/v1/operations"])
+@pytest.mark.parametrize("cursor", ["nope", "x" * 5000, "\u00b2\u00b2\u00b2\u00b2", "eDp5"])
+def test_a_cursor_no_page_gave_answers_400(api: TestClient, path: str, cursor: str) -> None:
+    answer = api.get(path, params={"cursor": cursor}, headers=ADMIN)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["code"] == "invalid_query"
+    assert answer.json()["error"]["field"] == "cursor"
+
+
 def test_a_refused_body_changes_nothing(api: TestClient) -> None:
     bad = {**VOICE, "voice_id": "never", "usage_until": "soon"}
     assert api.post("/v1/voices", json=bad, headers=ADMIN).status_code == 400

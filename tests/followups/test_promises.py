@@ -124,7 +124,7 @@ async def test_an_unbacked_promise_is_a_finding_once(db_url: str, tmp_path: Path
         assert await reviews.review(unbacked) == []  # a second close stores nothing new
         assert await reviews.review(backed) == []  # a record backs it
         assert await reviews.review(short) == []  # never summarised
-        assert await sql.findings(kind="promised_unbooked") == [finding]
+        assert (await sql.findings(kind="promised_unbooked")).items == [finding]
         assert counted == ["promised_unbooked"]
     finally:
         await store.close()

@@ -54,8 +54,8 @@ async def test_record_is_idempotent_by_operation_and_knows_its_profile(db_url: s
         assert record.promised_at == record.due_at == first.due_at
         task, _ = await sql.record(draft(sid, due=NOW + timedelta(hours=30), channel="task"), NOW)
         assert task.status == "task"  # a task is never a duplicate of a call-back
-        assert len(await sql.list_followups(session_id=sid)) == 2
-        assert [f.id for f in await sql.list_followups(status="task")] == [task.id]
+        assert len((await sql.list_followups(session_id=sid)).items) == 2
+        assert [f.id for f in (await sql.list_followups(status="task")).items] == [task.id]
         view = record.public()
         assert view["due_at"] == "2026-12-04T15:00:00+01:00"  # the caller's own offset
         assert set(view) >= {"id", "session_id", "when_text", "due_at", "timezone", "channel",
@@ -93,8 +93,25 @@ async def test_findings_are_stored_once(db_url: str) -> None:
                           text="We'll call you.", at=NOW)
         assert await sql.add_findings([finding]) == [finding]
         assert await sql.add_findings([finding]) == []
-        assert await sql.findings(session_id=sid) == [finding]
-        assert await sql.findings(kind="other") == []
+        assert (await sql.findings(session_id=sid)).items == [finding]
+        assert (await sql.findings(kind="other")).items == []
+    finally:
+        await store.close()
+
+
+async def test_lists_page_newest_first(db_url: str) -> None:
+    store = Store.open(db_url)
+    try:
+        sql = SqlFollowupStore(store)
+        sid = await session(store)
+        made = [(await sql.record(draft(sid, due=NOW + timedelta(hours=i), channel="task"),
+                                  NOW + timedelta(seconds=i)))[0] for i in range(5)]
+        first = await sql.list_followups(session_id=sid, limit=2)
+        assert [f.id for f in first.items] == [made[4].id, made[3].id]
+        assert first.next is not None
+        rest = await sql.list_followups(session_id=sid, cursor=first.next, limit=10)
+        assert [f.id for f in rest.items] == [made[2].id, made[1].id, made[0].id]
+        assert rest.next is None
     finally:
         await store.close()
 
@@ -184,8 +201,8 @@ def test_the_sql_store_keeps_the_same_records_as_the_rule(
                     sessions[subject], fresh[subject], due=NOW + timedelta(minutes=minutes),
                     channel=channel), NOW)
                 flags.append(duplicate)
-            stored = [f for s in SUBJECTS for f in await sql.list_followups(
-                session_id=sessions[s])]
+            stored = [f for s in SUBJECTS for f in (await sql.list_followups(
+                session_id=sessions[s])).items]
             return [(f.subject_ref, f.channel, f.due_at) for f in stored], flags
         finally:
             await store.close()

@@ -34,6 +34,7 @@ from starlette.staticfiles import StaticFiles
 from vocero.app.bodies import rejected
 from vocero.app.operator_api import READERS, guarded, json
 from vocero.app.operators import Operator
+from vocero.app.queries import integer
 from vocero.app.runtime import Runtime
 from vocero.app.voice_api import READERS as VOICE_READERS
 from vocero.observability.metrics import LATENCY_STAGES
@@ -60,10 +61,7 @@ DENIALS_SCANNED = 20_000
 
 
 async def list_sessions(request: Request, runtime: Runtime, _: Operator) -> Response:
-    text = request.query_params.get("limit", "")
-    if text and (not text.isdigit() or not 1 <= int(text) <= SESSIONS_MAX):
-        return rejected("invalid_query", "limit", f"an integer from 1 to {SESSIONS_MAX}")
-    limit = int(text) if text else SESSIONS_PAGE
+    limit = integer(request, "limit", default=SESSIONS_PAGE, low=1, high=SESSIONS_MAX)
     live_only = request.query_params.get("live", "") in ("1", "true")
     await runtime.recorder.flush()
     query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)

@@ -3,7 +3,8 @@
 Same bearer-token and role rules as :mod:`vocero.app.operator_api`: reading needs ``admin``,
 ``security`` or ``business_owner``; releasing a held call-back (``awaiting_approval``) needs
 ``admin`` or ``business_owner``. A rejected body or query answers 400 with
-``{"error": {"code", "field", "reason"}}``.
+``{"error": {"code", "field", "reason"}}``. Lists are newest first, a page at a time
+(:func:`vocero.app.queries.page`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from vocero.app.bodies import BodyError, decode, from_error
 from vocero.app.bodies import rejected as _rejected
 from vocero.app.operator_api import READERS, guarded, json, problem
 from vocero.app.operators import Operator
+from vocero.app.queries import page, paged
 from vocero.app.runtime import Runtime
 from vocero.followups.ports import NotAwaitingApprovalError
 from vocero.followups.records import STATUSES
@@ -39,15 +41,18 @@ def rejected(field: str, reason: str, code: str = "invalid_body") -> Response:
 
 
 async def list_followups(request: Request, runtime: Runtime, _: Operator) -> Response:
-    """``?session_id=`` or ``?status=`` (both may be given)."""
-    if runtime.followups is None:
-        return json({"items": []})
+    """``?session_id=`` or ``?status=`` (both may be given); newest first, a page at a time
+    (``limit``, ``cursor``; ``next`` when more remain)."""
     status = request.query_params.get("status") or None
     if status is not None and status not in STATUSES:
         return rejected("status", f"one of {', '.join(STATUSES)}", code="invalid_query")
-    items = await runtime.followups.store.list_followups(
-        session_id=request.query_params.get("session_id") or None, status=status)
-    return json({"items": [f.public() for f in items]})
+    cursor, limit = page(request)
+    if runtime.followups is None:
+        return json({"items": []})
+    found = await runtime.followups.store.list_followups(
+        session_id=request.query_params.get("session_id") or None, status=status,
+        cursor=cursor, limit=limit)
+    return json(paged(found, [f.public() for f in found.items]))
 
 
 async def approve_followup(request: Request, runtime: Runtime, operator: Operator) -> Response:
@@ -72,15 +77,17 @@ async def approve_followup(request: Request, runtime: Runtime, operator: Operato
 
 
 async def list_findings(request: Request, runtime: Runtime, _: Operator) -> Response:
-    """``?session_id=`` or ``?kind=``; waits for reviews already queued."""
+    """``?session_id=`` or ``?kind=``, newest first, a page at a time (``limit``, ``cursor``);
+    waits for reviews already queued."""
+    cursor, limit = page(request)
     if runtime.followups is None:
         return json({"items": []})
     with anyio.move_on_after(REVIEW_WAIT_S):
         await runtime.followups.reviews.settled()
-    items = await runtime.followups.store.findings(
+    found = await runtime.followups.store.findings(
         session_id=request.query_params.get("session_id") or None,
-        kind=request.query_params.get("kind") or None)
-    return json({"items": [f.public() for f in items]})
+        kind=request.query_params.get("kind") or None, cursor=cursor, limit=limit)
+    return json(paged(found, [f.public() for f in found.items]))
 
 
 def routes() -> list[Route]:

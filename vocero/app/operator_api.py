@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from vocero.app.bodies import BodyError, decode, from_error, rejected
 from vocero.app.operators import Operator, OperatorDirectory
+from vocero.app.queries import QueryError, integer, page, paged
 from vocero.app.runtime import Runtime
 
 Handler = Callable[[Request, Runtime, Operator], Awaitable[Response]]
@@ -29,6 +30,9 @@ def problem(status: int, code: str) -> JSONResponse:
 
 
 def guarded(roles: frozenset[str], handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """``handler`` for an authenticated operator holding one of ``roles``; a query parameter it
+    refuses (:class:`~vocero.app.queries.QueryError`) answers 400 ``invalid_query``."""
+
     async def endpoint(request: Request) -> Response:
         operators: OperatorDirectory = request.app.state.operators
         header = request.headers.get("authorization", "")
@@ -38,7 +42,10 @@ def guarded(roles: frozenset[str], handler: Handler) -> Callable[[Request], Awai
             return problem(401, "unauthenticated")
         if not roles.intersection(operator.roles):
             return problem(403, "forbidden")
-        return await handler(request, request.app.state.runtime, operator)
+        try:
+            return await handler(request, request.app.state.runtime, operator)
+        except QueryError as bad:
+            return rejected("invalid_query", bad.field, bad.reason)
 
     return endpoint
 
@@ -84,11 +91,8 @@ async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response
     ``chain`` says whether the whole chain verifies: walked on from the last good walk, in full
     at least once a minute, or now with ``verify=full``."""
     session_id = request.query_params.get("session_id") or None
-    try:
-        after_seq = _int_query(request, "after_seq", 0, 0, 2**63 - 1)
-        limit = _int_query(request, "limit", AUDIT_PAGE, 1, AUDIT_PAGE_MAX)
-    except _BadQuery as bad:
-        return rejected("invalid_query", bad.field, bad.reason)
+    after_seq = integer(request, "after_seq", default=0, low=0, high=2**63 - 1)
+    limit = integer(request, "limit", default=AUDIT_PAGE, low=1, high=AUDIT_PAGE_MAX)
     walk = request.query_params.get("verify", "")
     if walk not in ("", "full"):
         return rejected("invalid_query", "verify", "must be full when given")
@@ -122,26 +126,16 @@ async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response
     return json(body)
 
 
-class _BadQuery(Exception):
-    def __init__(self, field: str, reason: str) -> None:
-        super().__init__(field)
-        self.field, self.reason = field, reason
-
-
-def _int_query(request: Request, name: str, default: int, low: int, high: int) -> int:
-    text = request.query_params.get(name)
-    if text is None or text == "":
-        return default
-    if not text.isascii() or not text.isdigit() or len(text) > 19 or not low <= int(text) <= high:
-        raise _BadQuery(name, f"must be an integer from {low} to {high}")
-    return int(text)
-
-
 async def get_operations(request: Request, runtime: Runtime, _: Operator) -> Response:
-    """SPEC §3: the session's durable operations with their status, attempts and receipt."""
+    """SPEC §3: durable operations (of one session with ``session_id``) with their status,
+    attempts and receipt, newest first, a page at a time (``limit``, ``cursor``; ``next`` when
+    more remain)."""
     session_id = request.query_params.get("session_id") or None
-    items = await runtime.actions.operations(session_id) if runtime.actions is not None else []
-    return json({"items": items})
+    cursor, limit = page(request)
+    if runtime.actions is None:
+        return json({"items": []})
+    found = await runtime.actions.operations_page(session_id, cursor=cursor, limit=limit)
+    return json(paged(found, [op.public() for op in found.items]))
 
 
 def routes() -> list[Route]:

@@ -15,6 +15,7 @@ from typing import NamedTuple, Protocol
 
 from vocero.contracts.domain import AgentProfile, Caller
 from vocero.followups.records import Attempt, AttemptStatus, Finding, Followup, FollowupDraft
+from vocero.store.paging import Cursor, Page
 
 ProfileLookup = Callable[[str, str], AgentProfile | None]
 Hook = Callable[[str, str], None]
@@ -54,8 +55,11 @@ class FollowupStore(Protocol):
     async def get(self, followup_id: str) -> Followup | None: ...
 
     async def list_followups(
-        self, *, session_id: str | None = None, status: str | None = None, limit: int = 500
-    ) -> list[Followup]: ...
+        self, *, session_id: str | None = None, status: str | None = None,
+        cursor: Cursor | None = None, limit: int = 100,
+    ) -> Page[Followup]:
+        """Newest first (``created_at``, then ``id``), after ``cursor``."""
+        ...
 
     async def approve(
         self, followup_id: str, *, by: str, note: str, now: datetime
@@ -106,5 +110,8 @@ class FollowupStore(Protocol):
         ...
 
     async def findings(
-        self, *, session_id: str | None = None, kind: str | None = None, limit: int = 500
-    ) -> list[Finding]: ...
+        self, *, session_id: str | None = None, kind: str | None = None,
+        cursor: Cursor | None = None, limit: int = 100,
+    ) -> Page[Finding]:
+        """Newest first (``at``, then ``id``), after ``cursor``."""
+        ...

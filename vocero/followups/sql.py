@@ -31,6 +31,7 @@ from vocero.followups.records import (
 from vocero.store.audit_tx import append_in
 from vocero.store.engine import Store
 from vocero.store.models import FindingRow, FollowupAttemptRow, FollowupRow, SessionRow
+from vocero.store.paging import Cursor, Page, newest_first, page_of
 
 ACTOR = "vocero.followups"
 COUNTED = ("pending", "placed", "line_not_ready", "unknown")
@@ -106,15 +107,18 @@ class SqlFollowupStore:
             return None if row is None else record_of(row)
 
     async def list_followups(
-        self, *, session_id: str | None = None, status: str | None = None, limit: int = 500
-    ) -> list[Followup]:
-        query = select(FollowupRow).order_by(FollowupRow.created_at, FollowupRow.id).limit(limit)
+        self, *, session_id: str | None = None, status: str | None = None,
+        cursor: Cursor | None = None, limit: int = 100,
+    ) -> Page[Followup]:
+        query = select(FollowupRow)
         if session_id is not None:
             query = query.where(FollowupRow.session_id == session_id)
         if status is not None:
             query = query.where(FollowupRow.status == status)
+        query = newest_first(query, FollowupRow.created_at, FollowupRow.id, cursor, limit)
         async with self._read() as session:
-            return [record_of(r) for r in (await session.scalars(query)).all()]
+            rows = (await session.scalars(query)).all()
+        return page_of(rows, limit, record_of, lambda f: Cursor(f.created_at, f.id))
 
     async def approve(
         self, followup_id: str, *, by: str, note: str, now: datetime
@@ -242,17 +246,18 @@ class SqlFollowupStore:
         return added
 
     async def findings(
-        self, *, session_id: str | None = None, kind: str | None = None, limit: int = 500
-    ) -> list[Finding]:
-        query = select(FindingRow).order_by(FindingRow.at, FindingRow.id).limit(limit)
+        self, *, session_id: str | None = None, kind: str | None = None,
+        cursor: Cursor | None = None, limit: int = 100,
+    ) -> Page[Finding]:
+        query = select(FindingRow)
         if session_id is not None:
             query = query.where(FindingRow.session_id == session_id)
         if kind is not None:
             query = query.where(FindingRow.kind == kind)
+        query = newest_first(query, FindingRow.at, FindingRow.id, cursor, limit)
         async with self._read() as session:
-            return [Finding(id=r.id, kind=r.kind, session_id=r.session_id,
-                            generation_id=r.generation_id, text=r.text, at=r.at)
-                    for r in (await session.scalars(query)).all()]
+            rows = (await session.scalars(query)).all()
+        return page_of(rows, limit, finding_of, lambda f: Cursor(f.at, f.id))
 
 
 async def _move(
@@ -269,6 +274,11 @@ async def _move(
         "followup_id": row.id, "previous": previous, "status": status, "outcome_reason": reason,
         "attempts": row.attempts, **extra,
     }, at=now, session_id=row.session_id or "", actor=ACTOR)
+
+
+def finding_of(row: FindingRow) -> Finding:
+    return Finding(id=row.id, kind=row.kind, session_id=row.session_id,
+                   generation_id=row.generation_id, text=row.text, at=row.at)
 
 
 def record_of(row: FollowupRow) -> Followup:

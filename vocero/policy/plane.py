@@ -25,9 +25,11 @@ from vocero.policy.executor import (
     Targets,
 )
 from vocero.policy.ports import BuiltinTools, Counter, StepHook
+from vocero.policy.records import OperationRecord
 from vocero.policy.repository import ActionRepository
 from vocero.policy.system_actions import SystemOperations
 from vocero.store.engine import Store
+from vocero.store.paging import Cursor, Page
 
 
 class ActionPlane:
@@ -85,3 +87,9 @@ class ActionPlane:
 
     async def operations(self, session_id: str | None = None) -> list[dict[str, Any]]:
         return [op.public() for op in await self.repo.operations(session_id)]
+
+    async def operations_page(
+        self, session_id: str | None = None, *, cursor: Cursor | None = None, limit: int = 100
+    ) -> Page[OperationRecord]:
+        """What ``GET /v1/operations`` lists: newest first, a page at a time."""
+        return await self.repo.operations_page(session_id, cursor=cursor, limit=limit)

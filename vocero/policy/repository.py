@@ -64,6 +64,7 @@ from vocero.store.models import (
     ProposalRow,
     SessionRow,
 )
+from vocero.store.paging import Cursor, Page, newest_first, page_of
 
 
 class RevisionDraft(msgspec.Struct, frozen=True, kw_only=True):
@@ -458,6 +459,18 @@ class ActionRepository:
             query = query.where(OperationRow.session_id == session_id)
         async with self.read() as session:
             return [operation_record(r) for r in (await session.scalars(query)).all()]
+
+    async def operations_page(
+        self, session_id: str | None = None, *, cursor: Cursor | None = None, limit: int = 100
+    ) -> Page[OperationRecord]:
+        """Operations newest first (of one session with ``session_id``), after ``cursor``."""
+        query = select(OperationRow)
+        if session_id is not None:
+            query = query.where(OperationRow.session_id == session_id)
+        query = newest_first(query, OperationRow.created_at, OperationRow.id, cursor, limit)
+        async with self.read() as session:
+            rows = (await session.scalars(query)).all()
+        return page_of(rows, limit, operation_record, lambda op: Cursor(op.created_at, op.id))
 
     async def session_profile(self, session_id: str) -> tuple[str, str] | None:
         async with self.read() as session:
