@@ -4,7 +4,8 @@ Rich and better-exceptions tracebacks print every frame's local variables; a rel
 the caller, the session handle and the settings, so such a traceback would print their tokens.
 Every format renders exceptions with this processor instead: standard-library formatting (code
 lines only, chained causes included), then every live :class:`~vocero.contracts.secrets.Secret`
-value that appears in the text (an exception message may quote one) is replaced.
+value that appears in the text (an exception message may quote one) is replaced. A message
+never spans lines: its control characters are escaped (:mod:`vocero.observability.escaping`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from vocero.contracts.secrets import scrub
+from vocero.observability.escaping import escape_messages
 
 ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
 
@@ -36,8 +38,10 @@ def render_exception(
 
 
 def format_exception(info: ExcInfo) -> str:
-    """The traceback as the interpreter prints it (no locals), with secrets scrubbed."""
-    return scrub("".join(traceback.format_exception(*info)).rstrip("\n"))
+    """The traceback as the interpreter prints it (no locals), each exception's message on one
+    line (:func:`~vocero.observability.escaping.escape_messages`), with secrets scrubbed."""
+    text = "".join(traceback.format_exception(*info)).rstrip("\n")
+    return scrub(escape_messages(text, info[1]))
 
 
 def plain_traceback(sio: Any, exc_info: ExcInfo) -> None:

@@ -5,6 +5,8 @@ turn ride along through contextvars (:mod:`vocero.observability.context`). Sensi
 redacted before rendering unless a developer explicitly passes ``allow_sensitive=True``.
 Exceptions render in every format as plain tracebacks without local variables, scrubbed of
 every live secret (:mod:`vocero.observability.exceptions`), whatever ``allow_sensitive`` says.
+Control characters in any field are escaped, so one record is one line plus its traceback
+(:mod:`vocero.observability.escaping`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Literal, TextIO
 import structlog
 from structlog.typing import Processor
 
+from vocero.observability.escaping import OneLine, escape_event
 from vocero.observability.exceptions import plain_traceback, render_exception
 from vocero.observability.redaction import redact_event
 
@@ -79,7 +82,9 @@ def renderer(fmt: LogFormat) -> Processor:
     if fmt == "json":
         return structlog.processors.JSONRenderer(sort_keys=True)
     if fmt == "console":
-        return structlog.dev.ConsoleRenderer(colors=False, exception_formatter=plain_traceback)
+        return OneLine(
+            structlog.dev.ConsoleRenderer(colors=False, exception_formatter=plain_traceback)
+        )
     raise ValueError(f"unknown log format {fmt!r} (console|json)")
 
 
@@ -93,8 +98,14 @@ def level_number(level: str) -> int:
 
 def _tail(fmt: LogFormat) -> list[Processor]:
     # Exceptions are rendered here for both formats: ConsoleRenderer's own formatter (Rich)
-    # would print every frame's local variables, secrets among them.
-    return [structlog.processors.StackInfoRenderer(), render_exception, renderer(fmt)]
+    # would print every frame's local variables, secrets among them. Then no field can break
+    # its record's line (a newline in a value a client chose would forge a record).
+    return [
+        structlog.processors.StackInfoRenderer(),
+        render_exception,
+        escape_event,
+        renderer(fmt),
+    ]
 
 
 def _logger_factory(file: TextIO | None) -> Any:
