@@ -14,6 +14,7 @@ import anyio
 import structlog
 import uvicorn
 
+from vocero.app.operator_api import CALLBACK_PATH
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
 from vocero.observability.logging import configure_logging
@@ -22,7 +23,11 @@ from vocero.store.retention import load_policy
 
 def serve(settings: Settings, argv: Sequence[str] = ()) -> int:
     """Serve until SIGTERM; ``argv`` are the flags ``serve`` was given (workers get them)."""
-    configure_logging(settings.log_format, route_stdlib=True)  # type: ignore[arg-type]
+    configure_logging(  # the OAuth callback's query holds a code and a state: never logged
+        settings.log_format,  # type: ignore[arg-type]
+        route_stdlib=True,
+        private_paths=(CALLBACK_PATH,),
+    )
     from vocero.app.workers import WorkersError, serve_workers, worker_count, worker_index
 
     try:

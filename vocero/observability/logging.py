@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Collection
 from typing import Any, Literal, TextIO
 
 import structlog
@@ -20,7 +21,7 @@ from structlog.typing import Processor
 
 from vocero.observability.escaping import OneLine, escape_event
 from vocero.observability.exceptions import plain_traceback, render_exception
-from vocero.observability.redaction import redact_event
+from vocero.observability.redaction import redact_event, redact_target
 
 LogFormat = Literal["console", "json"]
 
@@ -44,12 +45,15 @@ def configure_logging(
     allow_sensitive: bool = False,
     file: TextIO | None = None,
     route_stdlib: bool = False,
+    private_paths: Collection[str] = (),
 ) -> None:
     """Configure structlog for the process (logs go to ``file``, default standard error).
 
     ``allow_sensitive=True`` turns redaction off; it exists for local debugging only.
     ``route_stdlib=True`` also renders standard-library records (uvicorn, alembic) through the
-    same redacting chain, replacing the root handler this function installed before.
+    same redacting chain, replacing the root handler this function installed before; the
+    access log's request targets lose their query on ``private_paths`` and their credential
+    parameters everywhere (:func:`~vocero.observability.redaction.redact_target`).
     """
     threshold = level_number(level)
     structlog.configure(
@@ -60,7 +64,9 @@ def configure_logging(
         cache_logger_on_first_use=False,
     )
     if route_stdlib:
-        _route_stdlib(fmt, threshold, allow_sensitive=allow_sensitive, file=file)
+        handler = _route_stdlib(fmt, threshold, allow_sensitive=allow_sensitive, file=file)
+        if not allow_sensitive:
+            handler.addFilter(AccessTargets(private_paths))
     if allow_sensitive:
         structlog.get_logger(__name__).warning("logging.redaction_disabled")
 
@@ -114,9 +120,26 @@ def _logger_factory(file: TextIO | None) -> Any:
     return lambda *_args: structlog.PrintLogger(file=sys.stderr)
 
 
+class AccessTargets(logging.Filter):
+    """uvicorn's access record (``'%s - "%s %s HTTP/%s" %d'``: client, method, target,
+    version, status) gets its target redacted before it is formatted."""
+
+    def __init__(self, private_paths: Collection[str] = ()) -> None:
+        super().__init__()
+        self.private_paths = frozenset(private_paths)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if record.name != "uvicorn.access" or not isinstance(args, tuple) or len(args) < 3:
+            return True
+        if isinstance(target := args[2], str):
+            record.args = (*args[:2], redact_target(target, self.private_paths), *args[3:])
+        return True
+
+
 def _route_stdlib(
     fmt: LogFormat, threshold: int, *, allow_sensitive: bool, file: TextIO | None
-) -> None:
+) -> logging.Handler:
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=shared_processors(allow_sensitive=allow_sensitive),
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *_tail(fmt)],
@@ -129,3 +152,4 @@ def _route_stdlib(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(threshold)
+    return handler

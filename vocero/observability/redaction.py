@@ -6,13 +6,18 @@ Structs: ``token``, ``resume_token``, ``operator_token``, ``password``, ``secret
 ``ref_text``, ``arguments``, ``tool_arguments``, and any key starting with ``sensitive_``.
 Matching is on the last ``_``/``-`` separated word, so ``audio_ms`` or ``token_count`` stay.
 A :class:`~vocero.contracts.secrets.Secret` is redacted under any key.
+
+A request target in a log line (the access log's ``GET /path?query``) keeps its path; its query
+is redacted whole on a *private* path (an OAuth redirect carries a code and a state), and on
+any other path each parameter whose name may carry a credential (:func:`redact_target`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Collection, Mapping, MutableMapping
 from typing import Any
+from urllib.parse import unquote_plus
 
 import msgspec
 
@@ -47,6 +52,30 @@ def redact(value: Any, depth: int = 0) -> Any:
     if isinstance(value, list | tuple | set | frozenset):
         return [redact(v, depth + 1) for v in value]
     return value
+
+
+_CREDENTIAL_PARAMETER = re.compile(
+    r"(?:^|[_-])(?:token|password|passwd|secret|credentials?|authorization|api[_-]?key|key"
+    r"|code|state|sig|signature|assertion|session)$",
+    re.IGNORECASE,
+)
+
+
+def redact_target(target: str, private_paths: Collection[str] = ()) -> str:
+    """``/path?query`` with the query redacted: whole on a path of ``private_paths``, else
+    the value of each parameter whose name may carry a credential (``code``, ``state``,
+    ``access_token``, ``api_key`` …)."""
+    path, mark, query = target.partition("?")
+    if not mark:
+        return target
+    if path in private_paths:
+        return f"{path}?{REDACTED}"
+    kept = []
+    for pair in query.split("&"):
+        name, equals, _ = pair.partition("=")
+        secret = equals and _CREDENTIAL_PARAMETER.search(unquote_plus(name))
+        kept.append(f"{name}={REDACTED}" if secret else pair)
+    return f"{path}?{'&'.join(kept)}"
 
 
 def redact_event(
