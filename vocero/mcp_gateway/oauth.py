@@ -266,6 +266,10 @@ class AuthGuard(httpx2.Auth):
             )
             self._on_failure(reason)
             return
+        finally:
+            # Closed here, in this task: a request cancelled mid-flow would otherwise leave the
+            # SDK's flow to the generator finalizer, which releases its lock from another task.
+            await flow.aclose()
 
 
 def client_secret(oauth: McpOAuthSpec, environ: Any = os.environ) -> str:
