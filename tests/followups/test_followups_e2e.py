@@ -63,14 +63,14 @@ class App:
         return self.client.portal.call(self.runtime.followups.queue.tick, at)  # type: ignore[no-any-return]
 
 
-def write_config(tmp_path: Path, calls: CallsServer, autonomy: str) -> tuple[str, str, dict[str,
-                                                                                          str]]:
+def write_config(tmp_path: Path, calls: CallsServer, autonomy: str,
+                 followups: dict[str, Any] | None = None) -> tuple[str, str, dict[str, str]]:
     demo = yaml.safe_load((REPO_ROOT / "fixtures" / "profiles" / "demo.yaml").read_text())
     demo["mcp_servers"] = {"calls": {"url": calls.url}}
     demo["tools"] = [t for t in demo["tools"] if t["server"] == "calls"
                      or t["resolves_to"] == "followups.record"]
     demo.pop("claims", None)
-    demo["followups"]["autonomy"] = autonomy
+    demo["followups"] |= {"autonomy": autonomy, **(followups or {})}
     folder = tmp_path / "profiles"
     folder.mkdir()
     (folder / "demo.yaml").write_text(yaml.safe_dump(demo))
@@ -86,13 +86,14 @@ def write_config(tmp_path: Path, calls: CallsServer, autonomy: str) -> tuple[str
 
 @contextmanager
 def app(tmp_path: Path, calls: CallsServer, *, autonomy: str = "auto",
-        db: str = "") -> Iterator[App]:
+        db: str = "", followups: dict[str, Any] | None = None) -> Iterator[App]:
+    """The server on the demo profile's follow-up parts; ``followups`` overrides its block."""
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump(SCRIPT))
     operators = tmp_path / "operators.yaml"
     operators.write_text("- {token: sec-token, name: sam, roles: [security]}\n"
                          "- {token: biz-token, name: bea, roles: [business_owner]}\n")
-    profiles, identities, subjects = write_config(tmp_path, calls, autonomy)
+    profiles, identities, subjects = write_config(tmp_path, calls, autonomy, followups)
     settings = Settings(runners="sim", db=db or f"sqlite+aiosqlite:///{tmp_path}/vocero.db",
                         sim_script=str(script), operator_token="op-admin-token",
                         operators=str(operators), identities=identities, profiles=profiles,
@@ -175,6 +176,64 @@ def test_a_time_the_caller_said_is_booked_and_placed_when_due(
         assert (call["phone"], call["followup_id"]) == ("+34600000001", booked["id"])
         [listed] = a.get("/v1/followups?status=placed")["items"]
         assert (listed["id"], listed["attempts"]) == (booked["id"], 1)
+
+
+def test_one_caller_cannot_spend_the_tenants_call_backs(
+    tmp_path: Path, db_url: str, calls: CallsServer
+) -> None:
+    """Issue 26 (1): with ``autonomy: auto`` one caller booked call-backs an hour apart until
+    the tenant's budget for the day was gone. Now a fourth waiting call-back is refused aloud
+    and not recorded, the caller's call-backs ring at most their share of the day
+    (``caller_daily_share`` 0.25 of 3: one), and another caller of the tenant is still rung."""
+    with app(tmp_path, calls, db=db_url, followups={"daily_budget": 3}) as a:
+        with connect(a) as pc:
+            for when in ("tomorrow at 9am", "tomorrow at 10:05am", "tomorrow at 11:10am"):
+                say(pc, f"call me back {when} about spam")
+                assert statuses(pc)[-1] == ("committed", "")
+            refused = say(pc, "call me back tomorrow at 12:15pm about spam")
+            assert statuses(pc)[-1] == ("rejected", "caller_limit")
+            assert "no more can be booked" in refused
+            assert promises(refused) == []
+            session_id = pc.session_id
+        booked = a.get(f"/v1/followups?session_id={session_id}")["items"]
+        assert sorted(f["when_text"] for f in booked) == [
+            "tomorrow at 10:05am", "tomorrow at 11:10am", "tomorrow at 9am"]  # no fourth row
+        dues = sorted(datetime.fromisoformat(f["due_at"]) for f in booked)
+        rung = [o for due in dues for o in a.tick(due + timedelta(minutes=1))]
+        assert [(o.status, o.outcome_reason) for o in rung] == [
+            ("placed", ""), ("refused", "caller_budget"), ("refused", "caller_budget")]
+        assert len(a.calls.placed(a.subject_ref())) == 1
+        with connect(a, "agent-token") as other:
+            say(other, "call me back in 10 minutes about my order")
+            assert statuses(other)[-1] == ("committed", "")
+        [theirs] = a.get(f"/v1/followups?session_id={other.session_id}")["items"]
+        [placed] = a.tick(datetime.fromisoformat(theirs["due_at"]) + timedelta(minutes=1))
+        assert (placed.followup_id, placed.status) == (theirs["id"], "placed")
+        assert len(a.calls.placed(a.subject_ref("agent-token"))) == 1
+
+
+def test_a_session_books_at_most_its_cap_and_a_long_reason_is_asked_again(
+    tmp_path: Path, db_url: str, calls: CallsServer
+) -> None:
+    """Issue 26 (2): one session created 511 follow-ups and a ``reason`` of 60,000 characters.
+    Past ``max_per_session`` nothing is recorded and the caller hears so; a reason too long to
+    keep whole is asked again, before anything (even the operation) is stored."""
+    with app(tmp_path, calls, db=db_url, followups={"max_per_session": 1}) as a:
+        with connect(a) as pc:
+            asked = say(pc, "call me back in 10 minutes about " + "spam " * 200)
+            assert statuses(pc)[-1] == ("rejected", "arguments_unresolved")
+            assert asked == "Briefly, what should the follow-up be about?"
+            say(pc, "call me back in 10 minutes about the invoice")
+            assert statuses(pc)[-1] == ("committed", "")
+            refused = say(pc, "call me back tomorrow at 4pm about the refund")
+            assert statuses(pc)[-1] == ("rejected", "session_limit")
+            assert refused.endswith("No more follow-ups can be booked in this call.")
+            session_id = pc.session_id
+        [kept] = a.get(f"/v1/followups?session_id={session_id}")["items"]
+        assert kept["reason"] == "the invoice"
+        recorded = [op for op in a.get(f"/v1/operations?session_id={session_id}")["items"]
+                    if op["tool"] == "followups.record"]
+        assert sorted(op["status"] for op in recorded) == ["committed", "rejected"]
 
 
 def test_held_call_backs_are_released_by_an_operator(

@@ -166,6 +166,29 @@ async def test_the_daily_budget_is_per_tenant(db_url: str, calls: CallsServer) -
         assert calls.received(b.subject_ref) == []
 
 
+async def test_one_caller_rings_only_their_share_of_the_day(
+    db_url: str, calls: CallsServer
+) -> None:
+    """Issue 26 (1): call-backs of one caller an hour apart each passed suppression and spent the
+    tenant's day; now they stop at ``caller_daily_share`` of it (0.5 of 3, rounded up: 2) and
+    another caller of the tenant is still rung."""
+    profile = queue_profile(calls.url, daily_budget=3, max_per_tick=5, caller_daily_share=0.5)
+    async with plant(db_url, calls, profile=profile) as p:
+        busy, other = person(), person()
+        hourly = [await p.promise(busy, due_at=p.now() + (61 * i - 1) * MINUTE, when=f"at {i}")
+                  for i in range(3)]
+        theirs = await p.promise(other, due_at=p.now() + 121 * MINUTE)
+        outcomes = []
+        for _ in range(3):
+            outcomes += [(o.followup_id, o.status, o.outcome_reason) for o in await p.tick()]
+            p.clock.advance(61 * 60)
+        assert sorted(outcomes) == sorted([
+            (hourly[0].id, "placed", ""), (hourly[1].id, "placed", ""),
+            (hourly[2].id, "refused", "caller_budget"), (theirs.id, "placed", "")])
+        assert len(calls.placed(busy.subject_ref)) == 2
+        assert len(calls.placed(other.subject_ref)) == 1
+
+
 async def test_a_task_is_never_sent(db_url: str, calls: CallsServer) -> None:
     async with plant(db_url, calls) as p:
         who = person()

@@ -12,7 +12,7 @@ from followup_support import START, heard
 from vocero.contracts.builtins import CanonicalError, Context
 from vocero.contracts.clock import VirtualClock
 from vocero.followups.rule import judge
-from vocero.followups.tool import FollowupTools
+from vocero.followups.tool import MAX_REASON, SCHEMA, FollowupTools
 
 ACCEPT = "caller_words"
 AGREED = "when_agreed"
@@ -197,6 +197,10 @@ def test_accepted_when_is_canonical_in_the_callers_zone() -> None:
     ({"when": "tomorrow 4pm", "reason": "  "}, "arguments_unresolved", "reason_missing"),
     ({"when": "tomorrow 4pm", "reason": "x", "channel": "pigeon"}, "arguments_unresolved",
      "channel_unknown"),
+    ({"when": "tomorrow 4pm", "reason": "spam " * 12_000}, "arguments_unresolved",
+     "reason_too_long"),
+    ({"when": "tomorrow 4pm " + "and " * 70, "reason": "x"}, "arguments_unresolved",
+     "when_too_long"),
 ])
 def test_nothing_is_recorded_without_a_follow_up_or_a_reason(
     arguments: dict[str, str], reason_code: str, result_reason: str
@@ -205,6 +209,20 @@ def test_nothing_is_recorded_without_a_follow_up_or_a_reason(
     assert error.reason_code == reason_code
     assert error.result is not None
     assert (error.result["status"], error.result["reason"]) == ("NOT recorded", result_reason)
+
+
+def test_a_reason_is_bounded_whole_never_cut() -> None:
+    """Issue 26 (2): ``reason`` took 60,000 characters. Up to :data:`MAX_REASON` it is kept as
+    said; past it nothing is recorded and the caller is asked for a short one."""
+    ctx = context(("user", "call me tomorrow at 4"))
+    longest = ("word " * MAX_REASON)[:MAX_REASON].strip() + "s"
+    canonical = tool().canonicalize("followups.record", {"when": "tomorrow 4pm",
+                                                         "reason": longest}, ctx)
+    assert canonical.arguments["reason"] == longest
+    error = refusal(ctx, when="tomorrow 4pm", reason=longest + " more")
+    assert error.question == "Briefly, what should the follow-up be about?"
+    assert error.result is not None and error.result["max_chars"] == MAX_REASON
+    assert SCHEMA["properties"]["reason"]["maxLength"] == MAX_REASON
 
 
 @pytest.mark.parametrize(("reason", "channel", "expected"), [

@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 
 from vocero.followups import lifecycle
 from vocero.followups.lifecycle import InvalidFollowupTransitionError, duplicate_of
+from vocero.followups.limits import FollowupLimitError, RecordLimits
 from vocero.followups.ports import NotAwaitingApprovalError
 from vocero.followups.records import Finding, Followup, FollowupDraft, finding_id, new_id
 from vocero.followups.sql import SqlFollowupStore
 from vocero.store import Store
+from vocero.store.audit import AuditLog
 from vocero.store.repositories import Conversations
 
 pytestmark = pytest.mark.anyio
@@ -95,6 +97,49 @@ async def test_findings_are_stored_once(db_url: str) -> None:
         assert await sql.add_findings([finding]) == []
         assert (await sql.findings(session_id=sid)).items == [finding]
         assert (await sql.findings(kind="other")).items == []
+    finally:
+        await store.close()
+
+
+async def test_caps_refuse_a_follow_up_and_store_nothing(db_url: str) -> None:
+    """``max_open_per_caller`` counts one caller's waiting call-backs across sessions (not
+    tasks), ``max_per_session`` everything the session recorded; a duplicate is never refused,
+    and a settled call-back makes room again. A refusal is audited; no row is stored."""
+    caps = RecordLimits(open_per_caller=2, per_session=3)
+    store = Store.open(db_url)
+    try:
+        sql = SqlFollowupStore(store)
+        first, second = await session(store, "sub_capped"), await session(store, "sub_capped")
+
+        async def book(sid: str, hours: int, channel: str = "phone") -> Followup:
+            record, _ = await sql.record(draft(sid, "sub_capped", channel=channel,
+                                               due=NOW + timedelta(hours=hours)), NOW,
+                                         limits=lambda _id, _version: caps)
+            return record
+
+        async def refused(sid: str, hours: int, channel: str = "phone") -> str:
+            with pytest.raises(FollowupLimitError) as over:
+                await book(sid, hours, channel)
+            return over.value.reason_code
+
+        one = await book(first, 1)
+        await book(first, 2)
+        assert await refused(first, 3) == "caller_limit"
+        assert await refused(second, 3) == "caller_limit"  # the caller's, in any session
+        again, duplicate = await sql.record(draft(first, "sub_capped", due=one.due_at), NOW,
+                                            limits=lambda _id, _version: caps)
+        assert (again.id, duplicate) == (one.id, True)
+        await book(first, 4, "task")  # a task is no call-back: the session's third
+        assert await refused(first, 5, "task") == "session_limit"
+        await sql.move(one.id, "placed", now=NOW)  # settled: room for one more
+        await book(second, 3)
+        stored = (await sql.list_followups(session_id=first)).items
+        assert sorted((f.channel, f.status) for f in stored) == [
+            ("phone", "placed"), ("phone", "scheduled"), ("task", "task")]
+        assert len((await sql.list_followups(session_id=second)).items) == 1
+        audit = await AuditLog(store).events(session_id=first)
+        assert [e.data["reason_code"] for e in audit if e.kind == "followup.refused"] == [
+            "caller_limit", "session_limit"]
     finally:
         await store.close()
 

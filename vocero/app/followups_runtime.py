@@ -92,7 +92,10 @@ class FollowupServices:
 def followup_services(
     store: Store, clock: Clock, conversations: Conversations, *,
     recorder: _Flushable | None = None, metrics: Counter | None = None,
+    profiles: ProfileLookup | None = None,
 ) -> FollowupServices:
+    """``profiles``: the profiles sessions run under, whose ``followups`` caps the tool keeps
+    (without: nothing capped)."""
     sql = SqlFollowupStore(store)
 
     async def heard(session_id: str) -> Sequence[HeardLine]:
@@ -107,7 +110,8 @@ def followup_services(
             metrics.count("findings", kind=kind)
 
     reviews = SessionReviews(sql, heard, clock, on_finding=counted)
-    return FollowupServices(store=sql, tools=FollowupTools(sql, clock), reviews=reviews)
+    return FollowupServices(store=sql, tools=FollowupTools(sql, clock, profiles),
+                             reviews=reviews)
 
 
 def builtin_tools(services: FollowupServices) -> BuiltinSet:
@@ -205,7 +209,8 @@ async def tick_plane(
     node = NodeLease(store, role="followups-tick")  # wall time, whatever --now says
     try:
         await node.register()
-        services = followup_services(store, clock, Conversations(store, clock=clock))
+        services = followup_services(store, clock, Conversations(store, clock=clock),
+                                     profiles=profiles.get)
         connections = McpConnections.from_profiles(
             list(profiles), audit=AuditLog(store), pins=SqlPinRepository(store))
         async with connections.running(), anyio.create_task_group() as tg:

@@ -208,7 +208,8 @@ async def open_runtime(
     runtime.connections = connections
     runtime.gateway_for = lambda profile, caller: McpGateway(connections, profile, observer=port)
     followups = runtime.followups = followup_services(
-        store, SystemClock(), conversations, recorder=recorder, metrics=port
+        store, SystemClock(), conversations, recorder=recorder, metrics=port,
+        profiles=profiles.get,
     )
     knowledge = KnowledgeTools(store)
     await knowledge.sync(profiles)  # every profile's claim catalog, with versions (SPEC §8)

@@ -157,7 +157,15 @@ class FollowupSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     autonomy: Literal["auto", "approve"] = "auto"
     max_per_tick: int = 2
     daily_budget: int = 20
-    """Calls per tenant per day."""
+    """Calls per tenant per (UTC) day."""
+    caller_daily_share: float = 0.25
+    """The share of ``daily_budget`` one caller's call-backs may use in a day (above 0, at most
+    1; rounded up, so at least one call): one caller never spends the day for the others."""
+    max_open_per_caller: int = 3
+    """Call-backs one caller may have waiting (``scheduled``, ``awaiting_approval``, ``retry``);
+    ``followups.record`` refuses another (``caller_limit``) until one is settled."""
+    max_per_session: int = 5
+    """Follow-ups (call-backs and tasks) one session may record (``session_limit``)."""
     blocked: list[str] = []
     """Phone numbers never called."""
 

@@ -9,6 +9,7 @@ no profile / call tool    ``refused`` ``tool_not_allowed``
 no identity or no phone   ``refused`` ``consent`` (nobody on file agreed to be called)
 number in ``blocked``     ``refused`` ``blocked``
 rung within the hour      ``refused`` ``suppressed`` (one call-back at a time)
+caller's share spent      ``refused`` ``caller_budget`` (``caller_daily_share`` of the day)
 tenant's day spent        ``refused`` ``budget`` (``daily_budget`` calls per UTC day)
 otherwise                 ``place`` through the call tool (the policy gate decides next)
 ========================  =========================================================
@@ -35,6 +36,9 @@ class Facts:
     recently_rung: bool
     attempts_today: int
     daily_budget: int
+    caller_attempts_today: int = 0
+    caller_allowance: int = 1
+    """How many of the day's calls this caller's call-backs may use (:mod:`.limits`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,8 @@ def decide(facts: Facts) -> Decision:
         return Decision("refuse", "blocked")
     if facts.recently_rung:
         return Decision("refuse", "suppressed")
+    if facts.caller_attempts_today >= facts.caller_allowance:
+        return Decision("refuse", "caller_budget")
     if facts.attempts_today >= facts.daily_budget:
         return Decision("refuse", "budget")
     return Decision("place")

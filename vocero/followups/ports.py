@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import NamedTuple, Protocol
 
 from vocero.contracts.domain import AgentProfile, Caller
+from vocero.followups.limits import LimitsLookup
 from vocero.followups.records import Attempt, AttemptStatus, Finding, Followup, FollowupDraft
 from vocero.store.paging import Cursor, Page
 
@@ -47,9 +48,14 @@ class NotAwaitingApprovalError(Exception):
 class FollowupStore(Protocol):
     # ------------------------------------------------------------------ recording, reading
 
-    async def record(self, draft: FollowupDraft, now: datetime) -> tuple[Followup, bool]:
+    async def record(
+        self, draft: FollowupDraft, now: datetime, *, limits: LimitsLookup | None = None
+    ) -> tuple[Followup, bool]:
         """Store ``draft`` unless the recording operation already did (same record back) or an
-        open follow-up of the same caller has the same *when* (``(existing, True)``)."""
+        open follow-up of the same caller has the same *when* (``(existing, True)``). With
+        ``limits`` (of the session's profile), one over a cap raises
+        :class:`~vocero.followups.limits.FollowupLimitError` and stores nothing but the
+        refusal's audit event; counting and adding happen in one transaction."""
         ...
 
     async def get(self, followup_id: str) -> Followup | None: ...
@@ -93,8 +99,11 @@ class FollowupStore(Protocol):
         self, operation_id: str, status: AttemptStatus, reason: str, now: datetime
     ) -> None: ...
 
-    async def attempts_since(self, tenant_id: str, since: datetime) -> int:
-        """Attempts that may have rung a phone (not refused or deferred) for the daily budget."""
+    async def attempts_since(
+        self, tenant_id: str, since: datetime, subject_ref: str | None = None
+    ) -> int:
+        """Attempts that may have rung a phone (not refused or deferred) for the daily budget:
+        the tenant's, or one caller's with ``subject_ref`` (their share of it)."""
         ...
 
     async def placed_since(self, tenant_id: str, subject_ref: str, since: datetime) -> int:

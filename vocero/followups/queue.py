@@ -9,7 +9,8 @@ A tick, in order:
    died in between) is submitted again *under the same operation id*;
 2. closes follow-ups held for approval more than 24 hours past their time (``missed``);
 3. takes the due phone follow-ups, oldest first, and for each applies :func:`.checks.decide`;
-   at most ``max_per_tick`` per profile are placed (attempts still in flight count). Placing one
+   at most ``max_per_tick`` per profile are placed (attempts still in flight count), and no
+   caller's call-backs use more than their ``caller_daily_share`` of the day. Placing one
    records a new attempt and its operation id durably first, then submits it through
    :class:`~vocero.contracts.system_actions.SystemActions` (gate, operation, outbox);
 4. waits (bounded) for what it submitted to settle and records the outcomes.
@@ -38,6 +39,7 @@ from vocero.contracts.domain import AgentProfile, Caller, FollowupSettings, Prin
 from vocero.contracts.system_actions import SystemAction, SystemActions, SystemActionState
 from vocero.followups import lifecycle
 from vocero.followups.checks import Facts, blocked_set, decide
+from vocero.followups.limits import caller_allowance
 from vocero.followups.ports import Directory, FollowupStore, Hook, ProfileLookup
 from vocero.followups.records import Followup, new_id
 
@@ -95,6 +97,8 @@ class _Tick:
     busy: Counter[tuple[str, str]]
     rung: set[tuple[str, str]]
     spent: Counter[str]
+    spent_by: Counter[tuple[str, str]]
+    """This tick's calls per caller (their share of the day's budget)."""
     outcomes: list[TickOutcome]
     submitted: list[tuple[Followup, str]]
 
@@ -133,8 +137,8 @@ class FollowupQueue:
 
     async def _pass(self, now: datetime) -> list[TickOutcome]:
         now = now.astimezone(UTC)
-        tick = _Tick(now=now, busy=Counter(), rung=set(), spent=Counter(), outcomes=[],
-                     submitted=[])
+        tick = _Tick(now=now, busy=Counter(), rung=set(), spent=Counter(), spent_by=Counter(),
+                     outcomes=[], submitted=[])
         selected = await self._store.selection(now, now - lifecycle.LATE_AFTER,
                                                self.settings.scan_limit)
         for followup in selected.in_flight:
@@ -220,6 +224,8 @@ class FollowupQueue:
             recently_rung=await self._recently_rung(tick, followup),
             attempts_today=await self._spent_today(tick, followup.tenant_id),
             daily_budget=settings.daily_budget,
+            caller_attempts_today=await self._caller_spent_today(tick, followup),
+            caller_allowance=caller_allowance(settings),
         ))
         if decision.action == "place":
             await self._place(tick, followup, caller)
@@ -237,8 +243,14 @@ class FollowupQueue:
         return await self._store.placed_since(*who, since) > 0
 
     async def _spent_today(self, tick: _Tick, tenant_id: str) -> int:
-        day = tick.now.replace(hour=0, minute=0, second=0, microsecond=0)
-        return await self._store.attempts_since(tenant_id, day) + tick.spent[tenant_id]
+        return await self._store.attempts_since(tenant_id, _day(tick.now)) \
+            + tick.spent[tenant_id]
+
+    async def _caller_spent_today(self, tick: _Tick, followup: Followup) -> int:
+        who = (followup.tenant_id, followup.subject_ref)
+        return await self._store.attempts_since(followup.tenant_id, _day(tick.now),
+                                                subject_ref=followup.subject_ref) \
+            + tick.spent_by[who]
 
     async def _place(self, tick: _Tick, followup: Followup, caller: Caller | None) -> None:
         operation_id = new_id("op")
@@ -251,6 +263,7 @@ class FollowupQueue:
         tick.busy[_profile_key(followup)] += 1
         tick.rung.add((followup.tenant_id, followup.subject_ref))
         tick.spent[followup.tenant_id] += 1
+        tick.spent_by[(followup.tenant_id, followup.subject_ref)] += 1
         tick.submitted.append((followup, operation_id))
 
     async def _submit(
@@ -314,6 +327,11 @@ def _answer(state: SystemActionState) -> str:
     if state.status == "committed" and isinstance(content, dict):
         return str(content.get("status", ""))
     return ""
+
+
+def _day(now: datetime) -> datetime:
+    """The start of ``now``'s UTC day: the daily budgets count from here."""
+    return now.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def _profile_key(followup: Followup) -> tuple[str, str]:

@@ -17,6 +17,13 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from vocero.followups import lifecycle
+from vocero.followups.limits import (
+    WAITING,
+    FollowupLimitError,
+    LimitsLookup,
+    RecordLimits,
+    over_cap,
+)
 from vocero.followups.ports import NotAwaitingApprovalError, Selection
 from vocero.followups.records import (
     DUE,
@@ -56,12 +63,17 @@ class SqlFollowupStore:
 
     # ------------------------------------------------------------------ recording, reading
 
-    async def record(self, draft: FollowupDraft, now: datetime) -> tuple[Followup, bool]:
+    async def record(
+        self, draft: FollowupDraft, now: datetime, *, limits: LimitsLookup | None = None
+    ) -> tuple[Followup, bool]:
         async with self._write() as session:
             found = (await session.scalars(select(FollowupRow).where(
                 FollowupRow.operation_id == draft.operation_id))).first()
             if found is not None:
                 return record_of(found), False
+            # the session's row, locked: its follow-ups are counted and added one at a time
+            owner = await session.get(SessionRow, draft.session_id, with_for_update=True) \
+                if draft.session_id else None
             open_rows = (await session.scalars(select(FollowupRow).where(
                 FollowupRow.tenant_id == draft.tenant_id,
                 FollowupRow.subject_ref == draft.subject_ref,
@@ -74,18 +86,36 @@ class SqlFollowupStore:
                     "followup_id": same.id, "operation_id": draft.operation_id,
                 }, at=now, session_id=draft.session_id, actor=ACTOR)
                 return same, True
-            row = await self._new_row(session, draft, now)
-            await append_in(session, "followup.recorded", {
-                "followup_id": row.id, "operation_id": draft.operation_id,
-                "status": row.status, "channel": row.channel,
-                "due_at": row.due_at.isoformat(), "timezone": row.timezone,
+            refused = None if limits is None or owner is None else await self._over(
+                session, draft, open_rows, limits(owner.profile_id, owner.profile_version))
+            if refused is None:
+                row = await self._new_row(session, draft, owner, now)
+                await append_in(session, "followup.recorded", {
+                    "followup_id": row.id, "operation_id": draft.operation_id,
+                    "status": row.status, "channel": row.channel,
+                    "due_at": row.due_at.isoformat(), "timezone": row.timezone,
+                }, at=now, session_id=draft.session_id, actor=ACTOR)
+                return record_of(row), False
+            await append_in(session, "followup.refused", {
+                "operation_id": draft.operation_id, "reason_code": refused.reason_code,
+                "limit": refused.limit, "channel": draft.channel,
             }, at=now, session_id=draft.session_id, actor=ACTOR)
-            return record_of(row), False
+        raise refused  # after the refusal's audit event committed
+
+    async def _over(
+        self, session: AsyncSession, draft: FollowupDraft, open_rows: Sequence[FollowupRow],
+        limits: RecordLimits,
+    ) -> FollowupLimitError | None:
+        """The cap one more follow-up would pass, if any."""
+        in_session = int((await session.execute(select(func.count()).select_from(
+            FollowupRow).where(FollowupRow.session_id == draft.session_id))).scalar_one())
+        waiting = sum(1 for r in open_rows if r.channel == "phone" and r.status in WAITING)
+        return over_cap(limits, channel=draft.channel, waiting=waiting, in_session=in_session)
 
     async def _new_row(
-        self, session: AsyncSession, draft: FollowupDraft, now: datetime
+        self, session: AsyncSession, draft: FollowupDraft, profile: SessionRow | None,
+        now: datetime,
     ) -> FollowupRow:
-        profile = await session.get(SessionRow, draft.session_id) if draft.session_id else None
         row = FollowupRow(
             id=new_id("fup"), session_id=draft.session_id or None, tenant_id=draft.tenant_id,
             subject_ref=draft.subject_ref,
@@ -200,10 +230,14 @@ class SqlFollowupStore:
             if row is not None:
                 row.status, row.reason_code, row.updated_at = status, reason[:64], now
 
-    async def attempts_since(self, tenant_id: str, since: datetime) -> int:
+    async def attempts_since(
+        self, tenant_id: str, since: datetime, subject_ref: str | None = None
+    ) -> int:
         query = select(func.count()).select_from(FollowupAttemptRow).where(
             FollowupAttemptRow.tenant_id == tenant_id, FollowupAttemptRow.created_at >= since,
             FollowupAttemptRow.status.in_(COUNTED))
+        if subject_ref is not None:
+            query = query.where(FollowupAttemptRow.subject_ref == subject_ref)
         async with self._read() as session:
             return int((await session.execute(query)).scalar_one())
 

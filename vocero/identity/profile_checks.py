@@ -2,7 +2,8 @@
 
 Type and shape errors are msgspec's job (``config_files.convert``); what is here needs more than
 one field at a time: tool names unique, every tool's server declared, built-in tools real, limits
-positive, relative script paths resolved against the profile's own directory.
+positive (the follow-up queue's too), relative script paths resolved against the profile's own
+directory.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from vocero.contracts.domain import AgentProfile, McpServerSpec, ToolSpec
+from vocero.contracts.domain import AgentProfile, FollowupSettings, McpServerSpec, ToolSpec
 from vocero.contracts.errors import ConfigError
 
 VOCERO_SERVER = "vocero"
@@ -57,6 +58,21 @@ def _check_identity(file: Path, profile: AgentProfile) -> None:
 def _check_limits(file: Path, profile: AgentProfile) -> None:
     for field in ("min_interruption_ms", "max_lead_ms", "word_budget"):
         _positive(file, field, getattr(profile, field))
+    _check_followups(file, profile.followups)
+
+
+def _check_followups(file: Path, settings: FollowupSettings) -> None:
+    """The follow-up queue's bounds: every cap positive (a zero cap would refuse every
+    follow-up), a budget of zero calls allowed, and a caller's share of it a fraction."""
+    for field in ("max_per_tick", "max_open_per_caller", "max_per_session"):
+        _positive(file, f"followups.{field}", getattr(settings, field))
+    if settings.daily_budget < 0:
+        raise ConfigError(str(file), "followups.daily_budget",
+                          f"must not be negative, got {settings.daily_budget}")
+    share = settings.caller_daily_share
+    if not 0 < share <= 1:
+        raise ConfigError(str(file), "followups.caller_daily_share",
+                          f"must be above 0 and at most 1 (a share of daily_budget), got {share}")
 
 
 def _check_server(file: Path, name: str, server: McpServerSpec) -> None:

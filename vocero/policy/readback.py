@@ -26,6 +26,9 @@ REFUSALS = {
     "already_cancelled": "It was already cancelled.",
     "not_found": "I couldn't find it under your account.",
     "forbidden": "Your account isn't allowed to do that.",
+    "caller_limit": "You already have as many call-backs waiting as we can book, so no more "
+    "can be booked until one of them is done.",
+    "session_limit": "No more follow-ups can be booked in this call.",
 }
 
 
