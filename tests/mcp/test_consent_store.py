@@ -1,5 +1,6 @@
 """Operators' consents persist in the store's ``mcp_oauth_consents`` table, on SQLite and
-PostgreSQL: listed while pending and unexpired, answered once (compare-and-set), taken, closed."""
+PostgreSQL: listed while pending and unexpired, found by a read, answered once (compare-and-set),
+taken, closed (``failed`` too: migration 0010)."""
 
 from __future__ import annotations
 
@@ -53,16 +54,20 @@ async def test_consents_round_trip_through_the_store(url: str) -> None:
         assert [c.id for c in listed] == ["cns_1", "cns_2"]
         assert listed[0] == _consent("cns_1")
         assert await repo.take("cns_1") is None  # nothing answered yet
+        assert await repo.find("a" * 64, NOW) == _consent("cns_1")  # read only: still pending
+        assert await repo.find("c" * 64, NOW) is None
         answered = await repo.answer("a" * 64, "sealed-answer", NOW)
         assert answered is not None and (answered.id, answered.status) == ("cns_1", "answered")
         assert await repo.answer("a" * 64, "another", NOW) is None, "answered once"
         assert await repo.take("cns_1") == "sealed-answer"
         assert [c.id for c in await repo.pending(NOW)] == ["cns_2"]
         later = NOW + timedelta(minutes=2)
+        assert await repo.find("a" * 64, NOW) is None, "answered: not pending any more"
+        assert await repo.find("b" * 64, later) is None, "expired"
         assert await repo.answer("b" * 64, "too-late", later) is None, "expired"
         assert await repo.pending(later) == []
         assert await repo.answer("c" * 64, "unknown", NOW) is None
-        await repo.close("cns_1", "granted")
+        await repo.close("cns_1", "failed")  # the token exchange refused the code
         assert await repo.take("cns_1") is None  # the answer is gone with the close
     finally:
         await store.close()

@@ -266,6 +266,7 @@ async def test_an_operator_authorizes_in_a_browser_while_calls_fail_fast(tmp_pat
         assert await servers.grants() == ["authorization_code"]
     assert [(k, d.get("status")) for k, d in audited] == [
         ("mcp.oauth_consent_requested", None),
+        ("mcp.oauth_consent_answered", "answered"),
         ("mcp.oauth_consent_closed", "granted"),
     ]
     seen = json.dumps(audited)
@@ -295,6 +296,54 @@ async def test_a_refused_or_expired_consent_grants_nothing_and_a_new_one_is_aske
         assert await servers.grants() == []
     # the node stopped while the third waited: nobody can take it any more
     assert consents.rows[third.id].consent.status == "expired"
+
+
+async def test_an_answer_is_granted_only_once_its_tokens_are_stored(tmp_path: Path) -> None:
+    """Issue 26, finding 3: a bogus ``code`` or a wrong ``iss`` was audited ``granted`` at the
+    callback, before the token exchange refused it. Now the callback is ``answered``; the
+    exchange decides: ``failed`` with its reason (and a new consent is asked), or ``granted``
+    once the tokens are in the store."""
+    consents = WatchedConsents()
+    tokens = InMemoryOAuthTokenRepository()
+    audited: list[tuple[str, dict[str, Any], bool]] = []
+
+    async def audit(kind: str, data: dict[str, Any]) -> None:
+        stored = await SealedTokenStorage("bookings", tokens, VaultCipher(KEY)).get_tokens()
+        audited.append((kind, data, stored is not None))  # were the tokens stored by then?
+
+    operator = OperatorConsent(consents, VaultCipher(KEY), audit=audit)
+    with oauth_servers(tmp_path) as servers:
+        oauth = code_grant(servers.issuer)
+        async with stack_for(servers, oauth, operator=operator, repository=tokens) as stack:
+            bogus = await _browser((await consents.nth(0)).authorization_url, code="bogus")
+            assert await operator.answer(bogus) is not None
+            wrong_iss = await _browser(
+                (await consents.nth(1)).authorization_url, iss="https://login.example.com"
+            )
+            assert await operator.answer(wrong_iss) is not None
+            last = await consents.nth(2)
+            assert await operator.answer(await _browser(last.authorization_url)) is not None
+            conn = stack.connections.connection("bookings")
+            assert conn is not None
+            with anyio.fail_after(20):
+                await conn.wait_listed(1)
+        assert await servers.grants() == ["authorization_code"]
+    closed = [
+        (kind, data.get("status"), data.get("reason_code"), stored)
+        for kind, data, stored in audited
+        if kind != "mcp.oauth_consent_requested"
+    ]
+    assert closed == [
+        ("mcp.oauth_consent_answered", "answered", None, False),
+        ("mcp.oauth_consent_closed", "failed", "invalid_grant", False),
+        ("mcp.oauth_consent_answered", "answered", None, False),
+        ("mcp.oauth_consent_closed", "failed", "issuer_mismatch", False),
+        ("mcp.oauth_consent_answered", "answered", None, False),
+        ("mcp.oauth_consent_closed", "granted", None, True),
+    ]
+    assert [consents.rows[c].consent.status for c in consents.rows] == [
+        "failed", "failed", "granted"
+    ]
 
 
 async def test_any_node_takes_the_callback_and_every_node_uses_the_grant(tmp_path: Path) -> None:

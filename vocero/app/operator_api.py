@@ -15,6 +15,7 @@ from vocero.app.bodies import BodyError, decode, from_error, rejected
 from vocero.app.operators import Operator, OperatorDirectory
 from vocero.app.queries import QueryError, integer, page, paged
 from vocero.app.runtime import Runtime
+from vocero.mcp_gateway import CALLBACK_PARAMETERS, callback_problem
 
 Handler = Callable[[Request, Runtime, Operator], Awaitable[Response]]
 
@@ -220,20 +221,43 @@ CALLBACK_PATH = "/oauth/mcp/callback"
 binding, found once, unexpired."""
 
 
-_CALLBACK_PARAMETERS = ("code", "state", "iss", "error")
+CONSENT_OUTCOME_WAIT_S = 10.0
+"""How long the callback's page waits to say how the token exchange went (this node's flow);
+after that, or on another node, it says the answer is being checked."""
 
 
 async def oauth_callback(request: Request) -> Response:
+    """Unauthenticated, so checked first: each parameter's characters and length (400
+    ``invalid_query``), then the state, read only (400 ``unknown_consent``). The page says
+    what happened to the answer, never more: authorized only once tokens are stored."""
     runtime: Runtime = request.app.state.runtime
-    query = {k: v for k, v in request.query_params.items() if k in _CALLBACK_PARAMETERS}
-    found = await runtime.consents.answer(query) if runtime.consents is not None else None
-    if found is None:
+    given = {name: request.query_params.getlist(name) for name in CALLBACK_PARAMETERS}
+    if (bad := callback_problem(given)) is not None:
+        return rejected("invalid_query", *bad)
+    query = {name: values[0] for name, values in given.items() if values}
+    operator = runtime.consents
+    found = await operator.answer(query) if operator is not None else None
+    if operator is None or found is None:
         return rejected("unknown_consent", "state", "no pending authorization has this state")
-    if query.get("error"):
-        text = f"The authorization of {found.server} was refused. You can close this window."
-    else:
-        text = f"Vocero is authorizing {found.server}. You can close this window."
+    status, reason = await operator.outcome(found, CONSENT_OUTCOME_WAIT_S)
+    text = _outcome_text(found.server, status, reason)
     return PlainTextResponse(text, headers={"cache-control": "no-store"})
+
+
+def _outcome_text(server: str, status: str, reason: str) -> str:
+    if status == "granted":
+        return f"Vocero is now authorized to use {server}. You can close this window."
+    if status == "refused":
+        return f"The authorization of {server} was refused: Vocero is not authorized to use it."
+    if status == "failed":
+        return (
+            f"The authorization server did not accept this answer ({reason}): Vocero is not "
+            f"authorized to use {server}. It asks again; see Needs you in the operator console."
+        )
+    return (
+        f"Vocero received the answer for {server} and is checking it with the authorization "
+        "server; the operator console shows whether it was authorized. You can close this window."
+    )
 
 
 def tool_routes() -> list[Route]:

@@ -21,9 +21,11 @@ from vocero.mcp_gateway.connection import (
     record_safely,
 )
 from vocero.mcp_gateway.consent import (
+    CALLBACK_PARAMETERS,
     InMemoryConsentRepository,
     OperatorConsent,
     PendingConsent,
+    callback_problem,
 )
 from vocero.mcp_gateway.errors import (
     INPUT_REASONS,
@@ -60,6 +62,7 @@ from vocero.mcp_gateway.settings import (
 
 __all__ = [
     "AUTO_PROTOCOL",
+    "CALLBACK_PARAMETERS",
     "CANDIDATE_PROTOCOL",
     "INPUT_REASONS",
     "STABLE_PROTOCOL",
@@ -92,6 +95,7 @@ __all__ = [
     "ToolPin",
     "ToolSecretInputError",
     "answer_problems",
+    "callback_problem",
     "definition_hash",
     "public_error",
     "record_safely",

@@ -47,6 +47,7 @@ from vocero.mcp_gateway.errors import (
     ServerAuthError,
     ServerRefusedError,
     ToolBusyError,
+    consent_failure,
     counts_against_server,
     is_transport_failure,
     map_call_failure,
@@ -454,17 +455,28 @@ class ServerConnection:
             self._tasks.start_soon(self._authorize, auth.operator)
 
     async def _authorize(self, operator: OperatorConsent) -> None:
-        """Wait in the background for an operator's consent; then use the new tokens at once."""
+        """Wait in the background for an operator's consent; then use the new tokens at once.
+        The consent is settled by what the token exchange did: granted, or failed and why."""
         assert self.tokens is not None and self._guard is not None
         environ = self._auth_options.environ if self._auth_options is not None else os.environ
+        failure: str | None = "interrupted"
+        granted = False
         try:
             granted = await authorize(self.name, self.spec, self.tokens, operator.wait, environ)
+            failure = None if granted else "no_tokens"
         except GrantedElsewhere:
-            granted = True  # another node's grant is in the shared record
-        except Exception as exc:  # boundary: refused, expired, the server unreachable
-            log.warning("mcp.oauth_consent_failed", server=self.name, error=type(exc).__name__)
-            granted = False
+            granted, failure = True, None  # another node's grant is in the shared record
+        except Exception as exc:  # boundary: refused, expired, the code refused, unreachable
+            failure = consent_failure(exc)
+            log.warning(
+                "mcp.oauth_consent_failed",
+                server=self.name,
+                reason_code=failure,
+                error=type(exc).__name__,
+            )
         finally:
+            with anyio.CancelScope(shield=True):
+                await operator.settle(self.name, failure)
             self._authorizing = False
         if granted:
             self.tokens.reload()

@@ -8,6 +8,7 @@ reached the server, so a write in that state is reconciled, never blindly repeat
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx2
@@ -165,6 +166,25 @@ def auth_reason(exc: BaseException) -> str:
     if "redirect handler" in text or "callback handler" in text or "consent" in text:
         return "server_authorization_required"
     return "server_auth_failed"
+
+
+_OAUTH_ERROR_CODE = re.compile(r'"error"\s*:\s*"([A-Za-z0-9_.-]{1,64})"')
+
+
+def consent_failure(exc: BaseException) -> str:
+    """Why an operator's answer brought no tokens, as a reason code: the authorization
+    server's own error for the code (``invalid_grant`` ...), ``issuer_mismatch`` for an
+    ``iss`` that is not the server's, ``token_exchange_failed``,
+    ``authorization_server_unreachable`` or ``authorization_failed``."""
+    found = find_auth_failure(exc)
+    if isinstance(found, OAuthTokenError):
+        code = _OAUTH_ERROR_CODE.search(str(found))
+        return code.group(1) if code else "token_exchange_failed"
+    if isinstance(found, OAuthFlowError) and re.search(r"\biss\b", str(found)):
+        return "issuer_mismatch"
+    if found is None and is_transport_failure(exc):
+        return "authorization_server_unreachable"
+    return "authorization_failed"
 
 
 def find_auth_failure(exc: BaseException) -> BaseException | None:

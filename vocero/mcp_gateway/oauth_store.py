@@ -59,6 +59,17 @@ class SqlConsentRepository:
         async with self._store.read() as session:
             return [_consent(row) for row in (await session.scalars(query)).all()]
 
+    async def find(self, state_sha256: str, now: datetime) -> PendingConsent | None:
+        """A read: an unauthenticated callback with a state nobody issued takes no write lock."""
+        query = select(McpOAuthConsentRow).where(
+            McpOAuthConsentRow.state_sha256 == state_sha256,
+            McpOAuthConsentRow.status == "pending",
+            McpOAuthConsentRow.expires_at > now,
+        )
+        async with self._store.read() as session:
+            row = await session.scalar(query)
+            return _consent(row) if row is not None else None
+
     async def answer(self, state_sha256: str, sealed: str, now: datetime) -> PendingConsent | None:
         """One compare-and-set: of two callbacks with the same state, only the first lands."""
         async with self._store.write() as session:

@@ -13,7 +13,9 @@ from vocero.store.models.base import ID, NAME, Base, UtcDateTime, one_of, utcnow
 
 ToolPinStatus = Literal["approved", "changed", "missing", "pending", "rejected"]
 TOOL_PIN_STATUSES: tuple[str, ...] = get_args(ToolPinStatus)
-ConsentStatus = Literal["pending", "answered", "granted", "refused", "expired", "superseded"]
+ConsentStatus = Literal[
+    "pending", "answered", "granted", "refused", "expired", "superseded", "failed"
+]
 CONSENT_STATUSES: tuple[str, ...] = get_args(ConsentStatus)
 
 
