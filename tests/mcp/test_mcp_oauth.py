@@ -18,7 +18,9 @@ import pytest
 from bookings_support import booking_request, booking_tools, calls
 from gateway_support import Stack, gateway_stack, records
 from oauth_support import ENV, KEY, Servers, oauth_servers
+from structlog.testing import capture_logs
 
+from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import McpOAuthSpec
 from vocero.contracts.errors import ErrorCode
 from vocero.mcp_gateway import (
@@ -56,6 +58,7 @@ async def stack_for(
     protocol: str = "auto",
     consent: Any = None,
     operator: OperatorConsent | None = None,
+    clock: VirtualClock | None = None,
 ) -> AsyncIterator[Stack]:
     auth = AuthOptions(
         sealer=VaultCipher(KEY),
@@ -72,6 +75,7 @@ async def stack_for(
         http={"bookings": servers.bookings},
         oauth={"bookings": oauth},
         auth=auth,
+        **({"clock": clock} if clock is not None else {}),
     ) as stack:
         yield stack
 
@@ -344,6 +348,47 @@ async def test_an_answer_is_granted_only_once_its_tokens_are_stored(tmp_path: Pa
     assert [consents.rows[c].consent.status for c in consents.rows] == [
         "failed", "failed", "granted"
     ]
+
+
+async def test_a_pending_consent_is_waited_for_without_flooding_log_or_audit(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 26, finding 4: left unanswered for 12.5 minutes, a consent cost 35,451 log lines,
+    1,191 tracebacks and ~70 audit events a minute: the connection reconnected every few
+    seconds, failed the same way and was audited each time. Now it waits for the consent; its
+    failures are audited once and counted; a known OAuth failure is one line, no traceback.
+    12.5 minutes pass on a virtual clock (the backoff and the consent's waits run on it)."""
+    clock = VirtualClock()
+    consents = WatchedConsents()
+    operator = OperatorConsent(consents, VaultCipher(KEY), clock=clock)
+    with oauth_servers(tmp_path) as servers, capture_logs() as logs:
+        oauth = code_grant(servers.issuer)
+        async with stack_for(servers, oauth, operator=operator, clock=clock) as stack:
+            pending = await consents.nth(0)
+            for _ in range(750):  # 12.5 minutes, a second at a time
+                clock.advance(1.0)
+                await anyio.wait_all_tasks_blocked()
+            conn = stack.connections.connection("bookings")
+            assert conn is not None
+            assert (conn.attempts, conn.state) == (1, "awaiting_consent")
+            assert await operator.answer(await _browser(pending.authorization_url)) is not None
+            with anyio.fail_after(20):
+                await conn.wait_listed(1)  # the consent ended the wait: connected at once
+            assert conn.attempts == 2
+            kinds = [kind for kind, _, _ in stack.audit.events]
+    assert consents.count == 1
+    assert kinds.count("mcp.oauth_failed") == 1
+    assert kinds.count("mcp.server_connect_failed") == 1
+    assert stack.audit.of("mcp.failures_coalesced") == [
+        {"server": "bookings", "kind": "mcp.oauth_failed",
+         "reason": "server_authorization_required", "count": 1},
+    ]
+    loud = [(e["event"], e["log_level"]) for e in logs if e["log_level"] in ("warning", "error")]
+    assert sorted(loud) == [
+        ("mcp.connection_ended", "warning"), ("mcp.oauth_failed", "warning")
+    ]
+    assert not [e for e in logs if "exc_info" in e or "exception" in e]
+    assert not [r.getMessage() for r in caplog.records if r.exc_info or r.levelno >= 40]
 
 
 async def test_any_node_takes_the_callback_and_every_node_uses_the_grant(tmp_path: Path) -> None:

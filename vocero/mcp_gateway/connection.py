@@ -33,7 +33,7 @@ from vocero.contracts.errors import (
     ToolChangedError,
     ToolUnavailableError,
 )
-from vocero.contracts.ports import AuditSink, CallMeta, Clock, InputHandler
+from vocero.contracts.ports import AuditSink, CallMeta, InputHandler, Timers
 from vocero.mcp_gateway.adapters import (
     AdapterSession,
     McpAdapter,
@@ -52,6 +52,7 @@ from vocero.mcp_gateway.errors import (
     is_transport_failure,
     map_call_failure,
 )
+from vocero.mcp_gateway.failures import COALESCED, FailureRuns
 from vocero.mcp_gateway.listing_cache import ListingCache, Partition
 from vocero.mcp_gateway.model import Listing, RemoteResult
 from vocero.mcp_gateway.oauth import (
@@ -89,7 +90,9 @@ _LINK_ROUNDS = 2
 """Times one call may send the caller to a server's pages (2025-11-25 ``-32042``) before the
 server's next refusal ends it (``url_elicitation_required``)."""
 
-ServerState = Literal["starting", "connected", "disconnected", "refused", "stopped"]
+ServerState = Literal[
+    "starting", "connected", "disconnected", "awaiting_consent", "refused", "stopped"
+]
 SDK_CALL_TIMES: ContextVar[list[tuple[float, float]] | None] = ContextVar(
     "sdk_call_times", default=None
 )
@@ -128,7 +131,7 @@ class ServerConnection:
         audit: AuditSink,
         pins: PinRepository,
         settings: GatewaySettings,
-        clock: Clock,
+        clock: Timers,
         auth: AuthOptions | None = None,
     ) -> None:
         self.name = name
@@ -175,6 +178,10 @@ class ServerConnection:
         self._tasks: TaskGroup | None = None
         self._authorizing = False
         self._authorized = anyio.Event()
+        self._authorization_ended = anyio.Event()
+        self._failures = FailureRuns(name)
+        self._last_end = ""
+        self._attempts = Tally()
 
     # ----------------------------------------------------------------------------- calls
 
@@ -379,6 +386,8 @@ class ServerConnection:
             if self.state != "refused":
                 self.state = "stopped"
             self._session = None
+            with anyio.CancelScope(shield=True):  # the counts of failures still repeating
+                await self._runs_ended()
 
     async def _supervise(
         self, adapter: McpAdapter, options: OpenOptions, task_status: TaskStatus[None]
@@ -401,17 +410,60 @@ class ServerConnection:
                 return
             started = True
             attempt = 0 if connected else attempt + 1
-            await record_safely(
-                self._audit,
-                "mcp.server_disconnected" if connected else "mcp.server_connect_failed",
-                {"server": self.name, "breaker": self.breaker.state},
-            )
-            delay = backoff_delay(
-                attempt, self.settings.reconnect_initial_s, self.settings.reconnect_max_s
-            )
-            with anyio.move_on_after(max(delay, self.settings.reconnect_initial_s / 4)):
-                await self._authorized.wait()  # an operator's consent: try again now
+            ended = {"server": self.name, "breaker": self.breaker.state}
+            if connected:
+                await record_safely(self._audit, "mcp.server_disconnected", ended)
+            else:
+                self._failed("mcp.server_connect_failed", ended)
+                await self.flush_events()
+            await self._pause(attempt)
+
+    async def _pause(self, attempt: int) -> None:
+        """Between two connection attempts. While an operator's consent is pending, the
+        consent ends the wait, not a timer: reconnecting could only fail the same way again
+        (and ask again). Then, unless it brought tokens, the backoff."""
+        if self._authorizing:
+            self.state = "awaiting_consent"
+            await self._authorization_ended.wait()
+            self.state = "disconnected"
+        if self._authorized.is_set():
             self._authorized = anyio.Event()
+            return  # an operator's consent: try again now
+        delay = backoff_delay(
+            attempt, self.settings.reconnect_initial_s, self.settings.reconnect_max_s
+        )
+        with self._clock.move_on_after(max(delay, self.settings.reconnect_initial_s / 4)):
+            await self._authorized.wait()
+        self._authorized = anyio.Event()
+
+    @property
+    def attempts(self) -> int:
+        """How many times this connection has tried to connect."""
+        return self._attempts.count
+
+    async def wait_attempts(self, count: int) -> None:
+        """Until this connection has tried ``count`` times (tests; bounded by the caller)."""
+        await self._attempts.reach(count)
+
+    def _failed(self, kind: str, data: dict[str, Any]) -> None:
+        """A failure to audit: the first of a run is, the identical ones after it are counted
+        (:class:`~vocero.mcp_gateway.failures.FailureRuns`)."""
+        for event in self._failures.failed(kind, data, self._clock.monotonic()):
+            self._queue(event)
+
+    def _succeeded(self) -> None:
+        for event in self._failures.ended():
+            self._queue(event)
+
+    def _queue(self, event: tuple[str, dict[str, Any]]) -> None:
+        kind, data = event
+        if kind == COALESCED:
+            log.info(COALESCED, **data)
+        self._events.append(event)
+
+    async def _runs_ended(self) -> None:
+        self._succeeded()
+        await self.flush_events()
 
     async def _open_options(self) -> OpenOptions:
         """The question desk, and OAuth when the server has it (refused if misconfigured)."""
@@ -438,10 +490,12 @@ class ServerConnection:
 
     def _granted(self, scope: str | None) -> None:
         """New or wider credentials: nothing fetched under the old ones is used again."""
+        self._succeeded()
         self._new_epoch("mcp.oauth_granted", {"server": self.name, "scope": scope or ""})
 
     def _auth_failed(self, reason: str) -> None:
-        self._new_epoch("mcp.oauth_failed", {"server": self.name, "reason": reason})
+        self._new_epoch()
+        self._failed("mcp.oauth_failed", {"server": self.name, "reason": reason})
         auth = self._auth_options
         if (
             reason == "server_authorization_required"
@@ -452,6 +506,7 @@ class ServerConnection:
             and not self._authorizing
         ):
             self._authorizing = True
+            self._authorization_ended = anyio.Event()
             self._tasks.start_soon(self._authorize, auth.operator)
 
     async def _authorize(self, operator: OperatorConsent) -> None:
@@ -478,19 +533,21 @@ class ServerConnection:
             with anyio.CancelScope(shield=True):
                 await operator.settle(self.name, failure)
             self._authorizing = False
+            self._authorization_ended.set()
         if granted:
             self.tokens.reload()
             self._guard.reload()
             self._authorized.set()
 
-    def _new_epoch(self, kind: str, data: dict[str, Any]) -> None:
+    def _new_epoch(self, kind: str = "", data: dict[str, Any] | None = None) -> None:
         self.partition = Partition(
             credential=self.partition.credential,
             epoch=self.partition.epoch + 1,
             tenant=self.partition.tenant,
         )
         self.listings.invalidate(self.name)
-        self._events.append((kind, data))
+        if kind:
+            self._events.append((kind, data or {}))
 
     async def _session_once(
         self, adapter: McpAdapter, options: OpenOptions, task_status: TaskStatus[None] | None
@@ -498,6 +555,7 @@ class ServerConnection:
         """One connection's lifetime; returns whether it got as far as serving."""
         self._lost = False
         connected = False
+        self._attempts.add()
         hooks = SessionHooks(tools_changed=self._tools_changed, lost=self._mark_lost)
         try:
             async with adapter.open(
@@ -518,7 +576,10 @@ class ServerConnection:
                 raise cancelled from None
             if not isinstance(exc, Exception):
                 raise
-            log.warning(
+            ending = "" if connected else _describe(exc)
+            logged = log.debug if ending and ending == self._last_end else log.warning
+            self._last_end = ending  # the same failed attempt again: once at warning level
+            logged(
                 "mcp.connection_ended", server=self.name, connected=connected, error=_describe(exc)
             )
             if (refusal := _find(exc, ServerRefusedError)) is not None:
@@ -542,6 +603,8 @@ class ServerConnection:
         self._session = session
         self.protocol_version = session.protocol_version
         self.state = "connected"
+        self._last_end = ""
+        self._succeeded()
         self.breaker.record_connected()
         await record_safely(
             self._audit,
@@ -700,7 +763,7 @@ class McpConnections:
         audit: AuditSink,
         pins: PinRepository | None = None,
         settings: GatewaySettings | None = None,
-        clock: Clock | None = None,
+        clock: Timers | None = None,
         auth: AuthOptions | None = None,
     ) -> None:
         self.settings = settings or GatewaySettings()

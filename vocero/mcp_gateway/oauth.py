@@ -19,6 +19,7 @@ The gateway adds what a shared, long-lived service needs:
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -223,6 +224,24 @@ class _AuthorizationCode(_RestoresExpiry, OAuthClientProvider):
     pass
 
 
+class _KnownFlowErrors(logging.Filter):
+    """The SDK logs every failed OAuth flow with its traceback (``OAuth flow error``); Vocero
+    logs each of these failures itself, as one line with its reason (``mcp.oauth_failed``,
+    ``mcp.oauth_consent_failed``), so the SDK's record of a known OAuth error is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (record.getMessage() == "OAuth flow error" and isinstance(error, _OAUTH_ERRORS))
+
+
+_SDK_FLOW_LOG = logging.getLogger("mcp.client.auth.oauth2")
+_KNOWN_FLOW_ERRORS = _KnownFlowErrors()
+
+
+def _quiet_known_flow_errors() -> None:
+    _SDK_FLOW_LOG.addFilter(_KNOWN_FLOW_ERRORS)  # once: the same filter is never added twice
+
+
 class AuthGuard(httpx2.Auth):
     """Runs the SDK's OAuth flow; turns an OAuth failure into the server's refusal."""
 
@@ -245,6 +264,7 @@ class AuthGuard(httpx2.Auth):
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         flow = self._inner.async_auth_flow(request)
+        response: httpx2.Response | None = None
         try:
             outgoing = await flow.__anext__()
             while True:
@@ -254,16 +274,20 @@ class AuthGuard(httpx2.Auth):
             self.last_failure = ""
             return
         except _OAUTH_ERRORS as exc:
-            # The last response (a 401/403 or the token endpoint's refusal) goes back to the
-            # transport as this request's answer: the request fails, the connection lives on.
+            # The last response goes back to the transport as this request's answer: the
+            # request fails, the connection lives on. It may be the authorization server's
+            # metadata (a 200, when the flow stopped at the consent), which the transport would
+            # parse as JSON-RPC and log with a traceback: the answer says "not authorized".
+            if response is not None and response.status_code < 400:
+                response.status_code = 401
             reason = auth_reason(exc)
+            repeated = reason == self.last_failure  # nothing succeeded since the same failure
             self.last_failure = reason
             route = CURRENT_ROUTE.get()
             if route is not None:
                 route.auth_failure = reason
-            log.warning(
-                "mcp.oauth_failed", server=self.server, reason=reason, error=type(exc).__name__
-            )
+            logged = log.debug if repeated else log.warning  # one line, never a traceback
+            logged("mcp.oauth_failed", server=self.server, reason=reason, error=type(exc).__name__)
             self._on_failure(reason)
             return
         finally:
@@ -294,6 +318,7 @@ def build_auth(
     configuration that cannot work (no secret, client credentials without issuer...)."""
     oauth = spec.oauth
     assert oauth is not None
+    _quiet_known_flow_errors()
     secret = client_secret(oauth, environ)
     scope = " ".join(oauth.scopes) or None
     provider: OAuthClientProvider
@@ -409,6 +434,7 @@ async def authorize(
     (:class:`~vocero.mcp_gateway.consent.ConsentRefused`, ``GrantedElsewhere`` ...)."""
     oauth = spec.oauth
     assert oauth is not None and oauth.grant == "authorization_code"
+    _quiet_known_flow_errors()
     scope = " ".join(oauth.scopes) or None
     before: list[str | None] = []
 
