@@ -17,18 +17,23 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 import yaml
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
 from tests.support.audio import tone_frames
 from tests.support.polling import wait_for as poll
 from tests.support.processes import stop as stop_process
+from vocero.mcp_gateway.consent import PendingConsent
+from vocero.mcp_gateway.oauth_store import SqlConsentRepository
+from vocero.store.engine import Store
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -248,3 +253,90 @@ def browser() -> Iterator[Browser]:
             yield launched
         finally:
             launched.close()
+
+
+VIOLATIONS = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation", (e) =>
+  window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+"""
+"""Collects, in every document of a page, what the Content-Security-Policy refused."""
+
+
+class Console:
+    """A page of the console (or the browser client) in Chromium: what it logged as errors or
+    warnings, and what the Content-Security-Policy refused (:meth:`violations`)."""
+
+    def __init__(self, page: Page, server: ConsoleServer, shots: Path) -> None:
+        self.page, self.server, self.shots = page, server, shots
+        self.problems: list[str] = []
+        page.add_init_script(VIOLATIONS)
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.problems.append(f"pageerror: {exc}"))
+
+    def violations(self) -> list[str]:
+        return list(self.page.evaluate("window.__violations"))
+
+    def _console(self, message: ConsoleMessage) -> None:
+        if message.type in ("error", "warning"):
+            self.problems.append(f"{message.type}: {message.text}")
+
+    def sign_in(self, token: str = ADMIN_TOKEN) -> None:
+        self.page.goto(self.server.url + "/operator")
+        self.page.fill("#token", token)
+        self.page.click("#login button[type=submit]")
+        self.page.wait_for_selector("body[data-loaded=sessions]")
+
+    def tab(self, name: str) -> None:
+        self.page.evaluate("delete document.body.dataset.loaded")
+        self.page.click(f"#tabs [data-tab={name}]")
+        self.page.wait_for_selector(f"body[data-loaded={name}]")
+
+    def open_session(self, session_id: str) -> None:
+        self.page.click(f"#sessions tr[data-session='{session_id}']")
+        self.page.wait_for_selector(f"body[data-session='{session_id}']")
+
+    def shot(self, name: str) -> Path:
+        path = self.shots / f"console-{name}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+    def texts(self, selector: str) -> list[str]:
+        return [t.strip() for t in self.page.locator(selector).all_inner_texts()]
+
+
+@pytest.fixture
+def console(
+    browser: Browser, console_server: ConsoleServer, tmp_path: Path
+) -> Iterator[Console]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = Console(context.new_page(), console_server, tmp_path)
+    try:
+        yield opened
+    finally:
+        context.close()
+    assert opened.problems == [], "the console logged errors"
+
+
+def record_consents(server: ConsoleServer, *consents: tuple[str, str, str, int]) -> None:
+    """Pending consents ``(server, node, authorization page, minutes after now)`` in the
+    server's store, as a node's background flow records them when an MCP server wants the
+    authorization-code grant (tests/mcp/test_operator_consent.py runs that flow for real)."""
+    url = f"sqlite+aiosqlite:///{Path(server.record).parent / 'v.db'}"
+    now = datetime.datetime.now(datetime.UTC)
+
+    async def record() -> None:
+        store = Store.open(url)
+        try:
+            for name, node, page, minutes in consents:
+                await SqlConsentRepository(store).open(PendingConsent(
+                    id=f"cns_{name}_{node}", server=name, node_id=node, authorization_url=page,
+                    status="pending", created_at=now + datetime.timedelta(minutes=minutes),
+                    expires_at=now + datetime.timedelta(minutes=15),
+                ), f"{name}-{node}".ljust(64, "0"))
+        finally:
+            await store.close()
+
+    # A thread of its own: Playwright's sync API may be running an event loop in this one.
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        worker.submit(anyio.run, record).result()

@@ -14,28 +14,24 @@ import base64
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import anyio
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, Route
+from playwright.sync_api import Route
 
 from tests.console.conftest import (
-    ADMIN_TOKEN,
     CALL,
     REPO,
     Call,
+    Console,
     ConsoleServer,
     demo_call,
+    record_consents,
     until,
 )
 from tests.support.voices import make_wav
-from vocero.mcp_gateway.consent import PendingConsent
-from vocero.mcp_gateway.oauth_store import SqlConsentRepository
-from vocero.store.engine import Store
 from vocero.store.hashchain import canonical_json
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -71,24 +67,9 @@ AUTHORIZATION_URL = "https://login.example.com/authorize?client_id=vocero-gatewa
 
 
 def _a_server_awaiting_authorization(server: ConsoleServer) -> None:
-    """The consent a node's background flow records when ``crm`` wants the authorization-code
-    grant (tests/mcp/test_operator_consent.py runs that flow for real), in the server's store."""
-    url = f"sqlite+aiosqlite:///{Path(server.record).parent / 'v.db'}"
-    now = datetime.now(UTC)
-
-    async def record() -> None:
-        store = Store.open(url)
-        try:
-            for node, minutes in (("node_a", 0), ("node_b", 1)):  # two nodes wait: one is shown
-                await SqlConsentRepository(store).open(PendingConsent(
-                    id=f"cns_{node}", server="crm", node_id=node,
-                    authorization_url=AUTHORIZATION_URL if minutes else f"{AUTHORIZATION_URL}0",
-                    status="pending", created_at=now + timedelta(minutes=minutes),
-                    expires_at=now + timedelta(minutes=15)), f"{node:0<64}")
-        finally:
-            await store.close()
-
-    anyio.run(record)
+    """Two nodes wait for an operator to authorize ``crm``: the console shows one."""
+    record_consents(server, ("crm", "node_a", f"{AUTHORIZATION_URL}0", 0),
+                    ("crm", "node_b", AUTHORIZATION_URL, 1))
     assert [c["node_id"] for c in server.get("/v1/mcp/authorizations")["items"]] == [
         "node_a", "node_b"]
 
@@ -103,54 +84,6 @@ def _a_voice_with_one_approval(server: ConsoleServer) -> None:
     assert server.post("/v1/voices/corp-en/versions", version, token=owner).status_code == 201
     approved = server.post("/v1/voices/corp-en/versions/1/approvals", token=owner)
     assert approved.json()["status"] == "pending"
-
-
-class Console:
-    def __init__(self, page: Page, server: ConsoleServer, shots: Path) -> None:
-        self.page, self.server, self.shots = page, server, shots
-        self.problems: list[str] = []
-        page.on("console", self._console)
-        page.on("pageerror", lambda exc: self.problems.append(f"pageerror: {exc}"))
-
-    def _console(self, message: ConsoleMessage) -> None:
-        if message.type in ("error", "warning"):
-            self.problems.append(f"{message.type}: {message.text}")
-
-    def sign_in(self, token: str = ADMIN_TOKEN) -> None:
-        self.page.goto(self.server.url + "/operator")
-        self.page.fill("#token", token)
-        self.page.click("#login button[type=submit]")
-        self.page.wait_for_selector("body[data-loaded=sessions]")
-
-    def tab(self, name: str) -> None:
-        self.page.evaluate("delete document.body.dataset.loaded")
-        self.page.click(f"#tabs [data-tab={name}]")
-        self.page.wait_for_selector(f"body[data-loaded={name}]")
-
-    def open_session(self, session_id: str) -> None:
-        self.page.click(f"#sessions tr[data-session='{session_id}']")
-        self.page.wait_for_selector(f"body[data-session='{session_id}']")
-
-    def shot(self, name: str) -> Path:
-        path = self.shots / f"console-{name}.png"
-        self.page.screenshot(path=str(path), full_page=True)
-        return path
-
-    def texts(self, selector: str) -> list[str]:
-        return [t.strip() for t in self.page.locator(selector).all_inner_texts()]
-
-
-@pytest.fixture
-def console(
-    browser: Browser, console_server: ConsoleServer, tmp_path: Path
-) -> Iterator[Console]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = Console(context.new_page(), console_server, tmp_path)
-    try:
-        yield opened
-    finally:
-        context.close()
-    assert opened.problems == [], "the console logged errors"
 
 
 def test_the_session_list_and_one_sessions_timeline(console: Console, call: Call) -> None:
@@ -313,7 +246,7 @@ def test_a_refused_token_shows_nothing(console: Console, call: Call) -> None:
     page.goto(console.server.url + "/operator")
     page.fill("#token", "not-a-token")
     page.click("#login button[type=submit]")
-    page.wait_for_function("document.querySelector('#whoami').textContent.length > 0")
+    page.wait_for_function("() => document.querySelector('#whoami').textContent.length > 0")
     assert page.inner_text("#whoami") == "token refused"
     assert page.locator("#tabs").is_hidden()
     console.problems[:] = [p for p in console.problems if "401" not in p]
@@ -324,6 +257,6 @@ def test_a_role_without_reading_rights_is_refused(console: Console, call: Call) 
     page.goto(console.server.url + "/operator")
     page.fill("#token", "viewer-token")
     page.click("#login button[type=submit]")
-    page.wait_for_function("document.querySelector('#whoami').textContent.length > 0")
+    page.wait_for_function("() => document.querySelector('#whoami').textContent.length > 0")
     assert page.inner_text("#whoami") == "refused (forbidden)"
     console.problems[:] = [p for p in console.problems if "403" not in p]

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
@@ -15,6 +16,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
 from vocero.app import console_api, followups_api, operator_api, units_api, voice_api
+from vocero.app.headers import SecurityHeaders
 from vocero.app.operators import load_operators
 from vocero.app.purge import purging
 from vocero.app.runtime import Runtime, open_runtime
@@ -100,4 +102,4 @@ def create_app(
         *console_api.routes(),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])

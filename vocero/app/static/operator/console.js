@@ -31,13 +31,27 @@ class ApiError extends Error {
   constructor(status, code) { super(`${status} ${code}`); this.status = status; this.code = code; }
 }
 
+// An address the console links to: only http(s) pages (a server's authorization page comes
+// from that server's metadata). Anything else (javascript:, data:, …) is never put in an href.
+function linkable(url) {
+  try {
+    const parsed = new URL(String(url), location.href);
+    return parsed.protocol === "https:" || parsed.protocol === "http:" ? parsed.href : null;
+  } catch {
+    return null;
+  }
+}
+
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
     if (key === "class") node.className = value;
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else if (key === "dataset") Object.assign(node.dataset, value);
-    else node.setAttribute(key, value);
+    else if (key === "href") {
+      const safe = linkable(value);
+      if (safe !== null) node.setAttribute("href", safe);
+    } else node.setAttribute(key, value);
   }
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
@@ -330,8 +344,10 @@ async function loadNeeds() {
   $("#needs-authorizations").replaceChildren(...(authorizations.length ? authorizations.map((a) =>
     el("li", { dataset: { authorization: a.server } }, el("strong", {}, a.server),
       ` · asked ${when(a.created_at)} · until ${when(a.expires_at)} · `,
-      el("a", { href: a.authorization_url, target: "_blank", rel: "noopener noreferrer" },
-        "Open the authorization page")))
+      linkable(a.authorization_url) !== null
+        ? el("a", { href: a.authorization_url, target: "_blank", rel: "noopener noreferrer" },
+          "Open the authorization page")
+        : el("span", { class: "error" }, "the authorization page is not an http(s) address: not linked")))
     : none));
 }
 
