@@ -181,7 +181,7 @@ class ServerConnection:
         self._authorization_ended = anyio.Event()
         self._failures = FailureRuns(name)
         self._last_end = ""
-        self._attempts = Tally()
+        self._attempts = 0
 
     # ----------------------------------------------------------------------------- calls
 
@@ -439,11 +439,7 @@ class ServerConnection:
     @property
     def attempts(self) -> int:
         """How many times this connection has tried to connect."""
-        return self._attempts.count
-
-    async def wait_attempts(self, count: int) -> None:
-        """Until this connection has tried ``count`` times (tests; bounded by the caller)."""
-        await self._attempts.reach(count)
+        return self._attempts
 
     def _failed(self, kind: str, data: dict[str, Any]) -> None:
         """A failure to audit: the first of a run is, the identical ones after it are counted
@@ -555,7 +551,7 @@ class ServerConnection:
         """One connection's lifetime; returns whether it got as far as serving."""
         self._lost = False
         connected = False
-        self._attempts.add()
+        self._attempts += 1
         hooks = SessionHooks(tools_changed=self._tools_changed, lost=self._mark_lost)
         try:
             async with adapter.open(
