@@ -111,8 +111,9 @@ def test_a_spoken_call_back_is_booked_and_placed_when_due(
     with client.websocket_connect("/v1/realtime") as ws:
         pc = ProtocolClient(ws)
         pc.connect("demo-token")
-        text = say_aloud(pc, piper, "Please call me back tomorrow at 4 pm about my invoice.")
-        assert "4" in text and "invoice" in text.lower(), text
+        # Whisper tiny.en, as installed now, hears Piper's "my invoice" as "my end voice".
+        text = say_aloud(pc, piper, "Please call me back tomorrow at 4 pm about the delivery.")
+        assert "4" in text and "delivery" in text.lower(), text
         reply = str(pc.expect("response.completed.v1")["data"]["payload"]
                     ["heard_text"])
         session_id = pc.session_id
@@ -121,7 +122,7 @@ def test_a_spoken_call_back_is_booked_and_placed_when_due(
     assert (followup["status"], followup["channel"]) == ("scheduled", "phone"), followup
     due = datetime.fromisoformat(followup["due_at"])
     assert (due.hour, followup["timezone"]) == (16, "Europe/Madrid")
-    assert "call" in reply.lower(), reply
+    assert reply.startswith("I've booked a call back for tomorrow"), reply
     assert client.portal is not None
     outcomes = client.portal.call(runtime.followups.queue.tick, due + timedelta(minutes=1))
     assert [o.status for o in outcomes] == ["placed"], outcomes
@@ -172,3 +173,26 @@ def test_what_is_said_of_a_call_back_matches_its_record_on_cpu(
 
 def spoken_day(due: datetime) -> str:
     return f"{due:%B} {due.day}"
+
+
+def test_a_question_does_not_trap_the_conversation_on_cpu(
+    demo_call: tuple[TestClient, Path],
+) -> None:
+    """Issue #25, item 3, as it was seen on the demo page: a turn that does not answer "What is
+    it about?" is served; the answer that does is booked with the caller's words."""
+    client, _ = demo_call
+    with client.websocket_connect("/v1/realtime") as ws:
+        pc = ProtocolClient(ws)
+        pc.connect("demo-token")
+        assert heard(pc, "Can you call me back tomorrow at 4pm?") == "What is it about?"
+        opened = heard(pc, "Can I return an opened item?")
+        assert opened.startswith("Opened items can only be returned within 14 days"), opened
+        person = heard(pc, "I want to speak to a real person")
+        assert person != "What is it about?" and "?" not in person[:20], person
+        # Another time than the module's other call-backs: the same one would be a duplicate.
+        assert heard(pc, "Can you call me back tomorrow at 5pm?") == "What is it about?"
+        booked = heard(pc, "My refund.")
+        session_id = pc.session_id
+    [row] = followups_of(client, session_id)
+    assert row["reason"].lower() == "my refund", row
+    assert booked.startswith("I've booked a call back for tomorrow"), booked

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.inference import corpus
+from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import (
     IntentClassified,
     LlmOutput,
@@ -145,3 +146,67 @@ async def test_a_yes_to_the_agents_offered_time_books_it(routed_llm: RoutedLlm) 
     )
     assert outputs == [ToolIntent(name="followups.record", arguments={
         "when": "tomorrow at 4 pm", "reason": "my invoice", "channel": "phone"})]
+
+
+# ------------------------------------------------------- a question does not trap (issue #25)
+
+ASK_REASON = "What is it about?"
+KNOWLEDGE = ToolDefinition(
+    name="knowledge.search", description="Find approved answers about returns and contacts.",
+    input_schema={"type": "object", "properties": {"query": {"type": "string"}},
+                  "required": ["query"]},
+)
+
+
+async def run_with_knowledge(llm: RoutedLlm, *messages: Message) -> list[LlmOutput]:
+    request = LlmRequest(messages=[SYSTEM, *messages], tools=[*corpus.demo_tools(), KNOWLEDGE])
+    async with aclosing(llm.generate(request)) as outputs:
+        return [o async for o in outputs]
+
+
+async def test_a_turn_that_does_not_answer_the_question_is_served_as_a_new_request(
+    routed_llm: RoutedLlm,
+) -> None:
+    opened = [user("Can you call me back tomorrow at 4pm?"), agent(ASK_REASON)]
+    assert said(await run_with_knowledge(routed_llm, *opened[:1])) == ASK_REASON
+    outputs = await run_with_knowledge(routed_llm, *opened, user("Can I return an opened item?"))
+    assert outputs == [ToolIntent(name="knowledge.search",
+                                  arguments={"query": "Can I return an opened item?"})]
+    person = await run_with_knowledge(
+        routed_llm, *opened, user("Can I return an opened item?"),
+        agent("Opened items can only be returned within 14 days."),
+        user("I want to speak to a real person"))
+    assert said(person) != ASK_REASON
+    assert [o.name for o in person if isinstance(o, ToolIntent)] == ["knowledge.search"]
+    # Without a catalog to ask, the new request is still served, not swallowed.
+    plain = await run(routed_llm, *opened, user("Can I return an opened item?"))
+    assert ASK_REASON not in said(plain) and not any(isinstance(o, ToolIntent) for o in plain)
+
+
+async def test_the_answer_to_a_free_text_question_is_the_callers_words(
+    routed_llm: RoutedLlm,
+) -> None:
+    for answer in ("My refund.", "It's about my refund."):
+        outputs = await run(routed_llm, user("Can you call me back tomorrow at 4pm?"),
+                            agent(ASK_REASON), user(answer))
+        [intent] = [o for o in outputs if isinstance(o, ToolIntent)]
+        assert intent.name == "followups.record"
+        assert intent.arguments["reason"].lower() == "my refund"
+        assert intent.arguments["when"] == "tomorrow at 4pm"
+
+
+async def test_one_question_is_asked_at_most_twice(routed_llm: RoutedLlm) -> None:
+    start = [user("I'd like to reschedule my appointment APT-1001")]
+    question = said(await run(routed_llm, *start))
+    assert question == "What day would you like?"
+    twice = await run(routed_llm, *start, agent(question), user("hmm, not sure"))
+    assert said(twice) == question, "unclear: asked again, once"
+    dropped = await run(routed_llm, *start, agent(question), user("hmm, not sure"),
+                        agent(question), user("I really don't know"))
+    words = said(dropped)
+    assert question not in words and words.startswith("Let's leave that for now."), words
+    after = await run(routed_llm, *start, agent(question), user("hmm, not sure"),
+                      agent(question), user("I really don't know"), agent(words),
+                      user("Friday at 3pm"))
+    assert not [o for o in after if isinstance(o, ToolIntent)
+                and o.name == "appointments.reschedule"], "the dropped task stays dropped"

@@ -188,3 +188,15 @@ def test_a_recorded_follow_up_is_a_promise_and_an_unrecorded_one_is_not(
     said = read_out(spec, call("followups.record", wrapped), ctx())
     assert (said.kind, said.text) == (
         "promise", "I've booked a call back for tomorrow, December 2 at 11:00 AM.")
+
+
+def test_a_follow_up_over_a_cap_says_no_more_can_be_booked(demo: AgentProfile) -> None:
+    """Runners that leave the wording to the read-out (CPU) say why nothing was booked."""
+    spec = demo.tool("followups.record")
+    for reason, words in (("caller_limit", "no more can be booked"),
+                          ("session_limit", "No more follow-ups can be booked in this call")):
+        refused = call("followups.record", {"status": "NOT recorded", "reason": reason},
+                       status="rejected", reason_code=reason)
+        said = read_out(spec, refused, ctx())
+        assert said.kind == "fallback"
+        assert words in said.text and "Nothing was booked." in said.text, said.text

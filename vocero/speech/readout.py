@@ -52,6 +52,9 @@ WRITE_FAILURES = {
     "stale_version": "That changed in the meantime, so I didn't make the change. "
     "Shall I check it again?",
     "already_cancelled": "That appointment was already cancelled.",
+    "caller_limit": "You already have as many call-backs waiting as we can book, so no more "
+    "can be booked until one of them is done. Nothing was booked.",
+    "session_limit": "No more follow-ups can be booked in this call. Nothing was booked.",
 }
 
 

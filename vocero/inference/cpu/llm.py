@@ -164,6 +164,10 @@ class RoutedLlm(LlmBase):
             async for chunk in self._conversational(request, utterance):
                 yield chunk
             return
+        if step.gave_up:
+            log.info("llm.question_dropped", tool=step.intent.name if step.intent else "")
+            yield TextChunk(text=small_talk.give_up(request))
+            return
         if step.question:
             yield TextChunk(text=step.question)
             return

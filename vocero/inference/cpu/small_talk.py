@@ -101,6 +101,26 @@ def is_conversational(utterance: str) -> bool:
     return any(act.search(utterance) for act in acts)
 
 
+_PERSON = re.compile(
+    r"\b(?:speak|talk|chat)\s+(?:to|with)\s+(?:an?\s+|the\s+|some\s*)?(?:real\s+|actual\s+|live\s+)?"
+    r"(?:person|human|someone|somebody|one|agent|operator|representative|advisor|manager)\b"
+    r"|\b(?:real|actual|live)\s+(?:person|human)\b|\bhuman\s+being\b",
+    re.I,
+)
+
+
+def wants_person(utterance: str) -> bool:
+    """The caller asks for a person ("I want to speak to a real person")."""
+    return bool(_PERSON.search(utterance))
+
+
+def give_up(request: LlmRequest) -> str:
+    """What the agent says when a question it asked twice went unanswered: it drops the
+    question and says what it can do."""
+    persona = Persona.of(request)
+    return _spoken("Let's leave that for now.", persona.can, _offer(persona))
+
+
 def is_request(utterance: str) -> bool:
     """A turn that asks for something of its own (a greeting, a question, thanks, goodbye), not
     an answer to a yes-or-no question."""

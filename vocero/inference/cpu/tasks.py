@@ -8,6 +8,11 @@ identifier the caller did not give is resolved by listing their records (the pro
 of the same domain): one record is taken, two are offered by what tells them apart, more are
 asked for by number. A task ends when its tool was called, or a turn asks for something else.
 
+A turn that does not answer the open question is a new request and is served as one (SPEC §2):
+another tool, a question of its own, a person asked for. An answer to a free-text question
+("What is it about?") is the caller's words. One question is asked at most twice; a third time
+the task is dropped and the agent says what it can do.
+
 While a proposal is being confirmed (``LlmRequest.pending``), a turn that changes one of its
 values is a correction: the same tool with the new value, which the gate makes a new revision.
 """
@@ -22,7 +27,7 @@ from typing import Any
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import Message, ToolIntent
-from vocero.inference.cpu import router, schema
+from vocero.inference.cpu import router, schema, small_talk
 
 _ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "other": 1, "last": -1, "latter": -1,
              "former": 0}
@@ -33,6 +38,11 @@ _QUESTIONS = {
     "reason": "What is it about?",
     "channel": "Should we call you, or is it something for our team to do?",
 }
+MAX_ASKS = 2
+"""How often one question is asked before the task is dropped."""
+_ANSWER_LEAD = re.compile(
+    r"^\W*(?:(?:it'?s|it is|that'?s|this is)\s+)?(?:about|regarding|concerning|re)\s+", re.I
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,14 +52,18 @@ class Task:
     missing: tuple[str, ...] = ()
     listed: tuple[dict[str, Any], ...] = ()
     """Records the caller's list tool returned while this task was open."""
+    asked: int = 0
+    """How often the agent asked (and the caller heard) the question for ``missing[0]``."""
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """What the agent does next: call a tool, or ask one question."""
+    """What the agent does next: call a tool, ask one question, or give up on a question asked
+    twice (and say what it can do)."""
 
     intent: ToolIntent | None = None
     question: str = ""
+    gave_up: bool = False
 
 
 def correction(
@@ -87,6 +101,8 @@ def open_task(
             break
         if message.role == "user":
             task = _advance(task, message.content, tools, today)
+        elif message.role == "assistant" and task is not None:
+            task = _heard(task, message.content, tools)
         elif message.role == "tool" and task is not None:
             task = None if message.tool_name == task.tool.name else _after_tool(task, message)
     return task
@@ -99,14 +115,21 @@ def next_step(
     tools: Sequence[ToolDefinition],
     today: dt.date,
 ) -> Step | None:
-    """What to do with this turn given the open task; ``None``: no task concerns it."""
+    """What to do with this turn given the open task; ``None``: no task concerns it (or the
+    turn asks for something else, and is served as a new request)."""
     if decision.tool is not None and (task is None or decision.tool.name != task.tool.name):
         task = Task(decision.tool, dict(decision.arguments), decision.missing)
     elif task is not None:
-        task = _fill(task, utterance, today)
+        filled = _fill(task, utterance, today)
+        if filled.missing[:1] == task.missing[:1] and _new_request(utterance):
+            return None
+        task = filled
     else:
         return None
-    return _step(task, tools)
+    step = _step(task, tools)
+    if step.question and task.asked >= MAX_ASKS and step.question == _question(task, tools):
+        return Step(gave_up=True)
+    return step
 
 
 def after_list(
@@ -131,15 +154,38 @@ def _advance(
         return Task(decision.tool, dict(decision.arguments), decision.missing)
     if task is None:
         return None
-    task = _fill(task, utterance, today)
-    return task if task.missing else None
+    filled = _fill(task, utterance, today)
+    if filled.missing[:1] == task.missing[:1] and _new_request(utterance):
+        return None  # served as a request of its own: the question was dropped
+    if filled.missing[:1] == task.missing[:1] and task.asked >= MAX_ASKS:
+        return None  # asked twice and still unanswered: given up
+    return filled if filled.missing else None
+
+
+def _heard(task: Task, said: str, tools: Sequence[ToolDefinition]) -> Task:
+    """The task after the caller heard ``said``: one more asking of its question, if it was."""
+    question = _question(task, tools)
+    if not question or question not in said:
+        return task
+    return Task(task.tool, task.arguments, task.missing, task.listed, task.asked + 1)
+
+
+def _question(task: Task, tools: Sequence[ToolDefinition]) -> str:
+    """The question the task asks next ("" when it calls a tool)."""
+    return _step(task, tools).question if task.missing else ""
+
+
+def _new_request(utterance: str) -> bool:
+    """A turn that asks for something of its own rather than answering: a question, a person
+    asked for, a greeting or goodbye."""
+    return small_talk.is_request(utterance) or small_talk.wants_person(utterance)
 
 
 def _after_tool(task: Task, message: Message) -> Task:
     records = _records(message.tool_result)
     if not records or not _id_field(task):
         return task
-    return Task(task.tool, task.arguments, task.missing, tuple(records))
+    return Task(task.tool, task.arguments, task.missing, tuple(records), task.asked)
 
 
 def _fill(task: Task, utterance: str, today: dt.date) -> Task:
@@ -150,8 +196,26 @@ def _fill(task: Task, utterance: str, today: dt.date) -> Task:
         picked = _pick(utterance, task.listed)
         if picked is not None and id_field in picked:
             arguments[id_field] = picked[id_field]
+    asked = task.missing[0] if task.missing else ""
+    if asked and asked not in arguments and _free_text(task.tool, asked):
+        answer = _free_answer(utterance)
+        if answer and not _new_request(utterance):
+            arguments[asked] = answer
     missing = tuple(m for m in task.missing if m not in arguments)
-    return Task(task.tool, arguments, missing, task.listed)
+    kept = task.asked if missing[:1] == task.missing[:1] else 0
+    return Task(task.tool, arguments, missing, task.listed, kept)
+
+
+def _free_text(tool: ToolDefinition, name: str) -> bool:
+    """A field whose value is the caller's own words (a reason, a note), not a typed value."""
+    properties = schema.model_facing(tool).get("properties", {})
+    return router.field_kind(name, properties.get(name, {})) in ("reason", "text")
+
+
+def _free_answer(utterance: str) -> str:
+    """The caller's answer to a free-text question, without its lead-in ("It's about ...")."""
+    text = _ANSWER_LEAD.sub("", utterance.strip()).strip(" .!?,")
+    return text if any(c.isalnum() for c in text) else ""
 
 
 def _step(task: Task, tools: Sequence[ToolDefinition], *, listed_now: bool = False) -> Step:
