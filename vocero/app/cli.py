@@ -13,6 +13,19 @@ from vocero.contracts.errors import ConfigError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args.serve_argv = arguments[arguments.index("serve") + 1:] if "serve" in arguments else []
+    try:
+        return _run(args)
+    except ConfigError as exc:
+        print(f"vocero: configuration error: {exc}", file=sys.stderr)
+        return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every command and option of ``vocero`` (the README's list is checked against it)."""
     parser = argparse.ArgumentParser(
         prog="vocero", description="Local speech-to-speech voice agent"
     )
@@ -55,14 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench.add_argument("--db", default="", help="database URL (sessions, actions)")
     bench.add_argument("--search", action="store_true",
                        help="sessions: the most sessions held within limits")
-    args = parser.parse_args(argv)
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    args.serve_argv = arguments[arguments.index("serve") + 1:] if "serve" in arguments else []
-    try:
-        return _run(args)
-    except ConfigError as exc:
-        print(f"vocero: configuration error: {exc}", file=sys.stderr)
-        return 2
+    return parser
 
 
 def _run(args: argparse.Namespace) -> int:

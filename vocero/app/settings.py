@@ -31,7 +31,9 @@ class Settings:
     """The single admin's bearer token (a plain ``str`` given here is wrapped)."""
     operators: str = ""
     log_format: str = "console"
-    max_sessions: int = 500
+    max_sessions: int = 100
+    """Live sessions one worker admits: what one worker held within its real-time limits on
+    2 cores (``vocero bench sessions``, docs/scaling.md)."""
     resume_window_s: float = 120.0
     """How long after its connection ends a session may be resumed with its ``resume_token``."""
     allowed_origins: str = ""
