@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_purge_arguments(commands.add_parser("purge", help="erase what retention no longer "
                                             "allows; print what was erased as JSON"))
+    from vocero.evals.options import add_eval_arguments
+
+    add_eval_arguments(commands.add_parser("eval", help="run conversation scenarios against a "
+                                           "real server (docs/eval.md)"))
     bench = commands.add_parser("bench", help="run a benchmark and print JSON")
     bench.add_argument("name")
     bench.add_argument("--json", dest="json_file", default=None)
@@ -100,6 +104,10 @@ def _run(args: argparse.Namespace) -> int:
         from vocero.app.schemas import check_schemas, write_schemas
 
         return check_schemas(args.out) if args.check else write_schemas(args.out)
+    if args.command == "eval":
+        from vocero.evals.command import eval_command
+
+        return eval_command(args)
     from vocero.app.bench import run_bench
 
     return anyio.run(run_bench, args)

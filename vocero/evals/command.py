@@ -1,0 +1,51 @@
+"""``vocero eval`` (docs/eval.md): load, run, report; exit 0 passed, 1 a failure, 2 malformed."""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+from pathlib import Path
+
+import yaml
+
+from vocero.evals.format import ScenarioError, load_files
+from vocero.evals.report import write_junit, write_report
+from vocero.evals.runner import run_all
+
+
+def eval_command(args: argparse.Namespace) -> int:
+    try:
+        scenarios = load_files(list(args.paths))
+        zones = caller_zones(Path(args.identities))
+        for scenario in scenarios:
+            if scenario.caller not in zones:
+                raise ScenarioError(scenario.file, scenario.name, "caller",
+                                    f"no caller with token {scenario.caller!r} in "
+                                    f"{args.identities}")
+    except ScenarioError as exc:
+        print(f"vocero eval: malformed scenario: {exc}", file=sys.stderr)
+        return 2
+    if args.only:
+        scenarios = [s for s in scenarios if fnmatch.fnmatchcase(s.name, args.only)]
+        if not scenarios:
+            print(f"vocero eval: no scenario matches --only {args.only}", file=sys.stderr)
+            return 2
+    results = run_all(scenarios, args, zones)
+    if args.junit:
+        write_junit(Path(args.junit), results)
+    if args.report:
+        write_report(Path(args.report), results, mode=args.mode, runners=args.runners)
+    passed = sum(r.passed for r in results)
+    print(f"{passed}/{len(results)} scenarios passed")
+    return 0 if passed == len(results) else 1
+
+
+def caller_zones(identities: Path) -> dict[str, str]:
+    """Each caller token's timezone (SPEC §4)."""
+    try:
+        data = yaml.safe_load(identities.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ScenarioError(identities, "-", "--identities", f"not readable: {exc}") from exc
+    return {str(c["token"]): str(c.get("timezone") or "UTC")
+            for c in data.get("callers") or [] if isinstance(c, dict) and "token" in c}

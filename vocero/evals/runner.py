@@ -1,0 +1,192 @@
+"""``vocero eval``: groups the scenarios by sim script, runs each group on one server."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from vocero.evals.audio import Voice
+from vocero.evals.client import Caller, TurnResult
+from vocero.evals.expect import Context, Failure, check_scenario, check_turn
+from vocero.evals.format import Scenario
+from vocero.evals.server import Server, ServerError, read_taps, tap_profiles
+
+TURN_TIMEOUT_S = {"sim": 30.0, "cpu": 180.0, "gb10": 120.0}
+"""How long one turn's answer may take before the turn fails."""
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    turns: list[TurnResult] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    session_id: str = ""
+    started_at: float = 0.0
+    duration_s: float = 0.0
+    error: str = ""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    units: list[dict[str, Any]] = field(default_factory=list)
+    operations: list[dict[str, Any]] = field(default_factory=list)
+    followups: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures and not self.error
+
+    @property
+    def label(self) -> str:
+        return f"{Path(self.scenario.file).stem}/{self.scenario.name}"
+
+
+def run_all(scenarios: list[Scenario], args: argparse.Namespace,
+            zones: dict[str, str]) -> list[ScenarioResult]:
+    groups: dict[str, list[Scenario]] = {}
+    for scenario in scenarios:
+        key = scenario.sim_path if args.runners == "sim" else ""
+        groups.setdefault(key, []).append(scenario)
+    voice = Voice() if args.mode == "audio" else None
+    results: list[ScenarioResult] = []
+    with tempfile.TemporaryDirectory(prefix="vocero-eval-") as tmp:
+        for number, (sim, group) in enumerate(groups.items()):
+            work = Path(tmp) / f"server{number}"
+            work.mkdir()
+            aliases = tap_profiles(Path(args.profiles).resolve(), work / "profiles",
+                                   work / "taps")
+            server = Server(runners=args.runners, profiles=work / "profiles",
+                            identities=Path(args.identities).resolve(), work=work,
+                            sim_script=sim)
+            try:
+                server.wait_ready()
+                for scenario in group:
+                    result = run_scenario(scenario, server, work / "taps", aliases, args,
+                                          zones.get(scenario.caller or "", "UTC"), voice)
+                    _print(result)
+                    results.append(result)
+            except ServerError as exc:
+                print(f"vocero eval: {exc}", file=sys.stderr)
+                for scenario in group[len([r for r in results if r.scenario in group]):]:
+                    result = ScenarioResult(scenario, error="vocero serve did not start")
+                    _print(result)
+                    results.append(result)
+            finally:
+                server.stop()
+    return results
+
+
+def run_scenario(scenario: Scenario, server: Server, taps: Path,
+                 aliases: dict[str, set[tuple[str, str]]], args: argparse.Namespace,
+                 zone: str, voice: Voice | None) -> ScenarioResult:
+    result = ScenarioResult(scenario, started_at=time.time())
+    ctx = Context(zone=zone, now=datetime.now(UTC), aliases=aliases)
+    caller = Caller(server.ws_url, scenario.caller or "", locale=scenario.locale,
+                    timeout_s=TURN_TIMEOUT_S.get(args.runners, 60.0), mode=args.mode,
+                    voice=voice)
+    try:
+        caller.open()
+        result.session_id = caller.session_id
+        last_answer = ""
+        for index, turn in enumerate(scenario.turns, start=1):
+            done = TurnResult(index=index, say=turn.say or "")
+            result.turns.append(done)
+            if turn.if_asked is not None and not re.search(turn.if_asked, last_answer,
+                                                           re.IGNORECASE):
+                done.skipped = True
+                if turn.otherwise == "fail":
+                    result.failures.append(Failure(
+                        "if_asked", f"the agent asks /{turn.if_asked}/",
+                        repr(last_answer) if last_answer else "nothing", turn=index))
+                    break
+                continue
+            pause = (turn.pause_ms_after_words.words, turn.pause_ms_after_words.ms) if (
+                turn.pause_ms_after_words) else (0, 0)
+            caller.say(done, text=turn.say,
+                       confirm="confirm" if turn.confirm else "reject" if turn.reject else None,
+                       barge_in_after_ms=turn.barge_in_after_ms, then=turn.then, pause=pause,
+                       noise_db=turn.noise_db)
+            last_answer = done.heard_text or last_answer
+            if done.timed_out:
+                result.failures.append(Failure(
+                    "answer", "the answer completes", f"nothing more after "
+                    f"{caller.timeout_s:.0f} s (state {caller._state()})", turn=index))
+                break
+    except Exception as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+        traceback.print_exc(limit=3, file=sys.stderr)
+    finally:
+        caller.close()
+    result.duration_s = time.time() - result.started_at
+    if result.session_id:
+        _collect(result, server, taps)
+        for played, spec in zip(result.turns, scenario.turns, strict=False):
+            if spec.expect is not None and not played.skipped and not played.timed_out:
+                result.failures += check_turn(spec.expect, played, ctx)
+        if scenario.expect is not None and not result.error:
+            result.failures += check_scenario(
+                scenario.expect, turns=result.turns, tools=result.tools, units=result.units,
+                operations=result.operations, followups=result.followups,
+                findings=result.findings, ctx=ctx)
+    return result
+
+
+def _collect(result: ScenarioResult, server: Server, taps: Path) -> None:
+    """The operator API's rows of the session, and the tap records of its time window."""
+    session = result.session_id
+    result.units = server.get("/v1/units", session_id=session)
+    result.operations = server.get("/v1/operations", session_id=session)
+    result.followups = server.get("/v1/followups", session_id=session)
+    result.findings = server.get("/v1/findings", session_id=session)
+    end = result.started_at + result.duration_s
+    result.tools = [r for r in read_taps(taps) if result.started_at <= r.get("at", 0) <= end]
+    for turn in result.turns:
+        if not turn.sent_at:
+            continue
+        generations = set(turn.generations)
+        turn.units = [u for u in result.units if u.get("generation_id") in generations]
+        turn.tools = [r for r in result.tools
+                      if turn.sent_at <= r.get("at", 0) <= (turn.ended_at or end)]
+
+
+def _print(result: ScenarioResult) -> None:
+    if result.passed:
+        print(f"PASS {result.label} ({result.duration_s:.1f} s)")
+        return
+    if result.error:
+        print(f"FAIL {result.label}: {result.error}")
+    for failure in result.failures:
+        print(failure_text(result, failure))
+
+
+def failure_text(result: ScenarioResult, failure: Failure) -> str:
+    """docs/eval.md, "A failing expectation": expected, happened, the turn's transcript."""
+    where = f" turn {failure.turn}" if failure.turn is not None else ""
+    lines = [f"FAIL {result.label}{where}: {failure.what}",
+             f"  expected: {failure.expected}", f"  happened: {failure.happened}",
+             "  transcript:"]
+    turns = [t for t in result.turns if failure.turn is None or t.index == failure.turn]
+    lines += transcript_lines(turns)
+    return "\n".join(lines)
+
+
+def transcript_lines(turns: list[TurnResult]) -> list[str]:
+    lines: list[str] = []
+    for turn in turns:
+        if turn.skipped:
+            lines.append(f"    (turn {turn.index} skipped: {turn.say})")
+            continue
+        said = turn.say if turn.action == "say" else f"[{turn.action} button]"
+        lines.append(f"    caller: {said}")
+        if turn.transcripts and turn.caller_audio:
+            lines.append(f"    heard as: {' / '.join(turn.transcripts)}")
+        if turn.then:
+            lines.append(f"    caller (over the agent): {turn.then}")
+        lines.append(f"    agent:  {turn.heard_text or '(nothing)'}")
+    return lines

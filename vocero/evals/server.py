@@ -1,0 +1,156 @@
+"""The server under test: profiles rewritten through the tap, one ``vocero serve`` subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+READY_TIMEOUT_S = 180.0
+"""How long the server may take to listen and warm its runners (CPU models load in minutes)."""
+
+
+class ServerError(RuntimeError):
+    """The server did not start; the message carries the end of its output."""
+
+
+def tap_profiles(source: Path, target: Path, taps: Path) -> dict[str, set[tuple[str, str]]]:
+    """Copy the profile folder to ``target`` with every stdio server wrapped in the tap.
+
+    Relative server paths (``./``, ``../``) are resolved against the original profile file and
+    ``python`` is this interpreter, as the server does itself. Streamable-HTTP servers are left as
+    they are (their calls are read from Vocero's own records, docs/eval.md). Returns each
+    model-facing tool name's (server, server tool) pairs, so an expectation may name either."""
+    shutil.copytree(source, target)
+    taps.mkdir(parents=True, exist_ok=True)
+    aliases: dict[str, set[tuple[str, str]]] = {}
+    for original in sorted(source.glob("*.y*ml")):
+        data = yaml.safe_load(original.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            continue
+        for tool in data.get("tools") or []:
+            if isinstance(tool, dict) and "name" in tool:
+                aliases.setdefault(str(tool["name"]), set()).add(
+                    (str(tool.get("server", "")), str(tool.get("resolves_to", tool["name"]))))
+        servers = data.get("mcp_servers") or {}
+        for name, spec in servers.items():
+            if not isinstance(spec, dict) or not spec.get("command"):
+                continue
+            command = str(spec["command"])
+            if command in ("python", "python3"):
+                command = sys.executable
+            args = [_resolve(original.parent, str(arg)) for arg in spec.get("args") or []]
+            record = taps / f"{name}.jsonl"  # a server shared by profiles is one server
+            record.touch()
+            spec["command"] = sys.executable
+            spec["args"] = ["-m", "vocero.evals.tap", "--record", str(record), "--server",
+                            str(name), "--", command, *args]
+        (target / original.name).write_text(yaml.safe_dump(data, sort_keys=False),
+                                            encoding="utf-8")
+    return aliases
+
+
+def _resolve(folder: Path, arg: str) -> str:
+    if arg.startswith(("./", "../")):
+        return str((folder / arg).resolve())
+    return arg
+
+
+def read_taps(taps: Path) -> list[dict[str, Any]]:
+    """Every tools/call the taps recorded so far, in the order they were answered."""
+    records: list[dict[str, Any]] = []
+    for file in sorted(taps.glob("*.jsonl")):
+        for line in file.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                records.append(json.loads(line))
+    return sorted(records, key=lambda r: r.get("at") or 0.0)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Server:
+    """One ``vocero serve`` for a group of scenarios (the same sim script)."""
+
+    def __init__(self, *, runners: str, profiles: Path, identities: Path, work: Path,
+                 sim_script: str = "") -> None:
+        self.port = free_port()
+        self.token = secrets.token_urlsafe(24)
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}/v1/realtime"
+        self.output: deque[str] = deque(maxlen=60)
+        command = [
+            sys.executable, "-m", "vocero", "serve", "--runners", runners,
+            "--profiles", str(profiles), "--identities", str(identities),
+            "--db", f"sqlite:///{work / 'vocero.db'}", "--host", "127.0.0.1",
+            "--port", str(self.port), "--operator-token", self.token,
+        ]
+        if sim_script:
+            command += ["--sim-script", sim_script]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+            cwd=str(work))
+        self._listening = threading.Event()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line.rstrip())
+            if "vocero listening on" in line:
+                self._listening.set()
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout
+        while not self._listening.wait(0.1):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise ServerError(self._failure("did not start listening"))
+        with httpx.Client(timeout=5.0) as client:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    break
+                try:
+                    if client.get(f"{self.base}/readyz").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)  # polling the server's readiness
+        raise ServerError(self._failure("never became ready (GET /readyz)"))
+
+    def _failure(self, what: str) -> str:
+        tail = "\n".join(f"  {line}" for line in self.output)
+        return f"vocero serve {what} (exit {self.process.poll()}):\n{tail}"
+
+    def get(self, route: str, **params: str) -> list[dict[str, Any]]:
+        """The ``items`` of an operator API list (SPEC §3)."""
+        response = httpx.get(f"{self.base}{route}", params=params, timeout=10.0,
+                             headers={"Authorization": f"Bearer {self.token}"})
+        response.raise_for_status()
+        items: list[dict[str, Any]] = response.json().get("items", [])
+        return items
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
