@@ -58,7 +58,7 @@ class TurnResult:
 
     @property
     def heard_text(self) -> str:
-        return " ".join(part for part in self.heard if part)
+        return " / ".join(part for part in self.heard if part)
 
 
 class Caller:

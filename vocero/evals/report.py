@@ -42,6 +42,10 @@ audio { height: 2rem; vertical-align: middle; }
 """
 
 
+FAVICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+           '<circle cx="8" cy="8" r="7" fill="#2da44e"/></svg>\n')
+
+
 def write_junit(path: Path, results: list[ScenarioResult]) -> None:
     failures = sum(not r.passed for r in results)
     suite = ET.Element("testsuite", name="vocero eval", tests=str(len(results)),
@@ -77,6 +81,7 @@ def write_report(folder: Path, results: list[ScenarioResult], *, mode: str,
     (folder / "report.json").write_text(json.dumps(data, indent=2, sort_keys=True),
                                         encoding="utf-8")
     (folder / "report.css").write_text(CSS, encoding="utf-8")
+    (folder / "favicon.svg").write_text(FAVICON, encoding="utf-8")
     (folder / "index.html").write_text(_page(data), encoding="utf-8")
 
 
@@ -137,6 +142,7 @@ def _page(data: dict[str, Any]) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         "<title>vocero eval report</title>", '<link rel="stylesheet" href="report.css">',
+        '<link rel="icon" href="favicon.svg" type="image/svg+xml">',
         "</head>", "<body>", "<h1>vocero eval report</h1>",
         f'<p class="summary" id="summary">{data["passed"]} of {data["total"]} scenarios passed '
         f'· runners {e(str(data["runners"]))} · mode {e(str(data["mode"]))}</p>',

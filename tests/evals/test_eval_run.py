@@ -1,0 +1,156 @@
+"""``vocero eval`` end to end with the simulators: a small scenario file passes (exit 0); with
+one expected effect changed it fails (exit 1) naming what was expected and what happened; the
+HTML report opens in headless Chromium without a console error."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = Path(__file__).parent / "scenarios"
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOT = REPO / "docs" / "screenshots" / "eval-report.png"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+
+
+def _eval(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "vocero", "eval", *args, "--runners", "sim"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def passing(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str],
+                                                               Path]:
+    out = tmp_path_factory.mktemp("passing")
+    run = _eval(str(SCENARIOS), "--junit", str(out / "out.xml"), "--report", str(out / "report"))
+    return run, out
+
+
+@pytest.fixture(scope="module")
+def failing(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str],
+                                                               Path]:
+    """The same file with one expected effect changed: the order asked for is A123, the
+    expectation now says A999."""
+    out = tmp_path_factory.mktemp("failing")
+    shutil.copytree(SCENARIOS, out / "scenarios")
+    file = out / "scenarios" / "orders.yaml"
+    text = file.read_text()
+    assert "arguments: {order_id: A123}" in text
+    file.write_text(text.replace("arguments: {order_id: A123}", "arguments: {order_id: A999}"))
+    run = _eval(str(out / "scenarios"), "--junit", str(out / "out.xml"),
+                "--report", str(out / "report"))
+    return run, out
+
+
+def test_the_scenarios_pass(passing: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    run, out = passing
+    assert run.returncode == 0, run.stdout + run.stderr
+    for name in ("order-status", "reschedule", "barge-in"):
+        assert f"PASS orders/{name}" in run.stdout
+    assert "3/3 scenarios passed" in run.stdout
+    suite = ET.parse(out / "out.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures")) == ("3", "0")
+    report = json.loads((out / "report" / "report.json").read_text())
+    assert (report["passed"], report["total"]) == (3, 3)
+    order, reschedule, barge = report["scenarios"]
+    first = order["turns"][0]
+    assert first["heard_text"] == "Order A123 is shipped."
+    assert [(u["kind"], u["disposition"]) for u in first["units"]] == [("tool_fact", "admitted")]
+    assert first["tools"] == [{"server": "orders", "tool": "get_order_status",
+                               "arguments": {"order_id": "A123"}, "status": "ok"}]
+    assert first["ttfa_ms"] is not None and (out / "report" / first["audio"]["agent"]).is_file()
+    assert order["turns"][1]["skipped"]  # if_asked: the agent did not ask which day
+    assert reschedule["operations"][0]["status"] == "committed"
+    assert reschedule["turns"][1]["confirmations"][0]["tool"] == "appointments.reschedule"
+    assert barge["turns"][0]["stops"][0]["reason"] == "barge_in"
+    assert barge["turns"][0]["statuses"][0] == "interrupted"
+
+
+def test_a_changed_expected_effect_fails_with_expected_and_happened(
+    failing: tuple[subprocess.CompletedProcess[str], Path]
+) -> None:
+    run, out = failing
+    assert run.returncode == 1, run.stdout + run.stderr
+    expected = (
+        "FAIL orders/order-status turn 1: tools get_order_status\n"
+        "  expected: 1 call with {order_id: A999}\n"
+        "  happened: 1 call with {order_id: A123}\n"
+        "  transcript:\n"
+        "    caller: What is the status of order A123?\n"
+        "    agent:  Order A123 is shipped.\n"
+    )
+    assert expected in run.stdout
+    assert "PASS orders/reschedule" in run.stdout and "2/3 scenarios passed" in run.stdout
+    suite = ET.parse(out / "out.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+    failure = suite.find("testcase[@name='order-status']/failure")
+    assert failure is not None and "expected: 1 call with {order_id: A999}" in (failure.text or "")
+
+
+@pytest.fixture
+def report_url(failing: tuple[subprocess.CompletedProcess[str], Path]) -> Iterator[str]:
+    folder = failing[1] / "report"
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    server.shutdown()
+    server.server_close()
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+        pass
+
+
+def test_the_html_report_in_headless_chromium(report_url: str, tmp_path: Path) -> None:
+    problems: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto(report_url, wait_until="load")
+        summary = page.text_content("#summary") or ""
+        sections = page.locator("section.scenario").count()
+        failed = page.locator("section.fail").count()
+        failure_text = page.text_content("section.fail pre.failure") or ""
+        body = page.text_content("body") or ""
+        players = page.locator("audio").count()
+        scripts = page.locator("script").count()
+        csp = page.get_attribute("meta[http-equiv='Content-Security-Policy']", "content") or ""
+        duration = page.evaluate(
+            "async () => { const a = document.querySelector('audio'); a.preload = 'auto';"
+            " a.load(); await new Promise(r => a.addEventListener('loadedmetadata', r,"
+            " {once: true})); return a.duration; }")
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOT), full_page=True)
+        browser.close()
+    assert problems == []
+    assert "2 of 3 scenarios passed" in summary
+    assert (sections, failed) == (3, 1)
+    assert "expected: 1 call with {order_id: A999}" in failure_text
+    for text in ("What is the status of order A123?", "Order A123 is shipped.", "tool_fact",
+                 "admitted", "readback", "get_order_status", "reschedule_appointment",
+                 "first audio", "barge-in stop", "interrupted", "committed"):
+        assert text in body, text
+    assert players >= 5 and scripts == 0
+    assert "default-src 'none'" in csp
+    assert duration > 0

@@ -1,0 +1,79 @@
+"""The recording tap relays bytes unchanged and records each tools/call with its response."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from vocero.evals.tap import relay
+
+REPO = Path(__file__).resolve().parents[2]
+ORDERS = REPO / "fixtures" / "mcp_servers" / "orders_server.py"
+PRINCIPAL = {"subject_ref": "sub_1", "tenant_id": "acme", "scopes": ["orders:read"]}
+
+
+def test_relay_copies_every_byte_and_parses_complete_lines() -> None:
+    data = b'{"a": 1}\n{"b":\n not json\n\n{"c": 3}'
+    read, write = os.pipe()
+    os.write(write, data)
+    os.close(write)
+    sink = io.BytesIO()
+    lines: list[bytes] = []
+    with os.fdopen(read, "rb") as source:
+        relay(source, sink, lines.append)
+    assert sink.getvalue() == data
+    assert lines == [b'{"a": 1}', b'{"b":', b" not json", b'{"c": 3}']
+
+
+def _rpc(process: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str, Any] | None:
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(message).encode() + b"\n")
+    process.stdin.flush()
+    if "id" not in message:
+        return None
+    while True:
+        line = process.stdout.readline()
+        assert line, "the tap closed its stdout"
+        answer: dict[str, Any] = json.loads(line)
+        if answer.get("id") == message["id"]:
+            return answer
+
+
+def test_a_real_fixture_server_through_the_tap(tmp_path: Path) -> None:
+    record = tmp_path / "orders.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vocero.evals.tap", "--record", str(record), "--server", "orders",
+         "--", sys.executable, str(ORDERS)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO)
+    try:
+        init = _rpc(process, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "eval-test", "version": "1"}}})
+        assert init is not None and "result" in init
+        _rpc(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        meta = {"io.vocero/principal": PRINCIPAL, "io.vocero/operation_id": "op_1"}
+        found = _rpc(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "get_order_status", "arguments": {"order_id": "A123"}, "_meta": meta}})
+        missing = _rpc(process, {"jsonrpc": "2.0", "id": "x", "method": "tools/call", "params": {
+            "name": "get_order_status", "arguments": {"order_id": "NOPE"}, "_meta": meta}})
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0
+    assert found is not None and "shipped" in json.dumps(found["result"])
+    assert missing is not None
+    records = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [(r["tool"], r["arguments"], r["server"]) for r in records] == [
+        ("get_order_status", {"order_id": "A123"}, "orders"),
+        ("get_order_status", {"order_id": "NOPE"}, "orders"),
+    ]
+    assert records[0]["meta"]["io.vocero/principal"] == PRINCIPAL
+    assert records[0]["meta"]["io.vocero/operation_id"] == "op_1"
+    assert records[0]["status"] == "ok" and records[0]["result"] == found["result"]
+    assert records[1]["status"] == "error"
+    assert all(r["answered_at"] >= r["at"] for r in records)
