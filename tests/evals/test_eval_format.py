@@ -1,4 +1,4 @@
-"""A malformed scenario file exits 2 and names the file, the scenario and the field; nothing runs."""
+"""A malformed scenario file exits 2 naming the file, the scenario and the field; nothing runs."""
 
 from __future__ import annotations
 

@@ -111,7 +111,8 @@ def test_claims_count_only_admitted_units() -> None:
     assert [f.what for f in failures] == ["claims returns.window", "no_claims hours.saturday"]
 
 
-def _call(tool: str, server: str = "orders", status: str = "ok", **arguments: Any) -> dict[str, Any]:
+def _call(tool: str, server: str = "orders", status: str = "ok",
+          **arguments: Any) -> dict[str, Any]:
     return {"tool": tool, "server": server, "arguments": arguments, "status": status}
 
 

@@ -115,7 +115,7 @@ def report_url(failing: tuple[subprocess.CompletedProcess[str], Path]) -> Iterat
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
