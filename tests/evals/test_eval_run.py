@@ -154,3 +154,18 @@ def test_the_html_report_in_headless_chromium(report_url: str, tmp_path: Path) -
     assert players >= 5 and scripts == 0
     assert "default-src 'none'" in csp
     assert duration > 0
+
+
+def test_audio_mode_streams_the_callers_synthesized_line(tmp_path: Path) -> None:
+    """``--mode audio``: Piper speaks the line (with its pause and noise) in 20 ms frames in real
+    time; the simulated STT's transcript is the turn's, and both sides' WAVs are written."""
+    run = _eval(str(Path(__file__).parent / "audio"), "--mode", "audio",
+                "--report", str(tmp_path / "report"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    turn = json.loads((tmp_path / "report" / "report.json").read_text())["scenarios"][0][
+        "turns"][0]
+    assert turn["transcripts"] == ["what is the status of order A123"]
+    assert turn["heard_text"] == "Order A123 is shipped."
+    caller = tmp_path / "report" / turn["audio"]["caller"]
+    assert caller.stat().st_size > 16_000 * 2  # over a second of speech at 16 kHz
+    assert (tmp_path / "report" / turn["audio"]["agent"]).is_file()

@@ -125,7 +125,7 @@ def run_scenario(scenario: Scenario, server: Server, taps: Path,
         caller.close()
     result.duration_s = time.time() - result.started_at
     if result.session_id:
-        _collect(result, server, taps)
+        _collect(result, server, taps, aliases)
         for played, spec in zip(result.turns, scenario.turns, strict=False):
             if spec.expect is not None and not played.skipped and not played.timed_out:
                 result.failures += check_turn(spec.expect, played, ctx)
@@ -137,7 +137,8 @@ def run_scenario(scenario: Scenario, server: Server, taps: Path,
     return result
 
 
-def _collect(result: ScenarioResult, server: Server, taps: Path) -> None:
+def _collect(result: ScenarioResult, server: Server, taps: Path,
+             aliases: dict[str, set[tuple[str, str]]]) -> None:
     """The operator API's rows of the session, and the tap records of its time window."""
     session = result.session_id
     result.units = server.get("/v1/units", session_id=session)
@@ -145,7 +146,10 @@ def _collect(result: ScenarioResult, server: Server, taps: Path) -> None:
     result.followups = server.get("/v1/followups", session_id=session)
     result.findings = server.get("/v1/findings", session_id=session)
     end = result.started_at + result.duration_s
-    result.tools = [r for r in read_taps(taps) if result.started_at <= r.get("at", 0) <= end]
+    records = read_taps(taps) + untapped_calls(result, {p.stem for p in taps.glob("*.jsonl")},
+                                               aliases)
+    result.tools = sorted((r for r in records if result.started_at <= r.get("at", 0) <= end),
+                          key=lambda r: r.get("at", 0.0))
     for turn in result.turns:
         if not turn.sent_at:
             continue
@@ -153,6 +157,38 @@ def _collect(result: ScenarioResult, server: Server, taps: Path) -> None:
         turn.units = [u for u in result.units if u.get("generation_id") in generations]
         turn.tools = [r for r in result.tools
                       if turn.sent_at <= r.get("at", 0) <= (turn.ended_at or end)]
+
+
+def untapped_calls(result: ScenarioResult, tapped: set[str],
+                   aliases: dict[str, set[tuple[str, str]]]) -> list[dict[str, Any]]:
+    """Calls of servers no tap sees (streamable HTTP, Vocero's built-ins), from Vocero's own
+    records: the session's operations, with the arguments the read-back showed (docs/eval.md)."""
+    fields = {c.get("proposal_id"): c.get("fields") or {}
+              for turn in result.turns for c in turn.confirmations}
+    calls: list[dict[str, Any]] = []
+    for operation in result.operations:
+        pairs = aliases.get(str(operation.get("tool", "")), set())
+        server = next(iter(sorted(pairs)), ("", ""))[0]
+        if not server or server in tapped:
+            continue
+        status = str(operation.get("status", ""))
+        calls.append({
+            "server": server, "tool": str(operation.get("resolved_tool") or operation["tool"]),
+            "arguments": fields.get(operation.get("proposal_id"), {}),
+            "meta": {"io.vocero/operation_id": operation.get("operation_id")},
+            "at": _epoch(str(operation.get("created_at", ""))),
+            "status": "ok" if status == "committed" else "error" if status in (
+                "rejected", "failed", "unknown") else status,
+            "source": "vocero",
+        })
+    return calls
+
+
+def _epoch(text: str) -> float:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _print(result: ScenarioResult) -> None:
