@@ -1,6 +1,9 @@
 """``vocero eval`` end to end with the simulators: a small scenario file passes (exit 0); with
 one expected effect changed it fails (exit 1) naming what was expected and what happened; the
-HTML report opens in headless Chromium without a console error."""
+HTML report opens in headless Chromium without a console error.
+
+The report's screenshot is written to the test's tmp dir (``eval-report.png``);
+docs/screenshots/eval-report.png is a copy of it."""
 
 from __future__ import annotations
 
@@ -21,7 +24,6 @@ from playwright.sync_api import sync_playwright
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = Path(__file__).parent / "scenarios"
 CHROMIUM = "/usr/bin/chromium"
-SCREENSHOT = REPO / "docs" / "screenshots" / "eval-report.png"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
@@ -140,8 +142,7 @@ def test_the_html_report_in_headless_chromium(report_url: str, tmp_path: Path) -
             "async () => { const a = document.querySelector('audio'); a.preload = 'auto';"
             " a.load(); await new Promise(r => a.addEventListener('loadedmetadata', r,"
             " {once: true})); return a.duration; }")
-        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOT), full_page=True)
+        page.screenshot(path=str(tmp_path / "eval-report.png"), full_page=True)
         browser.close()
     assert problems == []
     assert "2 of 3 scenarios passed" in summary
