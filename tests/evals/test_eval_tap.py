@@ -5,11 +5,16 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from vocero.evals.proxy import RecordingProxy
 from vocero.evals.tap import relay
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,3 +82,65 @@ def test_a_real_fixture_server_through_the_tap(tmp_path: Path) -> None:
     assert records[0]["status"] == "ok" and records[0]["result"] == found["result"]
     assert records[1]["status"] == "error"
     assert all(r["answered_at"] >= r["at"] for r in records)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    """A JSON-RPC answer, as JSON or as the data of an event stream."""
+    if "text/event-stream" in response.headers.get("content-type", ""):
+        data = [line[5:].strip() for line in response.text.splitlines()
+                if line.startswith("data:")]
+        return json.loads(data[-1])  # type: ignore[no-any-return]
+    return response.json()  # type: ignore[no-any-return]
+
+
+def test_a_streamable_http_server_through_the_recording_proxy(tmp_path: Path) -> None:
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, str(ORDERS), "--transport", "http", "--port",
+                               str(port)], cwd=REPO, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    record = tmp_path / "orders.jsonl"
+    proxy = RecordingProxy(f"http://127.0.0.1:{port}/mcp", str(record), "orders").start()
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # polling the fixture server's port until it listens
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline and server.poll() is None, "no fixture server"
+            time.sleep(0.05)
+        headers = {"Accept": "application/json, text/event-stream",
+                   "Content-Type": "application/json"}
+        with httpx.Client(timeout=10) as client:
+            init = client.post(proxy.url, headers=headers, json={
+                "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "eval-test", "version": "1"}}})
+            assert init.status_code == 200 and "result" in _answer(init)
+            session = init.headers.get("mcp-session-id")
+            if session:
+                headers["mcp-session-id"] = session
+            client.post(proxy.url, headers=headers,
+                        json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            meta = {"io.vocero/principal": PRINCIPAL, "io.vocero/operation_id": "op_2"}
+            call = client.post(proxy.url, headers=headers, json={
+                "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                    "name": "get_order_status", "arguments": {"order_id": "A123"},
+                    "_meta": meta}})
+            answer = _answer(call)
+    finally:
+        proxy.stop()
+        server.terminate()
+        server.wait(timeout=10)
+    assert "shipped" in json.dumps(answer["result"])
+    (only,) = [json.loads(line) for line in record.read_text().splitlines()]
+    assert (only["server"], only["tool"], only["arguments"], only["status"]) == (
+        "orders", "get_order_status", {"order_id": "A123"}, "ok")
+    assert only["meta"]["io.vocero/operation_id"] == "op_2"
+    assert only["result"] == answer["result"]

@@ -55,8 +55,8 @@ def write_junit(path: Path, results: list[ScenarioResult]) -> None:
         case = ET.SubElement(suite, "testcase", classname=Path(result.scenario.file).stem,
                              name=result.scenario.name, time=f"{result.duration_s:.3f}")
         if not result.passed:
-            text = "\n\n".join([result.error] if result.error else [] +
-                               [failure_text(result, f) for f in result.failures])
+            text = "\n\n".join(([result.error] if result.error else [])
+                               + [failure_text(result, f) for f in result.failures])
             first = result.error or (result.failures[0].what if result.failures else "failed")
             failure = ET.SubElement(case, "failure", message=first)
             failure.text = text

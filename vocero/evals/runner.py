@@ -17,6 +17,7 @@ from vocero.evals.audio import Voice
 from vocero.evals.client import Caller, TurnResult
 from vocero.evals.expect import Context, Failure, check_scenario, check_turn
 from vocero.evals.format import Scenario
+from vocero.evals.proxy import RecordingProxy
 from vocero.evals.server import Server, ServerError, read_taps, tap_profiles
 
 TURN_TIMEOUT_S = {"sim": 30.0, "cpu": 180.0, "gb10": 120.0}
@@ -59,8 +60,9 @@ def run_all(scenarios: list[Scenario], args: argparse.Namespace,
         for number, (sim, group) in enumerate(groups.items()):
             work = Path(tmp) / f"server{number}"
             work.mkdir()
+            proxies: list[RecordingProxy] = []
             aliases = tap_profiles(Path(args.profiles).resolve(), work / "profiles",
-                                   work / "taps")
+                                   work / "taps", proxies)
             server = Server(runners=args.runners, profiles=work / "profiles",
                             identities=Path(args.identities).resolve(), work=work,
                             sim_script=sim)
@@ -79,6 +81,8 @@ def run_all(scenarios: list[Scenario], args: argparse.Namespace,
                     results.append(result)
             finally:
                 server.stop()
+                for proxy in proxies:
+                    proxy.stop()
     return results
 
 
@@ -161,7 +165,7 @@ def _collect(result: ScenarioResult, server: Server, taps: Path,
 
 def untapped_calls(result: ScenarioResult, tapped: set[str],
                    aliases: dict[str, set[tuple[str, str]]]) -> list[dict[str, Any]]:
-    """Calls of servers no tap sees (streamable HTTP, Vocero's built-ins), from Vocero's own
+    """Calls no tap or proxy sees (Vocero's built-ins), from Vocero's own
     records: the session's operations, with the arguments the read-back showed (docs/eval.md)."""
     fields = {c.get("proposal_id"): c.get("fields") or {}
               for turn in result.turns for c in turn.confirmations}

@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import yaml
 
+from vocero.evals.proxy import RecordingProxy
+
 READY_TIMEOUT_S = 180.0
 """How long the server may take to listen and warm its runners (CPU models load in minutes)."""
 
@@ -26,16 +28,19 @@ class ServerError(RuntimeError):
     """The server did not start; the message carries the end of its output."""
 
 
-def tap_profiles(source: Path, target: Path, taps: Path) -> dict[str, set[tuple[str, str]]]:
+def tap_profiles(source: Path, target: Path, taps: Path,
+                 proxies: list[RecordingProxy] | None = None) -> dict[str, set[tuple[str, str]]]:
     """Copy the profile folder to ``target`` with every stdio server wrapped in the tap.
 
     Relative server paths (``./``, ``../``) are resolved against the original profile file and
     ``python`` is this interpreter, as the server does itself. Streamable-HTTP servers are left as
-    they are (their calls are read from Vocero's own records, docs/eval.md). Returns each
+    through a :class:`RecordingProxy` on loopback when ``proxies`` collects them (else left as they
+are, their calls read from Vocero's own records, docs/eval.md). Returns each
     model-facing tool name's (server, server tool) pairs, so an expectation may name either."""
     shutil.copytree(source, target)
     taps.mkdir(parents=True, exist_ok=True)
     aliases: dict[str, set[tuple[str, str]]] = {}
+    proxies_by_url: dict[str, RecordingProxy] = {}
     for original in sorted(source.glob("*.y*ml")):
         data = yaml.safe_load(original.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
@@ -46,7 +51,19 @@ def tap_profiles(source: Path, target: Path, taps: Path) -> dict[str, set[tuple[
                     (str(tool.get("server", "")), str(tool.get("resolves_to", tool["name"]))))
         servers = data.get("mcp_servers") or {}
         for name, spec in servers.items():
-            if not isinstance(spec, dict) or not spec.get("command"):
+            if not isinstance(spec, dict):
+                continue
+            if spec.get("url") and proxies is not None:
+                proxy = proxies_by_url.get(str(spec["url"]))
+                if proxy is None:
+                    (taps / f"{name}.jsonl").touch()
+                    proxy = RecordingProxy(str(spec["url"]), str(taps / f"{name}.jsonl"),
+                                           str(name)).start()
+                    proxies_by_url[str(spec["url"])] = proxy
+                    proxies.append(proxy)
+                spec["url"] = proxy.url
+                continue
+            if not spec.get("command"):
                 continue
             command = str(spec["command"])
             if command in ("python", "python3"):
