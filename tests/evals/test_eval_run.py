@@ -10,15 +10,18 @@ from __future__ import annotations
 import functools
 import json
 import shutil
+import socket
 import subprocess
 import sys
 import threading
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 from playwright.sync_api import sync_playwright
 
 REPO = Path(__file__).resolve().parents[2]
@@ -170,3 +173,40 @@ def test_audio_mode_streams_the_callers_synthesized_line(tmp_path: Path) -> None
     caller = tmp_path / "report" / turn["audio"]["caller"]
     assert caller.stat().st_size > 16_000 * 2  # over a second of speech at 16 kHz
     assert (tmp_path / "report" / turn["audio"]["agent"]).is_file()
+
+
+def test_a_streamable_http_server_is_recorded_through_the_proxy(tmp_path: Path) -> None:
+    """The profile's orders server over streamable HTTP: eval reaches it through its loopback
+    recording proxy, so the tool expectation sees the call."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, str(REPO / "fixtures" / "mcp_servers" / "orders_server.py"),
+         "--transport", "http", "--port", str(port)],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:  # polling the fixture server's port until it listens
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        assert time.monotonic() < deadline and server.poll() is None, "no fixture server"
+        time.sleep(0.05)
+    profiles = tmp_path / "profiles"
+    shutil.copytree(REPO / "fixtures" / "profiles", profiles)
+    for file in profiles.glob("*.yaml"):
+        profile = yaml.safe_load(file.read_text())
+        if "orders" in profile.get("mcp_servers", {}):
+            profile["mcp_servers"]["orders"] = {"url": f"http://127.0.0.1:{port}/mcp"}
+            file.write_text(yaml.safe_dump(profile, sort_keys=False))
+    try:
+        run = _eval(str(SCENARIOS), "--only", "order-status", "--profiles", str(profiles),
+                    "--report", str(tmp_path / "report"))
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert run.returncode == 0, run.stdout + run.stderr
+    turn = json.loads((tmp_path / "report" / "report.json").read_text())["scenarios"][0][
+        "turns"][0]
+    assert turn["tools"] == [{"server": "orders", "tool": "get_order_status",
+                              "arguments": {"order_id": "A123"}, "status": "ok"}]
