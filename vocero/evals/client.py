@@ -80,6 +80,7 @@ class Caller:
         self.turn = TurnResult(index=0)
         self.closed = False
         self._last_state = "LISTENING"
+        self._stream_id = 0
 
     # ------------------------------------------------------------------ wire
 
@@ -172,10 +173,9 @@ class Caller:
         self.send("input.speech_started.v1")
         turn.then = then
         if self.mode == "audio" and self.voice is not None:
-            stop_audio.set()
             audio = self.voice.speak(then)
             turn.caller_audio += audio
-            self._stream(audio, threading.Event())
+            self._stream(audio, stop_audio)
         else:
             self.send("input.text.v1", {"text": then})
 
@@ -185,9 +185,14 @@ class Caller:
         frames = [pcm[i:i + FRAME_BYTES] for i in range(0, len(pcm), FRAME_BYTES)]
         frames += [silence] * (TRAILING_SILENCE_MS // 20)
 
+        self._stream_id += 1
+        mine = self._stream_id
+
         def run() -> None:
             start = time.monotonic()
             for index, frame in enumerate(frames):
+                if mine != self._stream_id:
+                    return  # a newer stream (speech over the agent) took the microphone
                 if index >= len(frames) - TRAILING_SILENCE_MS // 20 and stop.is_set():
                     return
                 delay = start + index * 0.02 - time.monotonic()
