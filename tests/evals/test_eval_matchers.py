@@ -194,3 +194,12 @@ def test_rows_match_distinct_rows_and_followups_due_in_the_callers_zone() -> Non
                               ctx=CTX)
     assert [f.what for f in failures] == ["followups", "findings promised_unbooked"]
     assert "2026-12-03T16:00:00+01:00" in failures[0].happened
+
+
+def test_calls_belong_to_the_sessions_caller() -> None:
+    from vocero.evals.runner import _of_subject
+
+    mine = {"meta": {"io.vocero/principal": {"subject_ref": "sub_a", "tenant_id": "acme"}}}
+    theirs = {"meta": {"io.vocero/principal": {"subject_ref": "sub_b", "tenant_id": "acme"}}}
+    assert _of_subject(mine, "sub_a") and not _of_subject(theirs, "sub_a")
+    assert _of_subject({"meta": {}}, "sub_a") and _of_subject(theirs, "")

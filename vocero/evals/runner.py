@@ -150,8 +150,11 @@ def _collect(result: ScenarioResult, server: Server, taps: Path,
     result.followups = server.get("/v1/followups", session_id=session)
     result.findings = server.get("/v1/findings", session_id=session)
     end = result.started_at + result.duration_s
-    records = read_taps(taps) + untapped_calls(result, {p.stem for p in taps.glob("*.jsonl")},
-                                               aliases)
+    subject = str(server.get_json(f"/v1/sessions/{session}").get("identity", {})
+                  .get("subject_ref", ""))
+    tapped = {p.stem for p in taps.glob("*.jsonl")}
+    records = [r for r in read_taps(taps) if _of_subject(r, subject)]
+    records += untapped_calls(result, tapped, aliases)
     result.tools = sorted((r for r in records if result.started_at <= r.get("at", 0) <= end),
                           key=lambda r: r.get("at", 0.0))
     for turn in result.turns:
@@ -161,6 +164,14 @@ def _collect(result: ScenarioResult, server: Server, taps: Path,
         turn.units = [u for u in result.units if u.get("generation_id") in generations]
         turn.tools = [r for r in result.tools
                       if turn.sent_at <= r.get("at", 0) <= (turn.ended_at or end)]
+
+
+def _of_subject(record: dict[str, Any], subject: str) -> bool:
+    """A call made for the session's caller (``io.vocero/principal``); one without a principal,
+    or a session whose reference is unknown, is judged by its time window alone."""
+    principal = (record.get("meta") or {}).get("io.vocero/principal") or {}
+    theirs = principal.get("subject_ref") if isinstance(principal, dict) else None
+    return not subject or not theirs or theirs == subject
 
 
 def untapped_calls(result: ScenarioResult, tapped: set[str],

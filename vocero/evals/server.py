@@ -157,11 +157,15 @@ class Server:
 
     def get(self, route: str, **params: str) -> list[dict[str, Any]]:
         """The ``items`` of an operator API list (SPEC §3)."""
+        items: list[dict[str, Any]] = self.get_json(route, **params).get("items", [])
+        return items
+
+    def get_json(self, route: str, **params: str) -> dict[str, Any]:
         response = httpx.get(f"{self.base}{route}", params=params, timeout=10.0,
                              headers={"Authorization": f"Bearer {self.token}"})
         response.raise_for_status()
-        items: list[dict[str, Any]] = response.json().get("items", [])
-        return items
+        data: dict[str, Any] = response.json()
+        return data
 
     def stop(self) -> None:
         if self.process.poll() is None:
