@@ -27,6 +27,10 @@ from playwright.sync_api import sync_playwright
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = Path(__file__).parent / "scenarios"
 CHROMIUM = "/usr/bin/chromium"
+RUN_TIMEOUT_S = 300
+"""A server start with the simulators takes 3 s alone and 30 s on a loaded 2-core machine."""
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(RUN_TIMEOUT_S + 60)]
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
@@ -34,7 +38,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run",
 
 def _eval(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "vocero", "eval", *args, "--runners", "sim"],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+                          cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +128,7 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+@pytest.mark.browser
 def test_the_html_report_in_headless_chromium(report_url: str, tmp_path: Path) -> None:
     problems: list[str] = []
     with sync_playwright() as playwright:
