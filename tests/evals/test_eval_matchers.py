@@ -203,3 +203,75 @@ def test_calls_belong_to_the_sessions_caller() -> None:
     theirs = {"meta": {"io.vocero/principal": {"subject_ref": "sub_b", "tenant_id": "acme"}}}
     assert _of_subject(mine, "sub_a") and not _of_subject(theirs, "sub_a")
     assert _of_subject({"meta": {}}, "sub_a") and _of_subject(theirs, "")
+
+
+def test_rows_are_an_assignment_so_a_general_entry_first_leaves_the_specific_one_its_row() -> None:
+    # Rows come newest first: the duplicate repeat, then the first booking.
+    rows = [{"tool": "followups.record", "status": "committed", "receipt": {"duplicate": True}},
+            {"tool": "followups.record", "status": "committed", "receipt": {"duplicate": False}}]
+    general = {"tool": "followups.record", "status": "committed"}
+    specific = {**general, "receipt": {"pattern": "'duplicate': True"}}
+    assert check_rows("operations", [general, specific], rows, CTX) == []
+    assert check_rows("operations", [specific, general], rows, CTX) == []
+    twice = check_rows("operations", [specific, specific], rows, CTX)
+    assert [f.expected for f in twice] == [describe(specific)]
+
+
+def test_an_operation_names_the_profiles_tool_or_the_servers() -> None:
+    ctx = Context(zone="Europe/Madrid", now=NOW, aliases={
+        "appointments.reschedule": {("appointments", "reschedule_appointment")}})
+    rows = [{"tool": "appointments.reschedule", "resolved_tool": "reschedule_appointment",
+             "status": "committed"}]
+    for name in ("appointments.reschedule", "reschedule_appointment"):
+        assert check_rows("operations", [{"tool": name, "status": "committed"}], rows, ctx) == []
+    assert check_rows("operations", [{"tool": {"contains": "reschedule_app"}}], rows, ctx) == []
+    other = check_rows("operations", [{"tool": "cancel_appointment"}], rows, ctx)
+    assert len(other) == 1 and "appointments.reschedule" in other[0].happened
+    # Follow-up rows have no tool aliases: a plain field as before.
+    assert len(check_rows("followups", [{"tool": "reschedule_appointment"}], rows, ctx)) == 1
+
+
+def test_a_builtin_calls_arguments_are_the_operations_canonical_ones() -> None:
+    from vocero.evals.format import Scenario
+    from vocero.evals.runner import ScenarioResult, untapped_calls
+
+    result = ScenarioResult(Scenario(name="x", file="x.yaml", turns=[]))
+    result.operations = [
+        {"operation_id": "op_1", "proposal_id": "prop_1", "tool": "followups.record",
+         "resolved_tool": "followups.record", "status": "committed",
+         "arguments": {"channel": "phone", "reason": "my invoice"},
+         "created_at": "2026-12-02T10:00:00+00:00"},
+        {"operation_id": "op_2", "proposal_id": None, "tool": "knowledge.search",
+         "resolved_tool": "knowledge.search", "status": "committed", "arguments": None,
+         "created_at": "2026-12-02T10:00:01+00:00"},
+        {"operation_id": "op_3", "proposal_id": "prop_3", "tool": "followups.record",
+         "resolved_tool": "followups.record", "status": "committed",
+         "arguments": {"$purged": True}, "created_at": "2026-12-02T10:00:02+00:00"}]
+    aliases = {"followups.record": {("vocero", "followups.record")},
+               "knowledge.search": {("vocero", "knowledge.search")}}
+    calls = untapped_calls(result, set(), aliases)
+    assert [c["arguments"] for c in calls] == [
+        {"channel": "phone", "reason": "my invoice"}, {}, {}]
+    wanted = [ToolExpect(tool="followups.record",
+                         arguments={"reason": {"contains": "invoice"}})]
+    assert check_tools(wanted, [], calls, CTX) == []
+    assert untapped_calls(result, {"vocero"}, aliases) == []
+
+
+def test_the_operator_view_of_an_operation_lists_a_writes_canonical_arguments() -> None:
+    from vocero.contracts.domain import Principal
+    from vocero.policy.records import OperationRecord
+
+    def record(proposal_id: str | None, arguments: dict[str, Any]) -> OperationRecord:
+        return OperationRecord(
+            id="op_1", session_id="s", proposal_id=proposal_id, revision=1, tenant_id="acme",
+            tool="followups.record", server="vocero", resolved_tool="followups.record",
+            arguments=arguments, principal=Principal(subject_ref="sub", tenant_id="acme",
+                                                     scopes=[]),
+            idempotent=True, status="committed", attempts=1, receipt=None, reason_code="",
+            created_at=NOW, updated_at=NOW)
+
+    write = record("prop_1", {"reason": "my invoice", "api_key": "k", "sensitive_note": "n"})
+    assert write.public()["arguments"] == {"reason": "my invoice"}
+    assert "principal" not in write.public()
+    assert record(None, {"arguments_hash": "h"}).public()["arguments"] is None

@@ -207,17 +207,43 @@ def check_stopped(expected: bool, turn: TurnResult) -> list[Failure]:
 
 def check_rows(what: str, expected: list[dict[str, Any]], rows: list[dict[str, Any]],
                ctx: Context) -> list[Failure]:
-    """Each expected entry matches a distinct row (first fit, in order)."""
+    """Each expected entry matches a distinct row: an assignment of rows to entries (a maximum
+    bipartite matching), so the order of the entries does not matter; an entry no assignment
+    can serve fails. An operation's ``tool`` is the profile's name or the server's
+    (``resolves_to``), as for ``tools``."""
+    fits = [[i for i, row in enumerate(rows) if _row_matches(what, entry, row, ctx)]
+             for entry in expected]
+    taken: dict[int, int] = {}  # row -> entry
+
+    def assign(entry: int, seen: set[int]) -> bool:
+        for i in fits[entry]:
+            if i in seen:
+                continue
+            seen.add(i)
+            if i not in taken or assign(taken[i], seen):
+                taken[i] = entry
+                return True
+        return False
+
+    served = {n for n in range(len(expected)) if assign(n, set())}
     failures: list[Failure] = []
-    free = list(range(len(rows)))
-    for entry in expected:
-        hit = next((i for i in free
-                    if all(matches(value, rows[i].get(key), caller_zone=ctx.zone, now=ctx.now)
-                           for key, value in entry.items())), None)
-        if hit is None:
-            shown = "; ".join("{" + ", ".join(f"{k}: {rows[i].get(k)}" for k in entry) + "}"
-                              for i in range(len(rows))) or f"no {what}"
-            failures.append(Failure(what, describe(entry), shown))
-        else:
-            free.remove(hit)
+    for n, entry in enumerate(expected):
+        if n in served:
+            continue
+        shown = "; ".join("{" + ", ".join(f"{k}: {row.get(k)}" for k in entry) + "}"
+                          for row in rows) or f"no {what}"
+        failures.append(Failure(what, describe(entry), shown))
     return failures
+
+
+def _row_matches(what: str, entry: dict[str, Any], row: dict[str, Any], ctx: Context) -> bool:
+    for key, value in entry.items():
+        if what == "operations" and key == "tool":
+            name = str(row.get("tool", ""))
+            names = [name, str(row.get("resolved_tool") or "")]
+            names += sorted(tool for _, tool in ctx.aliases.get(name, set()))
+            if not any(matches(value, n) for n in [n for n in names if n] or [""]):
+                return False
+        elif not matches(value, row.get(key), caller_zone=ctx.zone, now=ctx.now):
+            return False
+    return True

@@ -176,8 +176,9 @@ def _of_subject(record: dict[str, Any], subject: str) -> bool:
 
 def untapped_calls(result: ScenarioResult, tapped: set[str],
                    aliases: dict[str, set[tuple[str, str]]]) -> list[dict[str, Any]]:
-    """Calls no tap or proxy sees (Vocero's built-ins), from Vocero's own
-    records: the session's operations, with the arguments the read-back showed (docs/eval.md)."""
+    """Calls no tap or proxy sees (Vocero's built-ins), from Vocero's own records: the session's
+    operations, with the canonical arguments the operation lists (a write's; a read lists
+    none), else the ones its read-back showed (docs/eval.md)."""
     fields = {c.get("proposal_id"): c.get("fields") or {}
               for turn in result.turns for c in turn.confirmations}
     calls: list[dict[str, Any]] = []
@@ -189,7 +190,7 @@ def untapped_calls(result: ScenarioResult, tapped: set[str],
         status = str(operation.get("status", ""))
         calls.append({
             "server": server, "tool": str(operation.get("resolved_tool") or operation["tool"]),
-            "arguments": fields.get(operation.get("proposal_id"), {}),
+            "arguments": _arguments(operation) or fields.get(operation.get("proposal_id"), {}),
             "meta": {"io.vocero/operation_id": operation.get("operation_id")},
             "at": _epoch(str(operation.get("created_at", ""))),
             "status": "ok" if status == "committed" else "error" if status in (
@@ -197,6 +198,15 @@ def untapped_calls(result: ScenarioResult, tapped: set[str],
             "source": "vocero",
         })
     return calls
+
+
+def _arguments(operation: dict[str, Any]) -> dict[str, Any]:
+    """An operation's canonical ``arguments`` (``/v1/operations``): none for a read, and none
+    once purged (``{"$purged": true}``)."""
+    arguments = operation.get("arguments")
+    if not isinstance(arguments, dict) or "$purged" in arguments:
+        return {}
+    return arguments
 
 
 def _epoch(text: str) -> float:

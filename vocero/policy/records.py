@@ -9,6 +9,7 @@ import msgspec
 
 from vocero.contracts.domain import Principal
 from vocero.contracts.events import ToolStatus
+from vocero.policy.readback import fields_of
 
 
 class OperationRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -31,10 +32,13 @@ class OperationRecord(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: datetime
 
     def public(self) -> dict[str, Any]:
-        """The operator view (SPEC §3 ``/v1/operations``): no arguments, no principal."""
+        """The operator view (SPEC §3 ``/v1/operations``): no principal; a write's canonical
+        ``arguments`` without their sensitive keys (what ``tool.confirmation_required.v1``
+        shows as ``fields``), ``None`` for a read (its row keeps only the arguments' hash)."""
         return {
             "operation_id": self.id, "proposal_id": self.proposal_id, "revision": self.revision,
             "tool": self.tool, "resolved_tool": self.resolved_tool, "status": self.status,
+            "arguments": None if self.proposal_id is None else fields_of(self.arguments),
             "attempts": self.attempts, "receipt": self.receipt, "reason_code": self.reason_code,
             "created_at": self.created_at, "updated_at": self.updated_at,
         }
