@@ -27,9 +27,11 @@ def eval_command(args: argparse.Namespace) -> int:
         print(f"vocero eval: malformed scenario: {exc}", file=sys.stderr)
         return 2
     if args.only:
-        scenarios = [s for s in scenarios if fnmatch.fnmatchcase(s.name, args.only)]
+        scenarios = [s for s in scenarios
+                     if any(fnmatch.fnmatchcase(s.name, only) for only in args.only)]
         if not scenarios:
-            print(f"vocero eval: no scenario matches --only {args.only}", file=sys.stderr)
+            print(f"vocero eval: no scenario matches --only {' '.join(args.only)}",
+                  file=sys.stderr)
             return 2
     results = run_all(scenarios, args, zones)
     if args.junit:

@@ -14,4 +14,5 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--identities", default="fixtures/identities.yaml")
     parser.add_argument("--junit", default=None, help="write JUnit XML here")
     parser.add_argument("--report", default=None, help="write report.json and index.html here")
-    parser.add_argument("--only", default=None, help="scenario name or glob")
+    parser.add_argument("--only", action="append", default=None,
+                        help="scenario name or glob (repeatable: any of them)")
