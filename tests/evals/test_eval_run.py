@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 from playwright.sync_api import sync_playwright
+
+from tests.support.polling import listening, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = Path(__file__).parent / "scenarios"
@@ -190,13 +191,7 @@ def test_a_streamable_http_server_is_recorded_through_the_proxy(tmp_path: Path) 
         [sys.executable, str(REPO / "fixtures" / "mcp_servers" / "orders_server.py"),
          "--transport", "http", "--port", str(port)],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while True:  # polling the fixture server's port until it listens
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        assert time.monotonic() < deadline and server.poll() is None, "no fixture server"
-        time.sleep(0.05)
+    wait_for("the fixture server to listen", lambda: listening(port, server))
     profiles = tmp_path / "profiles"
     shutil.copytree(REPO / "fixtures" / "profiles", profiles)
     for file in profiles.glob("*.yaml"):

@@ -8,12 +8,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from tests.support.polling import listening, wait_for
 from vocero.evals.proxy import RecordingProxy
 from vocero.evals.tap import relay
 
@@ -108,13 +108,7 @@ def test_a_streamable_http_server_through_the_recording_proxy(tmp_path: Path) ->
     record = tmp_path / "orders.jsonl"
     proxy = RecordingProxy(f"http://127.0.0.1:{port}/mcp", str(record), "orders").start()
     try:
-        deadline = time.monotonic() + 30
-        while True:  # polling the fixture server's port until it listens
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert time.monotonic() < deadline and server.poll() is None, "no fixture server"
-            time.sleep(0.05)
+        wait_for("the fixture server to listen", lambda: listening(port, server))
         headers = {"Accept": "application/json, text/event-stream",
                    "Content-Type": "application/json"}
         with httpx.Client(timeout=10) as client:
