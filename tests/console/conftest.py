@@ -18,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -305,17 +306,28 @@ class Console:
         return [t.strip() for t in self.page.locator(selector).all_inner_texts()]
 
 
-@pytest.fixture
-def console(
-    browser: Browser, console_server: ConsoleServer, tmp_path: Path
+@contextmanager
+def watched_page(
+    browser: Browser, server: ConsoleServer, tmp_path: Path, *, width: int, height: int,
+    what: str,
 ) -> Iterator[Console]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = Console(context.new_page(), console_server, tmp_path)
+    """A fresh browser context's page of ``server``; it must log no error by its end."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    opened = Console(context.new_page(), server, tmp_path)
     try:
         yield opened
     finally:
         context.close()
-    assert opened.problems == [], "the console logged errors"
+    assert opened.problems == [], f"{what} logged errors"
+
+
+@pytest.fixture
+def console(
+    browser: Browser, console_server: ConsoleServer, tmp_path: Path
+) -> Iterator[Console]:
+    with watched_page(browser, console_server, tmp_path, width=1280, height=900,
+                      what="the console") as opened:
+        yield opened
 
 
 def record_consents(server: ConsoleServer, *consents: tuple[str, str, str, int]) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser
 
-from tests.console.conftest import Console, ConsoleServer, record_consents
+from tests.console.conftest import Console, ConsoleServer, record_consents, watched_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -26,13 +26,9 @@ def client_page(
     browser: Browser, console_server: ConsoleServer, tmp_path: Path
 ) -> Iterator[Console]:
     """The browser client at ``/``, watched like a console page."""
-    context = browser.new_context(viewport={"width": 900, "height": 700})
-    opened = Console(context.new_page(), console_server, tmp_path)
-    try:
+    with watched_page(browser, console_server, tmp_path, width=900, height=700,
+                      what="the browser client") as opened:
         yield opened
-    finally:
-        context.close()
-    assert opened.problems == [], "the browser client logged errors"
 
 
 @pytest.mark.parametrize(
