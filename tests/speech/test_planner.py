@@ -265,6 +265,21 @@ def test_a_promise_backed_by_the_sessions_record_is_spoken_citing_it() -> None:
     assert units[0].public_evidence() == [{"tool_call_id": "call_fup"}]
 
 
+def test_a_record_of_the_built_in_under_another_name_backs_a_promise() -> None:
+    """As the executor hands it over (the store's answer is the write's receipt), from a profile
+    that calls the built-in ``callbacks.book``: nothing hangs on the demo's name."""
+    renamed = dataclasses.replace(
+        FOLLOWUP, tool="callbacks.book", builtin="followups.record",
+        result={"summary": "Done.", "operation_id": "op_1", "receipt": dict(FOLLOWUP.result or {})})
+    units = stream(planner(session_tools=[renamed]), "Someone will call you tomorrow at 11 AM.")
+    assert [(u.kind, u.text) for u in units] == [
+        ("promise", "Someone will call you tomorrow at 11 AM.")]
+    mcp = dataclasses.replace(renamed, tool="followups.record", builtin="")
+    units = stream(planner(session_tools=[mcp]), "Someone will call you tomorrow at 11 AM.")
+    assert refused(units) == [("Someone will call you tomorrow at 11 AM.", "promise_unbacked")], (
+        "an MCP tool that happens to share the name is no record of Vocero's")
+
+
 def test_a_promise_for_another_time_than_the_record_is_refused() -> None:
     units = stream(planner(session_tools=[FOLLOWUP]), "We'll call you tomorrow at 4 PM.")
     assert refused(units) == [("We'll call you tomorrow at 4 PM.", "unsupported_value")]

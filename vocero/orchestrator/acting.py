@@ -23,6 +23,8 @@ from vocero.contracts.actions import (
     ToolPlan,
     TurnRef,
 )
+from vocero.contracts.builtins import VOCERO_SERVER
+from vocero.contracts.domain import ToolSpec
 from vocero.contracts.ports import Message, ToolIntent
 from vocero.observability import tracing
 from vocero.orchestrator.context import SessionContext, SessionMetrics
@@ -172,6 +174,7 @@ class Actor:
     def evidence(self, plan: ToolPlan, outcome: ToolOutcome, speaker: Says) -> ToolEvidence:
         """What a finished call lets the answer say and cite."""
         host = self._host
+        spec = host.ctx.profile.tool(plan.tool)
         evidence = ToolEvidence(
             tool_call_id=plan.tool_call_id or outcome.tool_call_id,
             tool=plan.tool,
@@ -179,6 +182,7 @@ class Actor:
             result=outcome.result,
             arguments=outcome.arguments,
             reason_code=outcome.reason_code,
+            builtin=None if spec is None else builtin_of(spec),
         )
         host.cite(evidence)
         speaker.cite(evidence)
@@ -290,3 +294,8 @@ class Actor:
 def proposal_evidence(plan: ToolPlan) -> EvidenceRef:
     """A read-back rests on the proposal it reads (its canonical fields), named by its id."""
     return EvidenceRef(tool_call_id=plan.proposal_id or plan.tool_call_id or "proposal")
+
+
+def builtin_of(spec: ToolSpec) -> str:
+    """The Vocero built-in a profile tool resolves to ("" for an MCP server's tool)."""
+    return spec.resolves_to if spec.server == VOCERO_SERVER else ""

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
+from vocero.contracts import builtins
 from vocero.speech.catalog import CatalogClaim
 from vocero.speech.model import ToolEvidence
 from vocero.speech.values import (
@@ -30,8 +31,8 @@ from vocero.speech.values import (
     text_values,
 )
 
-KNOWLEDGE_TOOL = "knowledge.search"
-FOLLOWUP_TOOL = "followups.record"
+KNOWLEDGE_TOOL = builtins.KNOWLEDGE_TOOL
+FOLLOWUP_TOOL = builtins.FOLLOWUPS_TOOL
 
 _PROMISE = re.compile(
     r"\b(?:some(?:one|body)|an?\s+(?:agent|colleague|advisor|person|representative|technician|"
@@ -84,9 +85,9 @@ class TurnEvidence:
     def add_tool(self, result: ToolEvidence) -> None:
         """A tool call of this turn. Knowledge-search results are not evidence for values:
         what they found is cited as claims. A follow-up record also backs promises."""
-        if result.tool == FOLLOWUP_TOOL and recorded(result):
+        if result.went_to(FOLLOWUP_TOOL) and recorded(result):
             self.followups.append(result)
-        if result.tool == KNOWLEDGE_TOOL or not result.ok:
+        if result.went_to(KNOWLEDGE_TOOL) or not result.ok:
             return
         data = {"arguments": dict(result.arguments), "result": dict(result.result or {})}
         self.tools[result.tool_call_id] = evidence_values(data, today=self.today)

@@ -105,6 +105,10 @@ class ToolEvidence:
     result: Mapping[str, Any] | None = None
     arguments: Mapping[str, Any] = field(default_factory=dict)
     reason_code: str = ""
+    builtin: str | None = None
+    """The Vocero built-in the call went to (its ``resolves_to`` under ``server: vocero``),
+    whatever the profile named it; ``""``: an MCP tool; ``None``: not known, ``tool`` is taken
+    for it (records made without the profile at hand)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arguments", _frozen(self.arguments))
@@ -114,6 +118,10 @@ class ToolEvidence:
     @property
     def ok(self) -> bool:
         return self.status == "committed" and not (self.result or {}).get("error")
+
+    def went_to(self, builtin: str) -> bool:
+        """Whether the call went to the built-in ``builtin`` (``followups.record`` ...)."""
+        return (self.tool if self.builtin is None else self.builtin) == builtin
 
     @property
     def answer(self) -> Mapping[str, Any]:

@@ -145,7 +145,7 @@ class UnitPlanner:
         """A tool result of this turn: cited from now on, and said (a read-out, or the claims a
         knowledge search found)."""
         self.evidence.add_tool(call)
-        if call.tool == KNOWLEDGE_TOOL and call.ok:
+        if call.went_to(KNOWLEDGE_TOOL) and call.ok:
             return self.claims(best_claims(call))
         readout = read_out(self._tools.get(call.tool), call, self._readout_context())
         evidence = (EvidenceRef(tool_call_id=call.tool_call_id),)

@@ -24,7 +24,6 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vocero.contracts.builtins import FOLLOWUPS_TOOL as FOLLOWUPS
-from vocero.contracts.builtins import VOCERO_SERVER
 from vocero.contracts.domain import ToolSpec
 from vocero.speech.forms import count_word, spoken_date, spoken_time
 from vocero.speech.model import ToolEvidence, UnitKind
@@ -92,7 +91,7 @@ def read_out(spec: ToolSpec | None, call: ToolEvidence, ctx: ReadoutContext) -> 
     if not call.ok:
         return Readout(failure(call, spec, ctx), "fallback")
     result = dict(call.result or {})
-    if is_followup(spec, call):
+    if call.went_to(FOLLOWUPS):
         return _followup(spec, call, ctx)
     writes = spec is not None and spec.action_class != "read"
     record = call.answer
@@ -319,14 +318,6 @@ def _error_code(call: ToolEvidence) -> str:
 
 
 # ------------------------------------------------------------------------------ follow-ups
-
-
-def is_followup(spec: ToolSpec | None, call: ToolEvidence) -> bool:
-    """Whether ``call`` went to the built-in ``followups.record``, whatever the profile named
-    it."""
-    if spec is None:
-        return call.tool == FOLLOWUPS
-    return spec.server == VOCERO_SERVER and spec.resolves_to == FOLLOWUPS
 
 
 def _followup(spec: ToolSpec | None, call: ToolEvidence, ctx: ReadoutContext) -> Readout:
