@@ -276,7 +276,11 @@ class SessionFactory:
         own = self.runtime.builtins
         builtins = [
             ToolDefinition(
-                name=t.name, description=t.description, input_schema=own.schema(t.resolves_to)
+                name=t.name,
+                description=t.description,
+                input_schema=own.schema(t.resolves_to),
+                builtin=t.resolves_to,
+                examples=list(t.examples),
             )
             for t in profile.tools
             if t.server == "vocero" and t.action_class != "prohibited"

@@ -125,6 +125,9 @@ class ToolSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     readout: str = ""
     """How the tool's result is said, with ``{field}`` placeholders of result fields; empty: a
     generic read-out that never speaks internal fields."""
+    examples: list[str] = []
+    """Caller lines that ask for this tool (optional): what the CPU dialogue manager's intent
+    model learns from besides the tool's description and schema (docs/protocol.md)."""
 
 
 class ClaimSource(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -255,6 +258,12 @@ class ToolDefinition(msgspec.Struct, frozen=True, kw_only=True):
     description: str
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None = None
+    builtin: str = ""
+    """The Vocero built-in this tool resolves to (``knowledge.search``, ``followups.record``;
+    ``contracts.builtins``), whatever the profile calls it; "" for an MCP server's tool."""
+    examples: list[str] = []
+    """Caller lines that ask for this tool, from the profile (``tools[].examples``): material a
+    dialogue manager may learn from, never spoken."""
 
 
 class VoiceRef(msgspec.Struct, frozen=True, kw_only=True):

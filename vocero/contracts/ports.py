@@ -124,6 +124,15 @@ class ToolIntent(msgspec.Struct, frozen=True, kw_only=True):
     arguments: dict[str, Any]
 
 
+class ClaimTopic(msgspec.Struct, frozen=True, kw_only=True):
+    """One approved claim as a dialogue manager may know it: its key, its approved wording and
+    the topics it answers (SPEC §8); never its sources."""
+
+    key: str
+    text: str
+    topics: list[str] = []
+
+
 class LlmRequest(msgspec.Struct, frozen=True, kw_only=True):
     messages: list[Message]
     tools: list[ToolDefinition] = []
@@ -133,6 +142,15 @@ class LlmRequest(msgspec.Struct, frozen=True, kw_only=True):
     """The proposal the caller is being asked to confirm (its tool and canonical fields), while
     one is open: a correction ("no wait, Friday") is a new intent for the same tool with the
     changed value, never an answer to the old one."""
+    timezone: str = "UTC"
+    """The caller's IANA timezone: "Friday at 3 pm" is resolved there."""
+    now: float | None = None
+    """The session clock's time (epoch seconds) when the turn was asked; ``None``: the
+    runner's own clock."""
+    locale: str = "en-US"
+    claims: list[ClaimTopic] = []
+    """The profile's approved claims (keys, wording, topics): what a catalog question can be
+    answered with."""
 
 
 class TextChunk(msgspec.Struct, frozen=True, kw_only=True):

@@ -111,6 +111,7 @@ class McpGateway:
                     description=binding.spec.description or pin.description,
                     input_schema=pin.input_schema,
                     output_schema=pin.output_schema,
+                    examples=list(binding.spec.examples),
                 )
             )
         return found

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from vocero.contracts.actions import ToolPlan, TurnRef
 from vocero.contracts.errors import ErrorCode
-from vocero.contracts.ports import IntentClassified, LlmRequest
+from vocero.contracts.ports import IntentClassified
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.machine import Event, Intent
@@ -41,12 +41,7 @@ class Answers:
 
     async def classify(self) -> Intent:
         core = self.core
-        request = LlmRequest(
-            messages=self.responder.model_messages(),
-            mode="classify_confirmation",
-            tools=list(core.ctx.tools),
-            pending=self.responder.pending(),
-        )
+        request = self.responder.model_request("classify_confirmation")
         with core.clock.fail_after(core.timeouts.llm_s):
             async for output in core.runners.llm.generate(request):
                 if isinstance(output, IntentClassified):

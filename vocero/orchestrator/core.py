@@ -22,7 +22,7 @@ from vocero.contracts.actions import ActionCoordinator
 from vocero.contracts.builtins import zone_of
 from vocero.contracts.domain import ToolSpec
 from vocero.contracts.errors import CODES, ErrorCode
-from vocero.contracts.ports import Message, Timers
+from vocero.contracts.ports import ClaimTopic, Message, Timers
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.context import NullMetrics, SessionContext, SessionMetrics, Timeouts
 from vocero.orchestrator.echo import EchoGate
@@ -161,6 +161,9 @@ class SessionCore:
         self.admission = Admission(max_age_ms=ctx.profile.unit_max_age_ms)
         self.generations = Generations(out, self.admission)
         self.catalog = ClaimCatalog.of(ctx.profile.claims)
+        self.claim_topics = [
+            ClaimTopic(key=c.key, text=c.text, topics=list(c.topics)) for c in ctx.profile.claims
+        ]
         self.tool_calls: deque[ToolEvidence] = deque(maxlen=MAX_TOOL_CALLS)
         self._values: frozenset[tuple[str, str]] = frozenset()
         self._values_key: tuple[object, int] = (None, -1)

@@ -185,12 +185,7 @@ class Responder:
         """One model answer: its tool intent (if it asked for one), and whether it said
         anything (words, or approved claims)."""
         core = self.core
-        request = LlmRequest(
-            messages=self.model_messages(),
-            tools=list(core.ctx.tools),
-            max_words=core.ctx.profile.word_budget,
-            pending=self.pending(),
-        )
+        request = self.model_request()
         started = core.monotonic()
         stream = aiter(core.runners.llm.generate(request))
         first = True
@@ -234,6 +229,25 @@ class Responder:
         if question is None:
             return None
         return ToolIntent(name=question.tool, arguments=dict(question.fields))
+
+    def model_request(
+        self, mode: Literal["respond", "classify_confirmation"] = "respond"
+    ) -> LlmRequest:
+        """What the model is asked this turn: the conversation as heard, the tools it may use,
+        the open proposal, the caller's clock and timezone, and the profile's approved claims."""
+        core = self.core
+        ctx = core.ctx
+        return LlmRequest(
+            messages=self.model_messages(),
+            tools=list(ctx.tools),
+            max_words=ctx.profile.word_budget,
+            mode=mode,
+            pending=self.pending(),
+            timezone=ctx.caller.timezone,
+            now=core.clock.now(),
+            locale=ctx.effective.locale,
+            claims=core.claim_topics,
+        )
 
     def model_messages(self) -> list[Message]:
         profile = self.core.ctx.profile
