@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.inference import corpus
-from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
+from vocero.contracts.domain import DEFAULT_VOICE, ToolDefinition, VoiceRef
 from vocero.contracts.errors import ConfigError, ErrorCode, VoceroError
 from vocero.contracts.ports import LlmRequest, Message, TextChunk, ToolIntent
 from vocero.inference.cpu.llama import LlamaEngine
@@ -118,7 +118,10 @@ async def test_llama31_leaves_found_claims_to_their_approved_wording(llm_path: s
             Message(role="tool", content="", tool_name="knowledge.search", tool_status="committed",
                     tool_result={"best": ["returns.opened"], "claims": []}),
         ],
-        tools=corpus.demo_tools(),
+        tools=[*corpus.demo_tools(), ToolDefinition(
+            name="knowledge.search", builtin="knowledge.search", description="Approved answers.",
+            input_schema={"type": "object", "properties": {"query": {"type": "string"}}},
+        )],
     )
     async with aclosing(llm.generate(request)) as outputs:
         assert [o async for o in outputs] == []

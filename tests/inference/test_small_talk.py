@@ -77,7 +77,10 @@ def test_without_instructions_the_tool_descriptions_say_what_the_agent_can_do() 
             description="Look up one of the caller's orders. Read only.",
             input_schema={},
         ),
-        ToolDefinition(name="followups.record", description="Call back.", input_schema={}),
+        ToolDefinition(
+            name="callbacks.arrange", builtin="followups.record", description="Call back.",
+            input_schema={},
+        ),
     ]
     persona = Persona.of(request("hi", system="Be brief.", tools=tools))
     assert persona == Persona(who="", can="I can look up one of your orders.", call_backs=True)

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import structlog
 
+from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.errors import ErrorCode
 from vocero.contracts.ports import (
     IntentClassified,
@@ -31,14 +32,13 @@ from vocero.contracts.ports import (
     TextChunk,
     ToolIntent,
 )
-from vocero.inference.cpu import confirmation, replies, router, schema, small_talk, tasks, threads
+from vocero.inference.cpu import confirmation, dialogue, replies, schema, threads
 from vocero.inference.cpu.llama import LlamaEngine
 from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.cpu.shell import RunnerShell
 
 log = structlog.get_logger(__name__)
 _TODAY = re.compile(r"\btoday(?: is|:)?\s*(?:\w+,?\s+)?(\d{4}-\d{2}-\d{2})", re.IGNORECASE)
-KNOWLEDGE = "knowledge.search"
 _LABELS: dict[str, confirmation.Intent] = {
     "confirm": "confirm",
     "reject": "reject",
@@ -125,101 +125,41 @@ class RoutedLlm(LlmBase):
         self._free_text = free_text
 
     async def _respond(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
-        last = request.messages[-1] if request.messages else None
-        today = self._date(request)
-        if last is not None and last.role == "tool":
-            opened = tasks.open_task(
-                request.messages[:-1], request.tools, today, before_last_turn=False
-            )
-            step = tasks.after_list(opened, last, request.tools)
-            if step is not None and (step.intent is not None or step.question):
-                yield step.intent or TextChunk(text=step.question)
-            # Otherwise nothing: a 135M model words data unreliably, so the orchestrator reads
-            # the result out in the profile's words (``readout``), grounded in the result.
-            return
-        utterance = replies.last_user_text(request)
-        corrected = tasks.correction(utterance, request.pending, request.tools, today)
-        if corrected is not None:
-            log.info("llm.correction", tool=corrected.name)
-            yield corrected
-            return
-        decision = (
-            router.route(utterance, request.tools, today) if utterance else router.Route(None)
+        decision = dialogue.decide(
+            request, today=self._date(request), chat=self._free_text == "model"
         )
-        step = tasks.next_step(
-            tasks.open_task(request.messages, request.tools, today),
-            utterance,
-            decision,
-            request.tools,
-            today,
-        )
-        if step is None and confirmation.classify(utterance) == "confirm":
-            offer = tasks.accepted_offer(request.messages, request.tools, today)
-            step = tasks.Step(intent=offer) if offer is not None else None
-        if step is None and self._knowledge(request, utterance):
-            log.info("llm.tool_routed", tool=KNOWLEDGE, runner_up="")
-            yield ToolIntent(name=KNOWLEDGE, arguments={"query": utterance})
-            return
-        if step is None:
-            async for chunk in self._conversational(request, utterance):
+        if isinstance(decision, dialogue.Say):
+            async for chunk in replies.within_budget(replies.one(decision.text), request.max_words):
                 yield chunk
-            return
-        if step.gave_up:
-            log.info("llm.question_dropped", tool=step.intent.name if step.intent else "")
-            yield TextChunk(text=small_talk.give_up(request))
-            return
-        if step.question:
-            yield TextChunk(text=step.question)
-            return
-        assert step.intent is not None
-        tool = next((t for t in request.tools if t.name == step.intent.name), None)
-        arguments = step.intent.arguments
-        if tool is not None and decision.tool is tool and decision.model_fill:
-            arguments = await self._fill(request, decision)
-            broken = tuple(schema.violations(tool, arguments))
-            if broken:
-                log.warning("llm.arguments_invalid", tool=tool.name, fields=broken)
-                yield TextChunk(text=replies.clarifying_question(tool, broken[:1]))
-                return
-        log.info("llm.tool_routed", tool=step.intent.name, runner_up=decision.runner_up)
-        yield ToolIntent(name=step.intent.name, arguments=arguments)
+        elif isinstance(decision, dialogue.Chat):
+            async for chunk in self._reply(request):
+                yield chunk
+        elif isinstance(decision, dialogue.Call):
+            yield await self._called(request, decision)
 
-    def _knowledge(self, request: LlmRequest, utterance: str) -> bool:
-        """A question no business tool answers goes to the approved claims, when the profile
-        offers ``knowledge.search``, unless it is small talk."""
-        offered = any(t.name == KNOWLEDGE for t in request.tools)
-        return (
-            offered
-            and len(utterance.split()) >= 2
-            and not small_talk.is_conversational(utterance)
-            and self._free_text != "model"
-        )
-
-    def _conversational(self, request: LlmRequest, utterance: str) -> AsyncIterator[TextChunk]:
-        if self._free_text == "model":
-            return self._reply(request)
-        return replies.within_budget(
-            replies.one(small_talk.reply(utterance, request)), request.max_words
-        )
+    async def _called(self, request: LlmRequest, decision: dialogue.Call) -> LlmOutput:
+        """The decided call, its free-text fields filled by the model under the tool's schema
+        (or a question for the first field the model could not fill validly)."""
+        intent = decision.intent
+        tool = next((t for t in request.tools if t.name == intent.name), None)
+        if tool is None or not decision.model_fill:
+            return intent
+        arguments = await self._fill(request, tool, intent.arguments)
+        broken = tuple(schema.violations(tool, arguments))
+        if broken:
+            log.warning("llm.arguments_invalid", tool=tool.name, fields=broken)
+            return TextChunk(text=replies.clarifying_question(tool, broken[:1]))
+        return ToolIntent(name=intent.name, arguments=arguments)
 
     def _asks_something(self, request: LlmRequest, answer: str) -> bool:
-        today = self._date(request)
-        if tasks.correction(answer, request.pending, request.tools, today) is not None:
-            return True
-        if confirmation.classify(answer) in ("confirm", "reject") and len(answer.split()) <= 4:
-            return False
-        decision = router.route(answer, request.tools, today)
-        if decision.tool is not None and (
-            request.pending is None or decision.tool.name != request.pending.name
-        ):
-            return True
-        return small_talk.is_request(answer)
+        return dialogue.new_request(request, answer, self._date(request))
 
-    async def _fill(self, request: LlmRequest, decision: router.Route) -> dict[str, Any]:
-        assert decision.tool is not None
-        shape = schema.arguments_schema(decision.tool, decision.arguments)
+    async def _fill(
+        self, request: LlmRequest, tool: ToolDefinition, known: dict[str, Any]
+    ) -> dict[str, Any]:
+        shape = schema.arguments_schema(tool, known)
         instruction = (
-            f"Fill the arguments of the tool {decision.tool.name} ({decision.tool.description}) "
+            f"Fill the arguments of the tool {tool.name} ({tool.description}) "
             "from the caller's request. Answer with JSON only."
         )
         messages = [
@@ -229,8 +169,12 @@ class RoutedLlm(LlmBase):
         return await threads.run(lambda: self._engine.json_object(messages, shape))
 
     def _date(self, request: LlmRequest) -> dt.date:
+        """The caller's today: in their timezone, by the session clock (a system line that
+        says "today is 2026-12-02" wins, for tests that fix the day in words)."""
         for message in request.messages:
             found = _TODAY.search(message.content) if message.role == "system" else None
             if found:
                 return dt.date.fromisoformat(found.group(1))
-        return self._today()
+        if request.now is None:
+            return self._today()
+        return dialogue.clock(request).date()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from vocero.contracts.builtins import FOLLOWUPS_TOOL
 from vocero.contracts.ports import LlmRequest
 
 _GREETING = re.compile(r"^\W*(hi|hello|hey|hiya|good (morning|afternoon|evening))\b", re.I)
@@ -35,7 +36,6 @@ _REPEAT = re.compile(
 )
 _SLOWER = re.compile(r"\b(slower|slow down)\b", re.I)
 _SENTENCE = re.compile(r"[^.!?]+[.!?]")
-_CALL_BACK_TOOL = "followups.record"
 
 # Second person (the instructions speak to the agent) to first person, third person (callers) to
 # second person (the agent speaks to one caller). Applied in order, whole words only.
@@ -73,19 +73,22 @@ class Persona:
                 who = found.group(1)
             elif re.match(r"You (help|can|assist)\b", sentence) and not can:
                 can = first_person(sentence)
-        tools = [t for t in request.tools if t.name != _CALL_BACK_TOOL]
+        tools = [t for t in request.tools if t.builtin != FOLLOWUPS_TOOL]
         if not can and tools:
             can = "I can " + _join([_lower_first(_first_sentence(t.description)) for t in tools])
             can = first_person(can)
-        call_backs = any(t.name == _CALL_BACK_TOOL for t in request.tools)
+        call_backs = any(t.builtin == FOLLOWUPS_TOOL for t in request.tools)
         return cls(who=who, can=can, call_backs=call_backs)
 
 
 _BARE_ANSWER = re.compile(
     r"^\W*(yes|yeah|yep|yup|sure|ok|okay|go ahead|please do|do it|no|nope|nah)\W*$", re.I
 )
-_QUESTION = re.compile(r"\?\s*$|^\W*(can|could|may|what|when|where|which|who|how|why|is|are|do|"
-                       r"does|will|would|should)\b", re.I)
+_QUESTION = re.compile(
+    r"\?\s*$|^\W*(can|could|may|what|when|where|which|who|how|why|is|are|do|"
+    r"does|will|would|should)\b",
+    re.I,
+)
 
 
 _BACK_REFERENCE = re.compile(
@@ -96,8 +99,17 @@ _BACK_REFERENCE = re.compile(
 def is_conversational(utterance: str) -> bool:
     """A greeting, thanks, goodbye, "who are you", "say that again", a bare yes or no: the
     profile's own words answer it, no knowledge is needed."""
-    acts = (_GREETING, _IDENTITY, _CAPABILITIES, _HOW_ARE_YOU, _THANKS, _GOODBYE, _REPEAT,
-            _SLOWER, _BARE_ANSWER)
+    acts = (
+        _GREETING,
+        _IDENTITY,
+        _CAPABILITIES,
+        _HOW_ARE_YOU,
+        _THANKS,
+        _GOODBYE,
+        _REPEAT,
+        _SLOWER,
+        _BARE_ANSWER,
+    )
     return any(act.search(utterance) for act in acts)
 
 

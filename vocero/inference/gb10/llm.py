@@ -17,11 +17,13 @@ from collections.abc import AsyncIterator, Callable
 
 import structlog
 
+from vocero.contracts.builtins import KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import LlmOutput, LlmRequest, TextChunk, ToolIntent
 from vocero.inference.cpu import replies, schema, threads
+from vocero.inference.cpu.dialogue import builtin_tool, clock
 from vocero.inference.cpu.llama import LlamaEngine
-from vocero.inference.cpu.llm import KNOWLEDGE, LlmBase
+from vocero.inference.cpu.llm import LlmBase
 from vocero.inference.cpu.settings import QueueSettings
 
 log = structlog.get_logger(__name__)
@@ -48,11 +50,18 @@ class Llama31Llm(LlmBase):
 
     async def _respond(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
         last = request.messages[-1] if request.messages else None
-        if last is not None and last.role == "tool" and last.tool_name == KNOWLEDGE:
+        knowledge = builtin_tool(request.tools, KNOWLEDGE_TOOL)
+        if (
+            last is not None
+            and last.role == "tool"
+            and knowledge is not None
+            and (last.tool_name == knowledge.name)
+        ):
             # The claims it found are spoken in their approved wording (the orchestrator's
             # planner); the model's own wording of a policy would be refused anyway.
             return
-        prompt = llama31_prompt(request, self._today())
+        today = self._today() if request.now is None else clock(request).date()
+        prompt = llama31_prompt(request, today)
         grammar = reply_or_call_grammar(request.tools) if request.tools else None
         deltas = threads.iterate(
             lambda: self._engine.completion_stream(
