@@ -15,6 +15,7 @@ Bench = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
 
 def _registry() -> dict[str, Bench]:
     from vocero.app import (
+        bench_dialogue,
         benches,
         benches_actions,
         benches_audit,
@@ -33,6 +34,7 @@ def _registry() -> dict[str, Bench]:
         "grounding": benches_grounding.grounding,
         "followups": benches_followups.followups,
         "audit": benches_audit.audit,
+        "dialogue": bench_dialogue.dialogue,
     }
 
 
