@@ -112,10 +112,14 @@ def _score(tool: ToolDefinition, utterance: str, said: dict[str, float], today: 
 
 
 def fill_arguments(
-    tool: ToolDefinition, utterance: str, today: dt.date
+    tool: ToolDefinition, utterance: str, today: dt.date, *, now: dt.datetime | None = None
 ) -> tuple[dict[str, Any], list[str], list[str]]:
     """Values for the tool's properties found by rules; required fields not found split into
-    those that must be asked for and those the model may fill."""
+    those that must be asked for and those the model may fill.
+
+    ``now`` is the caller's clock, aware, in the caller's zone: a ``date-time`` field's value
+    carries that zone's offset. Without it, midnight of ``today`` in UTC stands in, so a moment
+    is still resolved against ``today`` but written with ``+00:00``."""
     shown = schema.model_facing(tool)
     properties: dict[str, Any] = shown.get("properties", {})
     required = shown.get("required", [])
@@ -124,7 +128,7 @@ def fill_arguments(
     model_fill: list[str] = []
     for name, prop in properties.items():
         kind = field_kind(name, prop)
-        value = _extract(kind, name, prop, utterance, today)
+        value = _extract(kind, name, prop, utterance, today, now=now)
         if value is not None:
             arguments[name] = value
         elif name in required:
@@ -132,17 +136,35 @@ def fill_arguments(
     return arguments, missing, model_fill
 
 
+_DATETIME_SAMPLE, _DATE_SAMPLE, _TIME_SAMPLE = "2026-01-31T09:30:00+01:00", "2026-01-31", "09:30"
+_ID_SUFFIXES = ("_id", "_ref", "_reference", "_number", "_no", "_code")
+_PLAIN_WORDS = ("word", "Word", "WORD", "two words")
+
+
 def field_kind(name: str, schema: dict[str, Any]) -> str:
-    """How a property is filled: id, date, time, when, reason, enum, channel or text."""
+    """How a property is filled: id, datetime, date, time, when, reason, enum, channel or text.
+
+    The schema decides first: ``enum``; ``format`` (``date-time``, ``date``, ``time``); a
+    ``pattern`` by what it accepts (an ISO moment, date or clock time, and not a plain word), any
+    other pattern on a string is an identifier's ("^BK-[0-9]{4}$"). Without them, the name's
+    conventions: ``*_at`` / ``*datetime``, ``*date``, ``*time``, ``id`` / ``*_id`` / ``*_ref`` /
+    ``*_number`` / ``*_code``, and the free-text names. A pattern that no plain word satisfies
+    ("^BK-[0-9]{4}$", not "^[A-Za-z ]+$") is a code's, so its field is an identifier."""
     fmt, pattern = schema.get("format", ""), schema.get("pattern", "")
     lowered = name.lower()
     if "enum" in schema:
         return "enum"
-    if fmt == "date" or pattern.startswith(r"^\d{4}-") or lowered.endswith("date"):
+    shape = _pattern_shape(pattern)
+    for kind, format_name in (("datetime", "date-time"), ("date", "date"), ("time", "time")):
+        if fmt == format_name or shape == kind:
+            return kind
+    if lowered.endswith(("_at", "datetime")):
+        return "datetime"
+    if lowered.endswith("date"):
         return "date"
-    if fmt == "time" or pattern.startswith(r"^\d{2}:") or lowered.endswith("time"):
+    if lowered.endswith("time"):
         return "time"
-    if lowered == "id" or lowered.endswith("_id") or (lowered.endswith("id") and "_" in lowered):
+    if _id_name(lowered) or (schema.get("type", "string") == "string" and _code_pattern(pattern)):
         return "id"
     if lowered in ("when", "when_text"):
         return "when"
@@ -153,18 +175,77 @@ def field_kind(name: str, schema: dict[str, Any]) -> str:
     return "text"
 
 
+def _id_name(lowered: str) -> bool:
+    return (
+        lowered == "id"
+        or lowered.endswith(_ID_SUFFIXES)
+        or (lowered.endswith("id") and "_" in lowered)
+    )
+
+
+def _id_noun(lowered: str) -> str:
+    """What callers call the identified thing: ``booking_ref`` -> "booking", ``id`` -> "number"."""
+    noun = re.sub(r"(?:^|_)(?:id|ref|reference|number|no|code)$", "", lowered)
+    if noun == lowered:
+        noun = lowered.removesuffix("id")
+    return noun.strip("_").split("_")[-1] or "number"
+
+
+def _code_pattern(pattern: str) -> bool:
+    return bool(pattern) and not any(slots.pattern_accepts(pattern, w) for w in _PLAIN_WORDS)
+
+
+def _pattern_shape(pattern: str) -> str | None:
+    """The kind of value a pattern is for ("datetime", "date", "time"), by the samples it
+    accepts; ``None`` for other patterns."""
+    if not _code_pattern(pattern):
+        return None
+    for kind, sample in (
+        ("datetime", _DATETIME_SAMPLE), ("date", _DATE_SAMPLE), ("time", _TIME_SAMPLE)
+    ):  # fmt: skip
+        if slots.pattern_accepts(pattern, sample):
+            return kind
+    return None
+
+
 _CHANNELS = {
     "sms": ("text me", "text message", "sms", "message me"),
     "email": ("email", "e-mail", "mail me"),
     "phone": ("call", "phone", "ring me"),
 }
 _CHANNEL_ALIASES = {"sms": ("sms", "text"), "email": ("email", "mail"), "phone": ("phone", "call")}
+_ENUM_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "morning": ("before noon", "before lunch"),
+    "afternoon": ("after lunch", "after noon"),
+    "evening": ("tonight", "after work"),
+    "in person": ("face to face", "in the office", "come in"),
+    "video": ("video call", "zoom", "online"),
+}
+"""Common other ways to say an enum value's words; the value's own words always count."""
+_NEGATED = re.compile(r"\b(?:not|don't|never|rather than|instead of)\b")
+"""Said just before an enum value, these take it back ("the afternoon, not the morning")."""
 
 
-def _extract(kind: str, name: str, schema: dict[str, Any], utterance: str, today: dt.date) -> Any:
+def _extract(
+    kind: str,
+    name: str,
+    schema: dict[str, Any],
+    utterance: str,
+    today: dt.date,
+    *,
+    now: dt.datetime | None = None,
+) -> Any:
+    pattern = schema.get("pattern")
     if kind == "id":
-        noun = name.lower().removesuffix("_id").removesuffix("id").strip("_") or "number"
-        return slots.identifier_in(utterance, noun, schema.get("pattern"))
+        noun = _id_noun(name.lower())
+        found = slots.identifier_in(utterance, noun, pattern)
+        if found is None and pattern:
+            # A pattern-checked identifier with letters ("BK-1234") is one without its noun too.
+            bare = slots.bare_identifier(utterance, pattern)
+            found = bare if bare and not bare.isdigit() else None
+        return found
+    if kind == "datetime":
+        return slots.moment_in(utterance, now or dt.datetime.combine(today, dt.time(), dt.UTC))
     if kind == "date":
         return slots.date_in(utterance, today)
     if kind == "time":
@@ -179,10 +260,14 @@ def _extract(kind: str, name: str, schema: dict[str, Any], utterance: str, today
 
 
 def _channel_or_enum(utterance: str, enum: list[Any] | None) -> Any:
+    """The enum value the caller said, by its words ("in_person" from "in person", "afternoon"
+    from "in the afternoon") or a common synonym; a value said after "not" does not count, and
+    two different values said is no value (it is asked). Failing that, a contact channel said
+    ("text me" is ``sms``) when the enum has it, or the channel itself without an enum."""
     text = f" {_normalise(utterance)} "
-    for value in enum or []:
-        if f" {str(value).lower()} " in text:
-            return value
+    said = [v for v in enum or [] if _enum_value_said(text, str(v))]
+    if said:
+        return said[0] if len(said) == 1 else None
     for channel, phrases in _CHANNELS.items():
         if any(p in text for p in phrases):
             if enum is None:
@@ -190,6 +275,18 @@ def _channel_or_enum(utterance: str, enum: list[Any] | None) -> Any:
             aliases = _CHANNEL_ALIASES[channel]
             return next((v for v in enum if str(v).lower() in aliases), None)
     return None
+
+
+def _enum_value_said(text: str, value: str) -> bool:
+    words = " ".join(w for w in re.split(r"[\s_\-]+", value.lower()) if w)
+    if not words:
+        return False
+    for phrase in (words, *_ENUM_SYNONYMS.get(words, ())):
+        spelled = r"[\s-]+".join(rf"{re.escape(w)}(?:s|es)?" for w in phrase.split())
+        for match in re.finditer(rf"(?<=\s){spelled}(?=\s)", text):
+            if not _NEGATED.search(" ".join(text[: match.start()].split()[-3:])):
+                return True
+    return False
 
 
 def _stem(word: str) -> str:
