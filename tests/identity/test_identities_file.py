@@ -46,7 +46,10 @@ def _error(file: Path) -> ConfigError:
 
 def test_fixture_loads_every_demo_caller() -> None:
     directory = load_identities(FIXTURE)
-    tokens = ["demo-token", "agent-token", "readonly-token", "globex-token", "nomatch-token"]
+    tokens = [
+        "demo-token", "agent-token", "readonly-token", "globex-token", "nomatch-token",
+        "harbor-token",
+    ]
     callers = [directory.authenticate(token) for token in tokens]
     assert all(callers)
     assert len(directory) == len(tokens)

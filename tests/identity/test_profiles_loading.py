@@ -72,14 +72,16 @@ def _copy_fixtures(tmp_path: Path) -> Path:
     """The fixture profiles next to stand-in servers, independent of the real server scripts."""
     shutil.copytree(FIXTURES / "profiles", tmp_path / "profiles")
     (tmp_path / "mcp_servers").mkdir()
-    for name in ("orders", "appointments", "admin", "calls"):
+    for name in ("orders", "appointments", "admin", "calls", "clinic"):
         (tmp_path / "mcp_servers" / f"{name}_server.py").touch()
     return tmp_path / "profiles"
 
 
 def test_fixture_profiles_load_cleanly(tmp_path: Path) -> None:
     catalog = load_profiles(_copy_fixtures(tmp_path))
-    assert sorted((p.id, p.version) for p in catalog) == [("demo", "1"), ("globex", "1")]
+    assert sorted((p.id, p.version) for p in catalog) == [
+        ("demo", "1"), ("globex", "1"), ("harbor", "1"),
+    ]
 
 
 def test_fixture_demo_profile_content(tmp_path: Path) -> None:
