@@ -132,6 +132,10 @@ class _Speaker:
             return self._said(f"{speak_zone(str(value))} time")
         if kind == "amount":
             return self._said(speak_amount(value, args.get("currency")))
+        moment = _moment(value)
+        if moment is not None:
+            day = speak_date(moment.date().isoformat(), self.today)
+            return self._said(f"{day} at {speak_time(f'{moment:%H:%M}')}")
         return self._said(str(value))
 
     def object(self, noun: str) -> str:
@@ -208,6 +212,17 @@ def _instant(arguments: Mapping[str, Any], today: date | None = None) -> str:
         text = f"for {day} at {speak_time(f'{moment:%H:%M}')}"
         return text + (f", {speak_zone(zone)} time" if zone else "")
     return ""
+
+
+def _moment(value: Any) -> datetime | None:
+    """An ISO 8601 date-time value ("2026-12-08T14:00:00-06:00"), as its own clock says it (a
+    date-time argument is made in the caller's zone)."""
+    if not isinstance(value, str) or "T" not in value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _when(arguments: Mapping[str, Any], today: date | None = None) -> str:

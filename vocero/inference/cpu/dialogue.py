@@ -21,18 +21,40 @@ catalog question (when the profile has the knowledge built-in); a conversational
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import msgspec
 import structlog
 
 from vocero.contracts.builtins import KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
-from vocero.contracts.ports import LlmRequest, ToolIntent
-from vocero.inference.cpu import confirmation, replies, router, small_talk, tasks
+from vocero.contracts.ports import ClaimTopic, LlmRequest, ToolIntent
+from vocero.inference.cpu import confirmation, intents, replies, router, small_talk, tasks, threads
 
 log = structlog.get_logger(__name__)
+TOOL_CONFIDENCE = 0.5
+"""The intent model's probability at which it opens a task the rules did not recognise."""
+CATALOG_CONFIDENCE = 0.45
+"""The intent model's probability for the catalog search at which a line asks the catalog; a
+line it is less sure of is out of scope ("Please close my account" is not an opening-hours
+question because "close" is one of their topics)."""
+CATALOG_OVER_TOOL = 0.6
+"""The probability for the catalog search at which a line the rules took for an incomplete
+tool request asks the catalog instead."""
+_VALUE_WORDS = re.compile(
+    r"\b(?:\d\S*|[a-z]{1,3}-?\d\S*|a\.?m\.?|p\.?m\.?|at|on|in|the|by|around|of|and|or|"
+    r"next|this|coming|today|tonight|tomorrow|morning|afternoon|evening|noon|midday|week|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|o'?clock|half|quarter|past|to|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirty|fifteen|"
+    r"forty-?five|please|ok|okay|yes|no|it'?s|it|is|make|say|let's|lets|how|about)\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +85,58 @@ class Silent:
 Decision = Call | Say | Chat | Silent
 
 
+class IntentModels:
+    """The intent model of each tool set a runner has served, fitted once (off the event loop)
+    and kept for the next :data:`KEPT` tool sets; each model's answers are kept per line, since
+    every turn replays the caller's earlier lines."""
+
+    KEPT = 8
+
+    def __init__(self) -> None:
+        self._models: OrderedDict[str, _Memo] = OrderedDict()
+
+    async def model(
+        self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]
+    ) -> _Memo:
+        key = _fingerprint(tools, claims)
+        memo = self._models.get(key)
+        if memo is None:
+            fitted = await threads.run(lambda: intents.IntentModel.fit(tools, claims))
+            memo = self._models.setdefault(key, _Memo(fitted))
+            while len(self._models) > self.KEPT:
+                self._models.popitem(last=False)
+        self._models.move_to_end(key)
+        return memo
+
+    def fitted(
+        self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]
+    ) -> _Memo | None:
+        """The model of this tool set if it was fitted already (no fit on this path)."""
+        return self._models.get(_fingerprint(tools, claims))
+
+
+class _Memo:
+    """An intent model whose decisions are remembered for the last :data:`SIZE` lines."""
+
+    SIZE = 512
+
+    def __init__(self, model: intents.IntentModel) -> None:
+        self._model = model
+        self._seen: OrderedDict[str, intents.Decision] = OrderedDict()
+
+    def decide(self, text: str) -> intents.Decision:
+        found = self._seen.get(text)
+        if found is None:
+            found = self._seen[text] = self._model.decide(text)
+            if len(self._seen) > self.SIZE:
+                self._seen.popitem(last=False)
+        return found
+
+
+def _fingerprint(tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> str:
+    return hashlib.sha256(msgspec.json.encode([list(tools), list(claims)])).hexdigest()
+
+
 def builtin_tool(tools: Sequence[ToolDefinition], builtin: str) -> ToolDefinition | None:
     """The profile's tool that resolves to Vocero's ``builtin``, whatever it is named."""
     return next((t for t in tools if t.builtin == builtin), None)
@@ -79,41 +153,49 @@ def clock(request: LlmRequest, fallback: dt.datetime | None = None) -> dt.dateti
     return (fallback or dt.datetime.now(dt.UTC)).astimezone(zone)
 
 
-def decide(request: LlmRequest, *, today: dt.date, chat: bool = False) -> Decision:
-    """What the agent does with this turn (``chat``: unmatched turns go to the model)."""
+def decide(
+    request: LlmRequest,
+    *,
+    today: dt.date,
+    chat: bool = False,
+    model: _Memo | None = None,
+) -> Decision:
+    """What the agent does with this turn (``chat``: unmatched turns go to the model;
+    ``model``: the profile's intent model, consulted when the rules recognise no tool)."""
+    now = clock(request)
+    route = _routing(request, today, model)
     last = request.messages[-1] if request.messages else None
     if last is not None and last.role == "tool":
-        return _after_tool(request, today)
+        return _after_tool(request, today, route)
     utterance = replies.last_user_text(request)
-    corrected = tasks.correction(utterance, request.pending, request.tools, today)
+    corrected = tasks.correction(utterance, request.pending, request.tools, today, now=now)
     if corrected is not None:
         log.info("llm.correction", tool=corrected.name)
         return Call(corrected)
-    decision = router.route(utterance, request.tools, today) if utterance else router.Route(None)
-    opened = tasks.open_task(request.messages, request.tools, today)
-    step = tasks.next_step(opened, utterance, decision, request.tools, today)
+    decision = route(utterance) if utterance else router.Route(None)
+    opened = tasks.open_task(request.messages, request.tools, today, route=route, now=now)
+    step = tasks.next_step(opened, utterance, decision, request.tools, today, now=now)
     if step is None and confirmation.classify(utterance) == "confirm":
-        offer = tasks.accepted_offer(request.messages, request.tools, today)
+        offer = tasks.accepted_offer(request.messages, request.tools, today, now=now)
         step = tasks.Step(intent=offer) if offer is not None else None
     if step is not None:
         return _stepped(request, step, decision)
-    knowledge = builtin_tool(request.tools, KNOWLEDGE_TOOL)
-    if knowledge is not None and not chat and _asks_the_catalog(utterance):
-        log.info("llm.tool_routed", tool=knowledge.name, runner_up="")
-        return Call(ToolIntent(name=knowledge.name, arguments={"query": utterance}))
     if chat:
         return Chat()
-    return Say(small_talk.reply(utterance, request))
+    return _unrouted(request, utterance, model)
 
 
-def new_request(request: LlmRequest, answer: str, today: dt.date) -> bool:
+def new_request(
+    request: LlmRequest, answer: str, today: dt.date, *, model: _Memo | None = None
+) -> bool:
     """Whether a turn said while a question is open asks for something else: a changed value,
     another tool, a request the profile answers."""
-    if tasks.correction(answer, request.pending, request.tools, today) is not None:
+    now = clock(request)
+    if tasks.correction(answer, request.pending, request.tools, today, now=now) is not None:
         return True
     if confirmation.classify(answer) in ("confirm", "reject") and len(answer.split()) <= 4:
         return False
-    decision = router.route(answer, request.tools, today)
+    decision = _routing(request, today, model)(answer)
     if decision.tool is not None and (
         request.pending is None or decision.tool.name != request.pending.name
     ):
@@ -124,11 +206,18 @@ def new_request(request: LlmRequest, answer: str, today: dt.date) -> bool:
 # ------------------------------------------------------------------------------ internals
 
 
-def _after_tool(request: LlmRequest, today: dt.date) -> Decision:
+def _after_tool(request: LlmRequest, today: dt.date, route: tasks.Routing) -> Decision:
     """A list result may answer the open task's missing identifier; any other result is read
     out by the orchestrator."""
     last = request.messages[-1]
-    opened = tasks.open_task(request.messages[:-1], request.tools, today, before_last_turn=False)
+    opened = tasks.open_task(
+        request.messages[:-1],
+        request.tools,
+        today,
+        before_last_turn=False,
+        route=route,
+        now=clock(request),
+    )
     step = tasks.after_list(opened, last, request.tools)
     if step is not None and step.intent is not None:
         return Call(step.intent)
@@ -137,22 +226,84 @@ def _after_tool(request: LlmRequest, today: dt.date) -> Decision:
     return Silent()
 
 
+def _routing(
+    request: LlmRequest, today: dt.date, model: _Memo | None
+) -> tasks.Routing:
+    """The rules' tool for a line; when they find none, the intent model's tool (a business
+    tool or the call-back built-in, never the catalog search: that is a question's answer, not
+    a task), with its values from the caller's words."""
+    tools = list(request.tools)
+    knowledge = builtin_tool(tools, KNOWLEDGE_TOOL)
+    now = clock(request)
+
+    def route(text: str) -> router.Route:
+        found = router.route(text, tools, today, now=now)
+        if model is None or not text.strip():
+            return found
+        if found.tool is not None:
+            if not found.missing or knowledge is None:
+                return found
+            # "Is there a fee if I cancel a visit?" names a tool but asks the catalog.
+            named = model.decide(small_talk.without_pleasantries(text))
+            asks = named.intent == knowledge.name and named.score >= CATALOG_OVER_TOOL
+            return router.Route(None) if asks else found
+        if not _asks_for_something(text):
+            return found  # values alone ("Friday at 3 pm") answer a question, never open a task
+        named = model.decide(small_talk.without_pleasantries(text))
+        tool = next((t for t in tools if t.name == named.intent), None)
+        if tool is None or tool is knowledge or named.score < TOOL_CONFIDENCE:
+            return found
+        arguments, missing, model_fill = router.fill_arguments(tool, text, today, now=now)
+        return router.Route(tool, arguments, tuple(missing), tuple(model_fill), learned=True)
+
+    return route
+
+
+def _unrouted(request: LlmRequest, utterance: str, model: _Memo | None) -> Decision:
+    """A line no task concerns: a catalog question, a conversational act, or out of scope.
+
+    The rules' acts answer a line that is nothing else ("thanks", "say that again"); a soft act
+    ("what can I do?") and any other line go by the intent model: the catalog search when it
+    ranks the knowledge tool, a person asked for, or a business tool it is unsure of (the
+    catalog may know); its act otherwise. Without a model, every line of two words or more that
+    no act explains asks the catalog."""
+    found = small_talk.act(utterance)
+    if found is not None and found not in small_talk.SOFT_ACTS:
+        return Say(small_talk.reply(utterance, request))
+    knowledge = builtin_tool(request.tools, KNOWLEDGE_TOOL)
+    content = small_talk.without_pleasantries(utterance)
+    named = model.decide(content) if model is not None and content else None
+    catalog = knowledge is not None and len(content.split()) >= 2
+    if named is not None:
+        asked = named.intent == (knowledge.name if knowledge else "")
+        catalog = catalog and (
+            named.intent == "person" or (asked and named.score >= CATALOG_CONFIDENCE)
+        )
+    elif found is not None:
+        catalog = False
+    if catalog and knowledge is not None:
+        log.info("llm.tool_routed", tool=knowledge.name, runner_up="")
+        return Call(ToolIntent(name=knowledge.name, arguments={"query": content}))
+    label = named.intent if named is not None and named.intent in intents.ACTS else None
+    return Say(small_talk.reply(utterance, request, label=label))
+
+
+def _asks_for_something(text: str) -> bool:
+    """Whether the line says more than values (days, times, numbers, references)."""
+    rest = _VALUE_WORDS.sub(" ", small_talk.without_pleasantries(text).lower())
+    return any(len(w) > 1 for w in re.findall(r"[a-z']+", rest))
+
+
 def _stepped(request: LlmRequest, step: tasks.Step, decision: router.Route) -> Decision:
     if step.gave_up:
         log.info("llm.question_dropped", tool=step.intent.name if step.intent else "")
         return Say(small_talk.give_up(request))
+    if step.declined:
+        log.info("llm.task_declined", tool=step.intent.name if step.intent else "")
+        return Say(small_talk.reply(replies.last_user_text(request) or "forget it", request))
     if step.question:
         return Say(step.question)
     assert step.intent is not None
     log.info("llm.tool_routed", tool=step.intent.name, runner_up=decision.runner_up)
-    fill = (
-        decision.model_fill
-        if decision.tool is not None and (decision.tool.name == step.intent.name)
-        else ()
-    )
-    return Call(step.intent, fill)
-
-
-def _asks_the_catalog(utterance: str) -> bool:
-    """A question no business tool answers, that is not small talk."""
-    return len(utterance.split()) >= 2 and not small_talk.is_conversational(utterance)
+    same = decision.tool is not None and decision.tool.name == step.intent.name
+    return Call(step.intent, decision.model_fill if same else ())

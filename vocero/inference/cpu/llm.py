@@ -123,10 +123,12 @@ class RoutedLlm(LlmBase):
         super().__init__("llm.smollm2", engine, queue)
         self._today = today
         self._free_text = free_text
+        self._intents = dialogue.IntentModels()
 
     async def _respond(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
+        model = await self._intents.model(request.tools, request.claims)
         decision = dialogue.decide(
-            request, today=self._date(request), chat=self._free_text == "model"
+            request, today=self._date(request), chat=self._free_text == "model", model=model
         )
         if isinstance(decision, dialogue.Say):
             async for chunk in replies.within_budget(replies.one(decision.text), request.max_words):
@@ -152,7 +154,8 @@ class RoutedLlm(LlmBase):
         return ToolIntent(name=intent.name, arguments=arguments)
 
     def _asks_something(self, request: LlmRequest, answer: str) -> bool:
-        return dialogue.new_request(request, answer, self._date(request))
+        model = self._intents.fitted(request.tools, request.claims)
+        return dialogue.new_request(request, answer, self._date(request), model=model)
 
     async def _fill(
         self, request: LlmRequest, tool: ToolDefinition, known: dict[str, Any]

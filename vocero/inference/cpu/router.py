@@ -55,6 +55,9 @@ class Route:
     model_fill: tuple[str, ...] = ()
     """Required fields with no rule: the model fills them under the schema."""
     runner_up: str = ""
+    learned: bool = False
+    """Chosen by the dialogue manager's intent model, not by these rules: an open task whose
+    question the line answers keeps it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +71,15 @@ class _Scored:
     candidate: bool
 
 
-def route(utterance: str, tools: list[ToolDefinition], today: dt.date) -> Route:
+def route(
+    utterance: str,
+    tools: list[ToolDefinition],
+    today: dt.date,
+    *,
+    now: dt.datetime | None = None,
+) -> Route:
     said = _concepts_said(utterance)
-    scored = [_score(tool, utterance, said, today) for tool in tools]
+    scored = [_score(tool, utterance, said, today, now) for tool in tools]
     ranked = sorted((s for s in scored if s.candidate), key=lambda s: (s.said, s.fit), reverse=True)
     if not ranked:
         return Route(tool=None)
@@ -81,7 +90,7 @@ def route(utterance: str, tools: list[ToolDefinition], today: dt.date) -> Route:
 
 def tool_concepts(tool: ToolDefinition) -> list[str]:
     """``appointments.reschedule`` -> ``["appointment", "reschedule"]``."""
-    words = [w for w in re.split(r"[._\-\s]+", tool.name.lower()) if w]
+    words = [w for w in re.split(r"[._\-\s]+", (tool.builtin or tool.name).lower()) if w]
     return [_stem(w) for w in words]
 
 
@@ -99,10 +108,16 @@ def _concepts_said(utterance: str) -> dict[str, float]:
     return said
 
 
-def _score(tool: ToolDefinition, utterance: str, said: dict[str, float], today: dt.date) -> _Scored:
+def _score(
+    tool: ToolDefinition,
+    utterance: str,
+    said: dict[str, float],
+    today: dt.date,
+    now: dt.datetime | None,
+) -> _Scored:
     concepts = tool_concepts(tool)
     strength = sum(said.get(c, 0.0) for c in concepts)
-    arguments, missing, model_fill = fill_arguments(tool, utterance, today)
+    arguments, missing, model_fill = fill_arguments(tool, utterance, today, now=now)
     required = set(schema.model_facing(tool).get("required", []))
     fit = 0.5 * len(required & arguments.keys()) - 1.0 * len(missing) - 0.25 * len(model_fill)
     domain, action = concepts[:-1] or concepts, concepts[-1]

@@ -146,30 +146,99 @@ def is_request(utterance: str) -> bool:
     return bool(_QUESTION.search(utterance)) and len(utterance.split()) >= 4
 
 
-def reply(utterance: str, request: LlmRequest) -> str:
-    """A grounded reply to ``utterance``, a turn no tool answers."""
+SOFT_ACTS = frozenset({"identity", "capabilities", "how_are_you"})
+"""Acts a line's other words may outweigh: "my parcel came broken, what can I do?" asks the
+catalog, not what the agent can do."""
+_LEADING = re.compile(
+    r"^\W*(?:(?:hi|hello|hey|hiya)(?:\s+there)?|good (?:morning|afternoon|evening)"
+    r"|thanks?(?: you)?|okay|ok|so|um+|uh+|well)\b[\s,.!]*",
+    re.I,
+)
+_TRAILING = re.compile(r"[\s,]*\b(?:please|thanks|thank you|cheers)\W*$", re.I)
+_DECLINE = re.compile(
+    r"^\W*(?:(?:no|nah|nope|actually|oh)\W+)*(?:forget (?:it|that|about it)|never ?mind|"
+    r"scratch that|cancel that|leave it|don'?t bother|not anymore|no need)\b",
+    re.I,
+)
+
+
+def without_pleasantries(utterance: str) -> str:
+    """The line without a leading greeting or thanks and a trailing "please" or "thanks":
+    "Hi, what time do you open on Saturday?" asks about Saturday."""
+    text = utterance.strip()
+    while True:
+        shorter = _TRAILING.sub("", _LEADING.sub("", text, count=1)).strip()
+        if shorter == text:
+            break
+        text = shorter
+    return text if any(c.isalnum() for c in text) else ""
+
+
+def declines(utterance: str) -> bool:
+    """The caller drops what they were asking for ("no, forget it", "never mind")."""
+    return bool(_DECLINE.search(utterance))
+
+
+def act(utterance: str) -> str | None:
+    """The conversational act the rules recognise in the line, if any: ``bare`` (a lone yes or
+    no), ``repeat``, ``slower``, ``decline``, ``greet``, ``thanks``, ``goodbye`` (the line is
+    nothing else), or one of :data:`SOFT_ACTS`."""
+    content = without_pleasantries(utterance)
+    if _BARE_ANSWER.search(utterance):
+        return "bare"
+    if _REPEAT.search(utterance):
+        return "repeat"
+    if _SLOWER.search(utterance):
+        return "slower"
+    if declines(utterance):
+        return "decline"
+    if _GOODBYE.search(utterance) and len(content.split()) <= 4:
+        return "goodbye"
+    if not content and _GREETING.search(utterance):
+        return "greet"
+    if _THANKS.search(utterance) and len(content.split()) <= 2:
+        return "thanks"  # "Great, thank you!"
+    if _IDENTITY.search(utterance):
+        return "identity"
+    if _CAPABILITIES.search(utterance):
+        return "capabilities"
+    if _HOW_ARE_YOU.search(utterance):
+        return "how_are_you"
+    return None
+
+
+def reply(utterance: str, request: LlmRequest, *, label: str | None = None) -> str:
+    """A grounded reply to ``utterance``, a turn no tool answers; ``label`` is the intent
+    model's act for it when the rules recognise none."""
     persona = Persona.of(request)
     greeting = bool(_GREETING.search(utterance))
-    if _BARE_ANSWER.search(utterance) and request.pending is None:
+    said = act(utterance) or label
+    if said == "bare" and request.pending is None:
         return "What would you like me to do?"
-    if _REPEAT.search(utterance):
-        said = _last_assistant(request)
-        return f"Of course. {said}" if said else "Sorry, I have not said anything yet."
-    if _SLOWER.search(utterance):
+    if said == "repeat":
+        last = _last_assistant(request)
+        return f"Of course. {last}" if last else "Sorry, I have not said anything yet."
+    if said == "slower":
         return "Of course, I will keep my answers short."
-    if _GOODBYE.search(utterance):
+    if said == "decline" and _GOODBYE.search(utterance):
+        return "Alright, I have left everything as it was. Thank you for calling. Goodbye."
+    if said == "decline":
+        return "Alright, I have left everything as it was. Is there anything else I can do?"
+    if said == "goodbye":
         return "Thank you for calling. Goodbye."
-    if _THANKS.search(utterance):
+    if said == "thanks":
         return "You're welcome. Is there anything else I can help with?"
-    if _IDENTITY.search(utterance):
+    if said == "identity":
         hello = "Hello, this is" if greeting else "This is"
         intro = f"{hello} {persona.who}." if persona.who else "Hello."
         return _spoken(intro, persona.can)
-    if _CAPABILITIES.search(utterance):
+    if said == "capabilities":
         return _spoken("Sure.", persona.can or "I can help with a few things.", _offer(persona))
-    if _HOW_ARE_YOU.search(utterance):
+    if said == "how_are_you":
         return "I'm well, thank you. How can I help you?"
-    if greeting:
+    if said == "person":
+        return _spoken("I can't put you through to a person from here.", _offer(persona))
+    if said == "greet" or (greeting and not without_pleasantries(utterance)):
         intro = f"Hello, this is {persona.who}." if persona.who else "Hello."
         return f"{intro} How can I help you?"
     return _spoken("Sorry, I can't help with that here.", persona.can, _offer(persona))

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import Message, ToolIntent
-from vocero.inference.cpu import router, schema, small_talk
+from vocero.inference.cpu import router, schema, slots, small_talk
 
 _ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "other": 1, "last": -1, "latter": -1,
              "former": 0}
@@ -64,10 +64,17 @@ class Step:
     intent: ToolIntent | None = None
     question: str = ""
     gave_up: bool = False
+    declined: bool = False
+    """The caller dropped the task ("no, forget it"): nothing is done, and the agent says so."""
 
 
 def correction(
-    utterance: str, pending: ToolIntent | None, tools: Sequence[ToolDefinition], today: dt.date
+    utterance: str,
+    pending: ToolIntent | None,
+    tools: Sequence[ToolDefinition],
+    today: dt.date,
+    *,
+    now: dt.datetime | None = None,
 ) -> ToolIntent | None:
     """The pending proposal with the values this turn changes, or ``None`` when it changes none
     ("no wait, Friday" -> the same reschedule on Friday)."""
@@ -76,12 +83,64 @@ def correction(
     tool = next((t for t in tools if t.name == pending.name), None)
     if tool is None:
         return None
-    found, _, _ = router.fill_arguments(tool, utterance, today)
+    found, _, _ = router.fill_arguments(tool, utterance, today, now=now)
+    found.update(_moments_retimed(tool, pending.arguments, utterance, found, today))
     changed = {k: v for k, v in found.items() if pending.arguments.get(k) != v}
-    kinds = {router.field_kind(k, {}) for k in changed}
-    if not changed or not kinds & {"id", "date", "time", "when", "enum", "channel"}:
+    properties = schema.model_facing(tool).get("properties", {})
+    kinds = {router.field_kind(k, properties.get(k, {})) for k in changed}
+    typed = {"id", "date", "time", "datetime", "when", "enum", "channel"}
+    if not changed or not kinds & typed:
         return None
     return ToolIntent(name=pending.name, arguments={**pending.arguments, **changed})
+
+
+_MAKE_IT = re.compile(
+    r"\b(?:make it|change it to|move it to|instead|rather)\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?"
+    r"(?:\s*([ap])\.?\s?m\.?)?\b",
+    re.I,
+)
+
+
+def _moments_retimed(
+    tool: ToolDefinition,
+    pending: dict[str, Any],
+    utterance: str,
+    found: dict[str, Any],
+    today: dt.date,
+) -> dict[str, Any]:
+    """A proposal's date-time with only its clock changed ("no wait, make it 11"): the same
+    day, offset and zone, at the new time. A bare hour from 1 to 7 is an afternoon hour, as
+    everywhere in office talk."""
+    properties = schema.model_facing(tool).get("properties", {})
+    clock = slots.time_in(utterance)
+    said = _MAKE_IT.search(utterance)
+    if clock is None and said is not None:
+        hour, minute = int(said.group(1)), int(said.group(2) or 0)
+        if said.group(3):
+            hour = hour % 12 + (12 if said.group(3).lower() == "p" else 0)
+        elif 1 <= hour <= 7:
+            hour += 12
+        clock = f"{hour:02d}:{minute:02d}" if hour < 24 and minute < 60 else None
+    if clock is None or slots.date_in(utterance, today) is not None:
+        return {}
+    out: dict[str, Any] = {}
+    for name, value in pending.items():
+        kind = router.field_kind(name, properties.get(name, {}))
+        if kind == "time" and name not in found:
+            out[name] = clock
+        if kind != "datetime" or name in found or not isinstance(value, str):
+            continue
+        try:
+            moment = dt.datetime.fromisoformat(value)
+        except ValueError:
+            continue
+        hour, minute = (int(part) for part in clock.split(":"))
+        out[name] = moment.replace(hour=hour, minute=minute, second=0).isoformat()
+    return out
+
+
+Routing = Callable[[str], router.Route]
+"""What a caller line asks for: the dialogue manager's routing (rules, then its intent model)."""
 
 
 def open_task(
@@ -90,9 +149,13 @@ def open_task(
     today: dt.date,
     *,
     before_last_turn: bool = True,
+    route: Routing | None = None,
+    now: dt.datetime | None = None,
 ) -> Task | None:
     """The task the conversation left open before its last caller turn (or, with
-    ``before_last_turn=False``, after everything it holds), if any."""
+    ``before_last_turn=False``, after everything it holds), if any. ``route`` must be the
+    routing the turns were served with, so a task is remembered as it was opened."""
+    routing = route or (lambda text: router.route(text, list(tools), today, now=now))
     task: Task | None = None
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     end = last_user if before_last_turn else len(messages)
@@ -100,7 +163,7 @@ def open_task(
         if index >= end:
             break
         if message.role == "user":
-            task = _advance(task, message.content, tools, today)
+            task = _advance(task, message.content, routing, today, now)
         elif message.role == "assistant" and task is not None:
             task = _heard(task, message.content, tools)
         elif message.role == "tool" and task is not None:
@@ -114,13 +177,18 @@ def next_step(
     decision: router.Route,
     tools: Sequence[ToolDefinition],
     today: dt.date,
+    *,
+    now: dt.datetime | None = None,
 ) -> Step | None:
     """What to do with this turn given the open task; ``None``: no task concerns it (or the
     turn asks for something else, and is served as a new request)."""
-    if decision.tool is not None and (task is None or decision.tool.name != task.tool.name):
+    if _switches(task, decision, utterance, today, now):
+        assert decision.tool is not None
         task = Task(decision.tool, dict(decision.arguments), decision.missing)
     elif task is not None:
-        filled = _fill(task, utterance, today)
+        if small_talk.declines(utterance):
+            return Step(intent=ToolIntent(name=task.tool.name, arguments={}), declined=True)
+        filled = _fill(task, utterance, today, now)
         if filled.missing[:1] == task.missing[:1] and _new_request(utterance):
             return None
         task = filled
@@ -145,21 +213,39 @@ def after_list(
 
 
 def _advance(
-    task: Task | None, utterance: str, tools: Sequence[ToolDefinition], today: dt.date
+    task: Task | None, utterance: str, route: Routing, today: dt.date, now: dt.datetime | None
 ) -> Task | None:
-    decision = router.route(utterance, list(tools), today)
-    if decision.tool is not None and (task is None or decision.tool.name != task.tool.name):
+    decision = route(utterance)
+    if _switches(task, decision, utterance, today, now):
+        assert decision.tool is not None
         if not decision.missing:
             return None  # a complete request: it was acted on there and then
         return Task(decision.tool, dict(decision.arguments), decision.missing)
-    if task is None:
+    if task is None or small_talk.declines(utterance):
         return None
-    filled = _fill(task, utterance, today)
+    filled = _fill(task, utterance, today, now)
     if filled.missing[:1] == task.missing[:1] and _new_request(utterance):
         return None  # served as a request of its own: the question was dropped
     if filled.missing[:1] == task.missing[:1] and task.asked >= MAX_ASKS:
         return None  # asked twice and still unanswered: given up
     return filled if filled.missing else None
+
+
+def _switches(
+    task: Task | None,
+    decision: router.Route,
+    utterance: str,
+    today: dt.date,
+    now: dt.datetime | None,
+) -> bool:
+    """Whether the line opens another task than the open one. A tool the intent model chose
+    does not take over a task whose question the line answers ("When should we call you
+    back?" "Tomorrow at 5, about my delivery")."""
+    if decision.tool is None or (task is not None and decision.tool.name == task.tool.name):
+        return False
+    if task is None or not decision.learned or not task.missing:
+        return True
+    return task.missing[0] in _fill(task, utterance, today, now).missing
 
 
 def _heard(task: Task, said: str, tools: Sequence[ToolDefinition]) -> Task:
@@ -188,8 +274,8 @@ def _after_tool(task: Task, message: Message) -> Task:
     return Task(task.tool, task.arguments, task.missing, tuple(records), task.asked)
 
 
-def _fill(task: Task, utterance: str, today: dt.date) -> Task:
-    found, _, _ = router.fill_arguments(task.tool, utterance, today)
+def _fill(task: Task, utterance: str, today: dt.date, now: dt.datetime | None) -> Task:
+    found, _, _ = router.fill_arguments(task.tool, utterance, today, now=now)
     arguments = {**task.arguments, **found}
     id_field = _id_field(task)
     if id_field and id_field not in arguments and task.listed:
@@ -197,6 +283,12 @@ def _fill(task: Task, utterance: str, today: dt.date) -> Task:
         if picked is not None and id_field in picked:
             arguments[id_field] = picked[id_field]
     asked = task.missing[0] if task.missing else ""
+    if asked and asked == id_field and asked not in arguments:
+        # "Which order is it?" "It's A124": the answer need not say "order".
+        prop = schema.model_facing(task.tool).get("properties", {}).get(asked, {})
+        bare = slots.bare_identifier(utterance, prop.get("pattern"))
+        if bare is not None:
+            arguments[asked] = bare
     if asked and asked not in arguments and _free_text(task.tool, asked):
         answer = _free_answer(utterance)
         if answer and not _new_request(utterance):
@@ -314,7 +406,11 @@ def _ask(tool: ToolDefinition, name: str) -> str:
 
 
 def accepted_offer(
-    messages: Sequence[Message], tools: Sequence[ToolDefinition], today: dt.date
+    messages: Sequence[Message],
+    tools: Sequence[ToolDefinition],
+    today: dt.date,
+    *,
+    now: dt.datetime | None = None,
 ) -> ToolIntent | None:
     """A "yes" to the agent's own offer of a time ("Shall we call you at four tomorrow
     afternoon?", asked after a call-back was not recorded): the call-back at the offered time."""
@@ -327,7 +423,7 @@ def accepted_offer(
     tool = next((t for t in tools if t.name == refused.tool_name), None)
     if tool is None:
         return None
-    offered, _, _ = router.fill_arguments(tool, assistant.content, today)
+    offered, _, _ = router.fill_arguments(tool, assistant.content, today, now=now)
     timing = ("when", "date", "time")
     when = {k: v for k, v in offered.items() if router.field_kind(k, {}) in timing}
     if not when:
@@ -335,6 +431,6 @@ def accepted_offer(
     asked = [m.content for m in messages if m.role == "user"][:-1]
     earlier: dict[str, Any] = {}
     for text in asked:
-        found, _, _ = router.fill_arguments(tool, text, today)
+        found, _, _ = router.fill_arguments(tool, text, today, now=now)
         earlier.update({k: v for k, v in found.items() if k not in when})
     return ToolIntent(name=tool.name, arguments={**earlier, **when})

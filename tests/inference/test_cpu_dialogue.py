@@ -1,0 +1,161 @@
+"""The CPU dialogue manager decides each turn from the request alone (issue 28).
+
+Sans-IO: :func:`vocero.inference.cpu.dialogue.decide` is called as the runner calls it, on a
+profile whose tool, argument and claim names the code has never seen (a vet clinic), so nothing
+here can pass by knowing the demo's names.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import cache
+
+import pytest
+
+from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.ports import ClaimTopic, LlmRequest, Message, ToolIntent
+from vocero.inference.cpu import dialogue, intents
+
+SYSTEM = Message(
+    role="system",
+    content="You are the phone assistant of Harbor Vet. You help callers with their pets' visits.",
+)
+TODAY = dt.date(2026, 12, 2)
+VISITS_FIND = ToolDefinition(
+    name="visits.find",
+    description="Look up one of the caller's vet visits by its visit reference.",
+    input_schema={
+        "type": "object",
+        "properties": {"visit_ref": {"type": "string", "pattern": "^VX-[0-9]{4}$"}},
+        "required": ["visit_ref"],
+    },
+)
+VISITS_MOVE = ToolDefinition(
+    name="visits.move",
+    description="Move one of the caller's vet visits to another day and time.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "visit_ref": {"type": "string", "pattern": "^VX-[0-9]{4}$"},
+            "visit_day": {"type": "string", "format": "date"},
+            "visit_time": {"type": "string", "format": "time"},
+        },
+        "required": ["visit_ref", "visit_day", "visit_time"],
+    },
+)
+FAQ = ToolDefinition(
+    name="faq.lookup",
+    builtin="knowledge.search",
+    description="Find the clinic's approved answers.",
+    input_schema={"type": "object", "properties": {"query": {"type": "string"}}},
+)
+CALLBACKS = ToolDefinition(
+    name="callbacks.arrange",
+    builtin="followups.record",
+    description="Arrange for the clinic to call the caller back.",
+    input_schema={
+        "type": "object",
+        "properties": {"when": {"type": "string"}, "reason": {"type": "string"}},
+        "required": ["when", "reason"],
+    },
+)
+TOOLS = [VISITS_FIND, VISITS_MOVE, FAQ, CALLBACKS]
+CLAIMS = [
+    ClaimTopic(key="clinic.hours", text="The clinic is open from 8 AM to 7 PM, Monday to Saturday.",
+               topics=["opening hours", "open", "saturday", "times"]),
+    ClaimTopic(key="vaccines.boosters", text="Boosters are given within 4 weeks of the first dose.",
+               topics=["vaccination", "booster", "vaccine", "shots"]),
+    ClaimTopic(key="visits.injured",
+               text="If your pet is injured, bring it in at once: emergencies are seen first.",
+               topics=["injured", "hurt", "emergency", "bleeding", "accident"]),
+]  # fmt: skip
+
+
+@cache
+def model() -> dialogue._Memo:
+    return dialogue._Memo(intents.IntentModel.fit(TOOLS, CLAIMS))
+
+
+def request(*lines: str | Message, **kwargs: object) -> LlmRequest:
+    messages = [SYSTEM] + [
+        m if isinstance(m, Message) else Message(role="user", content=m) for m in lines
+    ]
+    return LlmRequest(messages=messages, tools=TOOLS, claims=CLAIMS, **kwargs)  # type: ignore[arg-type]
+
+
+def agent(text: str) -> Message:
+    return Message(role="assistant", content=text)
+
+
+def decide(*lines: str | Message, **kwargs: object) -> dialogue.Decision:
+    return dialogue.decide(request(*lines, **kwargs), today=TODAY, model=model())
+
+
+def test_a_greeting_with_a_question_is_the_question() -> None:
+    decision = decide("Hi, what time do you open on Saturday?")
+    assert decision == dialogue.Call(
+        ToolIntent(name="faq.lookup", arguments={"query": "what time do you open on Saturday?"})
+    ), "the catalog search, under the profile's own name for it"
+
+
+def test_what_can_i_do_about_a_problem_asks_the_catalog() -> None:
+    decision = decide("My dog got hurt in an accident, what can I do?")
+    assert isinstance(decision, dialogue.Call) and decision.intent.name == "faq.lookup"
+    plain = decide("What can you do?")
+    assert isinstance(plain, dialogue.Say)
+    assert "pets' visits" in plain.text or "visits" in plain.text
+    assert "call back" in plain.text, "the call-back built-in is offered, whatever its name"
+
+
+def test_out_of_scope_is_said_and_nothing_is_called() -> None:
+    for line in ("Please close my account", "Tell me a joke", "What's the weather tomorrow?"):
+        decision = decide(line)
+        assert isinstance(decision, dialogue.Say), (line, decision)
+        assert decision.text.startswith("Sorry, I can't help with that here."), line
+
+
+def test_a_pure_act_is_answered_by_the_rules() -> None:
+    said = {line: decide(line) for line in ("Hello", "thanks a lot", "bye", "say that again")}
+    texts = {k: v.text for k, v in said.items() if isinstance(v, dialogue.Say)}
+    assert texts["Hello"].startswith("Hello, this is the phone assistant of Harbor Vet.")
+    assert texts["thanks a lot"].startswith("You're welcome.")
+    assert texts["bye"] == "Thank you for calling. Goodbye."
+    assert texts["say that again"] == "Sorry, I have not said anything yet."
+
+
+def test_a_declined_task_is_dropped_and_acknowledged() -> None:
+    opened = ["Can you move my visit VX-2041?"]
+    question = decide(*opened)
+    assert isinstance(question, dialogue.Say) and "day" in question.text.lower()
+    dropped = decide(*opened, agent(question.text), "no, forget it")
+    assert isinstance(dropped, dialogue.Say) and "left everything as it was" in dropped.text
+    later = decide(*opened, agent(question.text), "no, forget it", agent(dropped.text),
+                   "Friday at 3 pm")
+    assert not (isinstance(later, dialogue.Call) and later.intent.name == "visits.move"), (
+        "a dropped task stays dropped"
+    )
+
+
+def test_the_callers_today_is_in_their_timezone() -> None:
+    # 2026-12-02 23:30 UTC is already Thursday December 3 in Auckland (UTC+13).
+    instant = dt.datetime(2026, 12, 2, 23, 30, tzinfo=dt.UTC).timestamp()
+    late = request("hi", timezone="Pacific/Auckland", now=instant)
+    assert dialogue.clock(late).date() == dt.date(2026, 12, 3)
+    assert dialogue.clock(request("hi", timezone="America/Chicago", now=instant)).date() == TODAY
+    assert dialogue.clock(request("hi", timezone="Not/AZone", now=instant)).date() == TODAY
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("Is my pet's visit VX-2041 still on?", "visits.find"),
+        ("I need to push back the check-up VX-2041 to Friday at 3 pm", "visits.move"),
+    ],
+)
+def test_a_tool_the_rules_do_not_know_is_routed_by_its_description(
+    line: str, expected: str
+) -> None:
+    decision = decide(line)
+    assert isinstance(decision, dialogue.Call), decision
+    assert decision.intent.name == expected
+    assert decision.intent.arguments["visit_ref"] == "VX-2041"
