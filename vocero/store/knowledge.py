@@ -3,8 +3,10 @@
 :meth:`KnowledgeRepository.sync_catalog` writes a profile's catalog: unchanged claims stay as
 they are, a changed claim gets the next version (the old one is retired, never rewritten), a
 claim gone from the catalog is retired. :meth:`KnowledgeRepository.search` ranks the active,
-still-valid claims of one profile for a question, with SQLite FTS5 (``bm25``, Porter stemming)
-or PostgreSQL full-text search (``ts_rank`` on an ``english`` ``tsvector``) behind the same call.
+still-valid claims of one profile for a question, with SQLite FTS5 (matching with Porter
+stemming, BM25 computed over that profile's claims only, so one tenant's catalog never changes
+another's answers) or PostgreSQL full-text search (``ts_rank`` on an ``english`` ``tsvector``,
+per document) behind the same call.
 Query words are reduced to letters and digits before they reach either engine, so a question
 can never become search syntax.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,6 +46,11 @@ shall should so some tell than that the then there these this those to up us wan
 when where which who why will with would you your"""
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 _TERM = re.compile(r"[^\W_]+")
+BM25_K1 = 1.2
+BM25_B = 0.75
+"""FTS5's own ``bm25`` defaults."""
+_MARK = "\x01"
+"""What ``highlight`` puts before each matched token, to count a term's occurrences."""
 
 
 class EvidenceRef(msgspec.Struct, frozen=True, kw_only=True):
@@ -219,24 +227,59 @@ class KnowledgeRepository:
     async def _rank_sqlite(
         self, session: AsyncSession, scope: Scope, terms: list[str], limit: int
     ) -> list[tuple[ApprovedClaimRow, float]]:
-        match = " OR ".join(f'"{term}"' for term in terms)
-        hits = await session.execute(
-            text(
-                f"SELECT claim_id, -bm25({CLAIMS_FTS}) AS score FROM {CLAIMS_FTS} "
-                f"WHERE {CLAIMS_FTS} MATCH :match AND scope = :scope ORDER BY bm25({CLAIMS_FTS})"
-            ),
-            {"match": match, "scope": scope.key},
-        )
-        scores = {str(claim_id): float(score) for claim_id, score in hits}
+        """BM25 over the scope's usable claims only.
+
+        FTS5 matches (Porter stemming, one ``MATCH`` per term, restricted to the scope), but its
+        own ``bm25()`` takes document frequencies and the average length over the whole index,
+        i.e. every profile's catalog, so the score is computed here from the scope's usable
+        rows (active, still valid): N = their number, n_t = how many of them match term t,
+        idf = ln(1 + (N - n_t + 0.5) / (n_t + 0.5)), document length = the words of the row's
+        ``search_text`` (letters and digits, as FTS5's ``unicode61`` splits them), k1 = 1.2,
+        b = 0.75. The term frequency is exact: the number of tokens FTS5 itself highlights for
+        the term (its stem) in the row.
+        """
+        usable = (await session.execute(
+            select(ApprovedClaimRow.id, ApprovedClaimRow.claim_key, ApprovedClaimRow.search_text)
+            .where(*self._usable(scope))
+        )).all()
+        if not usable:
+            return []
+        keys = {str(claim_id): str(key) for claim_id, key, _ in usable}
+        lengths = {str(claim_id): len(_TERM.findall(body.casefold()))
+                   for claim_id, _, body in usable}
+        count = len(lengths)
+        average = sum(lengths.values()) / count or 1.0
+        scores: dict[str, float] = {}
+        for term in terms:
+            found = await session.execute(
+                text(
+                    f"SELECT claim_id, highlight({CLAIMS_FTS}, 2, :mark, '') FROM {CLAIMS_FTS} "
+                    f"WHERE {CLAIMS_FTS} MATCH :match AND scope = :scope"
+                ),
+                {"mark": _MARK, "match": f'"{term}"', "scope": scope.key},
+            )
+            frequencies = {
+                str(claim_id): max(1, str(marked).count(_MARK))
+                for claim_id, marked in found if str(claim_id) in lengths
+            }
+            if not frequencies:
+                continue
+            matching = len(frequencies)
+            idf = math.log(1 + (count - matching + 0.5) / (matching + 0.5))
+            for claim_id, tf in frequencies.items():
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[claim_id] / average)
+                gain = idf * tf * (BM25_K1 + 1) / (tf + norm)
+                scores[claim_id] = scores.get(claim_id, 0.0) + gain
         if not scores:
             return []
-        rows = await session.scalars(
-            select(ApprovedClaimRow).where(
-                ApprovedClaimRow.id.in_(scores), *self._usable(scope)
+        best = sorted(scores, key=lambda claim_id: (-scores[claim_id], keys[claim_id]))[:limit]
+        rows = {
+            row.id: row
+            for row in await session.scalars(
+                select(ApprovedClaimRow).where(ApprovedClaimRow.id.in_(best))
             )
-        )
-        ranked = sorted(((r, scores[r.id]) for r in rows), key=lambda p: (-p[1], p[0].claim_key))
-        return ranked[:limit]
+        }
+        return [(rows[claim_id], scores[claim_id]) for claim_id in best if claim_id in rows]
 
     async def _rank_postgresql(
         self, session: AsyncSession, scope: Scope, terms: list[str], limit: int
