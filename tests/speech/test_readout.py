@@ -62,6 +62,14 @@ def test_the_list_of_appointments_leads_with_the_count(demo: AgentProfile) -> No
     )
 
 
+def test_a_template_never_says_on_tomorrow(demo: AgentProfile) -> None:
+    """The template's "on {date}" with tomorrow's date reads "tomorrow, December 3"."""
+    later = ctx(now=datetime(2026, 12, 2, 9, 0, tzinfo=UTC))
+    said = read_out(demo.tool("appointments.list"), call("appointments.list", APPOINTMENTS), later)
+    assert "a boiler inspection tomorrow, December 3 at 10:00 AM" in said.text, said.text
+    assert " on tomorrow" not in said.text
+
+
 def test_a_record_kept_in_another_timezone_names_its_city_not_its_zone(
     demo: AgentProfile,
 ) -> None:

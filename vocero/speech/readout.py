@@ -213,7 +213,12 @@ def _fill(template: str, scopes: list[Mapping[str, Any]], ctx: ReadoutContext) -
                 return _spoken(path.rsplit(".", 1)[-1], found, record, ctx, match.start() == 0)
         raise TemplateError(path)
 
-    return _PLACEHOLDER.sub(value, template)
+    filled = _PLACEHOLDER.sub(value, template)
+    # "on {date}" with a relative day: "tomorrow, December 3", never "on tomorrow".
+    return _ON_RELATIVE.sub(r"\1", filled)
+
+
+_ON_RELATIVE = re.compile(r"\bon ((?:today|tomorrow|yesterday)\b)", re.IGNORECASE)
 
 
 def _lookup(scope: Mapping[str, Any], path: str) -> Any:
