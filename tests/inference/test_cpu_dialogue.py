@@ -14,7 +14,7 @@ import pytest
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic, LlmRequest, Message, ToolIntent
-from vocero.inference.cpu import dialogue, intents
+from vocero.inference.cpu import cues, dialogue, intents
 
 SYSTEM = Message(
     role="system",
@@ -159,3 +159,23 @@ def test_a_tool_the_rules_do_not_know_is_routed_by_its_description(
     assert isinstance(decision, dialogue.Call), decision
     assert decision.intent.name == expected
     assert decision.intent.arguments["visit_ref"] == "VX-2041"
+
+
+def test_a_question_in_the_catalogs_own_words_asks_the_catalog() -> None:
+    """"Injured" is only the catalog's word; "visit" is a tool's. A question about the caller's
+    own visit is the tool's, whatever else it says."""
+    catalog = cues.CatalogCues.of(TOOLS, CLAIMS)
+    assert catalog.asks_catalog("My dog is injured, what do I do?")
+    assert not catalog.asks_catalog("My dog is injured.")  # not a question
+    assert not catalog.asks_catalog("Can you move my visit, my dog is injured?")
+    assert ("visit",) not in catalog.topics and ("saturday",) not in catalog.topics
+    decision = decide("Is there anything for an injured cat, who do I ask?")
+    assert isinstance(decision, dialogue.Call) and decision.intent.name == "faq.lookup"
+
+
+def test_an_identifier_names_the_tools_that_take_it() -> None:
+    assert cues.identified_tools("it is V X two zero four one", TOOLS) == [VISITS_FIND, VISITS_MOVE]
+    assert cues.identified_tools("it is at two", TOOLS) == []
+    decision = decide("what's under V X two zero four one")
+    assert decision == dialogue.Call(ToolIntent(name="visits.find",
+                                                arguments={"visit_ref": "VX-2041"}))

@@ -16,6 +16,7 @@ Bench = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
 def _registry() -> dict[str, Bench]:
     from vocero.app import (
         bench_dialogue,
+        bench_ttfa,
         benches,
         benches_actions,
         benches_audit,
@@ -35,6 +36,7 @@ def _registry() -> dict[str, Bench]:
         "followups": benches_followups.followups,
         "audit": benches_audit.audit,
         "dialogue": bench_dialogue.dialogue,
+        "ttfa": bench_ttfa.ttfa,
     }
 
 

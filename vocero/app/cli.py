@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("name")
     bench.add_argument("--json", dest="json_file", default=None)
     bench.add_argument("--runners", default="sim")
+    bench.add_argument("--suite", default=None, help="ttfa: the scenario suite (fixtures/eval)")
     bench.add_argument("--n", type=int, default=50)
     bench.add_argument("--iterations", type=int, default=200)
     bench.add_argument("--events", type=int, default=20_000, help="audit: events in the chain")

@@ -34,7 +34,16 @@ import structlog
 from vocero.contracts.builtins import KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic, LlmRequest, ToolIntent
-from vocero.inference.cpu import confirmation, intents, replies, router, small_talk, tasks, threads
+from vocero.inference.cpu import (
+    confirmation,
+    cues,
+    intents,
+    replies,
+    router,
+    small_talk,
+    tasks,
+    threads,
+)
 
 log = structlog.get_logger(__name__)
 TOOL_CONFIDENCE = 0.5
@@ -123,6 +132,9 @@ class _Memo:
     def __init__(self, model: intents.IntentModel) -> None:
         self._model = model
         self._seen: OrderedDict[str, intents.Decision] = OrderedDict()
+
+    def rank(self, text: str) -> list[tuple[str, float]]:
+        return self._model.rank(text)
 
     def decide(self, text: str) -> intents.Decision:
         found = self._seen.get(text)
@@ -236,6 +248,8 @@ def _routing(
     knowledge = builtin_tool(tools, KNOWLEDGE_TOOL)
     now = clock(request)
 
+    catalog = cues.CatalogCues.of(tools, request.claims) if knowledge is not None else None
+
     def route(text: str) -> router.Route:
         found = router.route(text, tools, today, now=now)
         if model is None or not text.strip():
@@ -246,12 +260,17 @@ def _routing(
             # "Is there a fee if I cancel a visit?" names a tool but asks the catalog.
             named = model.decide(small_talk.without_pleasantries(text))
             asks = named.intent == knowledge.name and named.score >= CATALOG_OVER_TOOL
+            asks = asks or (catalog is not None and catalog.asks_catalog(text))
             return router.Route(None) if asks else found
         if not _asks_for_something(text):
             return found  # values alone ("Friday at 3 pm") answer a question, never open a task
+        if catalog is not None and catalog.asks_catalog(text):
+            return found
         named = model.decide(small_talk.without_pleasantries(text))
         tool = next((t for t in tools if t.name == named.intent), None)
         if tool is None or tool is knowledge or named.score < TOOL_CONFIDENCE:
+            tool = _named_by_identifier(text, tools, model)
+        if tool is None:
             return found
         arguments, missing, model_fill = router.fill_arguments(tool, text, today, now=now)
         return router.Route(tool, arguments, tuple(missing), tuple(model_fill), learned=True)
@@ -276,8 +295,9 @@ def _unrouted(request: LlmRequest, utterance: str, model: _Memo | None) -> Decis
     catalog = knowledge is not None and len(content.split()) >= 2
     if named is not None:
         asked = named.intent == (knowledge.name if knowledge else "")
+        topical = cues.CatalogCues.of(request.tools, request.claims).asks_catalog(content)
         catalog = catalog and (
-            named.intent == "person" or (asked and named.score >= CATALOG_CONFIDENCE)
+            named.intent == "person" or topical or (asked and named.score >= CATALOG_CONFIDENCE)
         )
     elif found is not None:
         catalog = False
@@ -286,6 +306,18 @@ def _unrouted(request: LlmRequest, utterance: str, model: _Memo | None) -> Decis
         return Call(ToolIntent(name=knowledge.name, arguments={"query": content}))
     label = named.intent if named is not None and named.intent in intents.ACTS else None
     return Say(small_talk.reply(utterance, request, label=label))
+
+
+def _named_by_identifier(
+    text: str, tools: Sequence[ToolDefinition], model: _Memo
+) -> ToolDefinition | None:
+    """The tool a line's identifier belongs to ("what's booked under V X two zero four one"):
+    of the tools whose identifier pattern accepts it, the one the intent model ranks first."""
+    taking = cues.identified_tools(text, tools)
+    if len(taking) <= 1:
+        return taking[0] if taking else None
+    ranks = dict(model.rank(small_talk.without_pleasantries(text)))
+    return max(taking, key=lambda t: ranks.get(t.name, 0.0))
 
 
 def _asks_for_something(text: str) -> bool:

@@ -32,7 +32,7 @@ LEXICON: dict[str, tuple[str, ...]] = {
     ),
     "status": (
         "status", "where is", "where's", "track", "tracking", "shipped", "arrive", "arriving",
-        "delivered", "on its way", "update on", "check on",
+        "delivered", "on its way", "update on", "check on", "find", "look up", "lookup",
     ),
     "list": ("list", "show me", "upcoming", "what's on", "do i have", "next appointment"),
     "reschedule": (
@@ -89,9 +89,20 @@ def route(
 
 
 def tool_concepts(tool: ToolDefinition) -> list[str]:
-    """``appointments.reschedule`` -> ``["appointment", "reschedule"]``."""
-    words = [w for w in re.split(r"[._\-\s]+", (tool.builtin or tool.name).lower()) if w]
-    return [_stem(w) for w in words]
+    """``appointments.reschedule`` -> ``["appointment", "reschedule"]``: the domain's words, then
+    one action. A dotted name's last part is the action, said as a phrase the lexicon may know
+    (``visits.call_off`` -> ``["visit", "cancel"]``, ``visits.upcoming`` -> ``["visit",
+    "list"]``); a built-in is named by what it resolves to."""
+    name = (tool.builtin or tool.name).lower()
+    parts = [p for p in name.split(".") if p]
+    if len(parts) < 2:
+        words = [w for w in re.split(r"[._\-\s]+", name) if w]
+        return [_stem(w) for w in words]
+    domain = [_stem(w) for part in parts[:-1] for w in re.split(r"[_\-\s]+", part) if w]
+    phrase = " ".join(w for w in re.split(r"[_\-\s]+", parts[-1]) if w)
+    known = next((c for c, phrases in LEXICON.items() if phrase in phrases or phrase == c), None)
+    action = known or _stem(phrase.replace(" ", "_"))
+    return [*domain, action]
 
 
 def _concepts_said(utterance: str) -> dict[str, float]:

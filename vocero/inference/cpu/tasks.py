@@ -238,13 +238,13 @@ def _switches(
     today: dt.date,
     now: dt.datetime | None,
 ) -> bool:
-    """Whether the line opens another task than the open one. A tool the intent model chose
-    does not take over a task whose question the line answers ("When should we call you
-    back?" "Tomorrow at 5, about my delivery")."""
+    """Whether the line opens another task than the open one. An incomplete request, or a tool
+    the intent model chose, does not take over a task whose question the line answers ("When
+    should we call you back?" "Friday at 10, about Miso's prescription")."""
     if decision.tool is None or (task is not None and decision.tool.name == task.tool.name):
         return False
-    if task is None or not decision.learned or not task.missing:
-        return True
+    if task is None or not task.missing or not (decision.learned or decision.missing):
+        return True  # a complete request of its own ("cancel APT-1001 instead") is served
     return task.missing[0] in _fill(task, utterance, today, now).missing
 
 

@@ -1,0 +1,107 @@
+"""Cues in a caller's line that the words of the profile itself give away.
+
+Two questions the intent model answers poorly on a profile it was never tuned on, and that the
+profile's own material answers well:
+
+* **Does the line ask the catalog?** A claim topic that no tool's material uses ("fee",
+  "emergency", "store credit") is the catalog's own word: a line that says one asks the catalog,
+  unless it is about one of the caller's own records ("my order", "my visit"), which a tool
+  holds. Topics that tools share ("cancel", "prescription", "move") prove nothing.
+* **Which record does it name?** An identifier that a tool's pattern-checked identifier field
+  accepts ("V X two zero four one" for ``^VX-[0-9]{4}$``) narrows the line to the tools that
+  take it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vocero.contracts.builtins import KNOWLEDGE_TOOL
+from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.ports import ClaimTopic
+from vocero.inference.cpu import router, schema, slots
+
+_WORD = re.compile(r"[a-z0-9]+")
+_QUESTION = re.compile(
+    r"\?|^\W*(?:can|could|may|what|when|where|which|who|how|why|is|are|do|does|will|would|"
+    r"should|am)\b|\b(?:what|who|how) (?:do|should|can) (?:i|we)\b",
+    re.I,
+)
+_DAYS = frozenset(
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+)
+_MINE = re.compile(r"\b(?:my|our|mine)\s+(?:\w+\s+){0,2}?(\w+)", re.I)
+
+
+def stems(text: str) -> tuple[str, ...]:
+    """The line's words, lower case, each reduced to a rough stem (plural and -ed, -ing)."""
+    return tuple(_stem(w) for w in _WORD.findall(text.lower()))
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogCues:
+    """The claim topics no tool's material uses, and the nouns of the tools' domains."""
+
+    topics: tuple[tuple[str, ...], ...]
+    domains: frozenset[str]
+
+    @classmethod
+    def of(cls, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> CatalogCues:
+        business = [t for t in tools if t.builtin != KNOWLEDGE_TOOL]
+        material: set[str] = set()
+        domains: set[str] = set()
+        for tool in business:
+            concepts = router.tool_concepts(tool)
+            domains.update(concepts[:-1])
+            material.update(concepts)
+            material.update(stems(tool.description))
+            for name in schema.model_facing(tool).get("properties", {}):
+                material.update(stems(name.replace("_", " ")))
+        topics = {
+            stems(topic)
+            for claim in claims
+            for topic in claim.topics
+            if stems(topic) and not set(stems(topic)) & (material | _DAYS)
+        }
+        return cls(topics=tuple(sorted(topics)), domains=frozenset(domains))
+
+    def asks_catalog(self, text: str) -> bool:
+        """The line asks a question, says a topic only the catalog has, and is not about the
+        caller's own record of a tool's domain ("Please close my account" asks no question;
+        "Is my order going to arrive before the weekend?" is about an order)."""
+        if not _QUESTION.search(text):
+            return False
+        said = stems(text)
+        if not any(_contains(said, topic) for topic in self.topics):
+            return False
+        mine = {_stem(m.group(1).lower()) for m in _MINE.finditer(text)}
+        return not mine & self.domains
+
+
+def identified_tools(text: str, tools: Sequence[ToolDefinition]) -> list[ToolDefinition]:
+    """The tools whose pattern-checked identifier field accepts an identifier the line says."""
+    found: list[ToolDefinition] = []
+    for tool in tools:
+        properties = schema.model_facing(tool).get("properties", {})
+        for name, prop in properties.items():
+            pattern = prop.get("pattern") if isinstance(prop, dict) else None
+            if not pattern or router.field_kind(name, prop) != "id":
+                continue
+            if slots.bare_identifier(text, pattern) is not None:
+                found.append(tool)
+                break
+    return found
+
+
+def _contains(words: tuple[str, ...], phrase: tuple[str, ...]) -> bool:
+    size = len(phrase)
+    return any(words[i : i + size] == phrase for i in range(len(words) - size + 1))
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ies", "ing", "ed", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix) and not word.endswith("ss"):
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
