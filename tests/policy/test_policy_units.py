@@ -46,6 +46,31 @@ SCHEMA = {
 @pytest.mark.parametrize(
     ("said", "iso"),
     [
+        ("friday at 3pm", "2026-12-04T15:00:00+01:00"),
+        ("next tuesday at 2 pm", "2026-12-08T14:00:00+01:00"),
+        ("tomorrow, at 10:30", "2026-12-04T10:30:00+01:00"),
+        ("2026-12-08T14:00:00", "2026-12-08T14:00:00+01:00"),  # no offset: the caller's clock
+        ("2026-12-08T14:00:00-06:00", "2026-12-08T14:00:00-06:00"),
+    ],
+)
+def test_a_date_time_field_is_one_moment_in_the_callers_timezone(said: str, iso: str) -> None:
+    schema = {"type": "object", "properties": {"starts_at": {"type": "string",
+                                                             "format": "date-time"}}}
+    assert canonicalize({"starts_at": said}, schema, CTX).arguments["starts_at"] == iso
+
+
+@pytest.mark.parametrize("said", ["sometime soon", "friday", "at 27 pm on friday"])
+def test_a_date_time_without_a_day_and_a_time_is_asked_again(said: str) -> None:
+    schema = {"type": "object", "properties": {"starts_at": {"type": "string",
+                                                             "format": "date-time"}}}
+    with pytest.raises(CanonicalError) as raised:
+        canonicalize({"starts_at": said}, schema, CTX)
+    assert raised.value.field == "starts_at" and "day and the time" in raised.value.question
+
+
+@pytest.mark.parametrize(
+    ("said", "iso"),
+    [
         ("friday", "2026-12-04"),
         ("next thursday", "2026-12-10"),  # today is Thursday: the next one
         ("tomorrow", "2026-12-04"),

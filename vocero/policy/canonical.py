@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -83,6 +83,8 @@ def canonicalize(
 
 def kind_of(key: str, prop: Mapping[str, Any]) -> str:
     name = key.lower()
+    if prop.get("format") == "date-time":
+        return "datetime"
     if prop.get("format") == "date" or name == "date" or name.endswith("_date"):
         return "date"
     if name in ("timezone", "time_zone", "tz"):
@@ -106,6 +108,8 @@ def _value(key: str, value: Any, prop: Mapping[str, Any], ctx: Context) -> Any:
     kind = kind_of(key, prop)
     if kind == "date":
         return resolve_date(key, value, ctx).isoformat()
+    if kind == "datetime":
+        return resolve_datetime(key, value, ctx)
     if kind == "time":
         return resolve_time(key, value)
     if kind == "timezone":
@@ -214,6 +218,31 @@ def resolve_date(key: str, value: Any, ctx: Context) -> date:
     if found is not None:
         return found
     raise CanonicalError(key, "unrecognised date", "Which date would you like, exactly?")
+
+
+def resolve_datetime(key: str, value: Any, ctx: Context) -> str:
+    """A ``format: date-time`` value as RFC 3339 with the offset of its zone: an ISO value with
+    an offset is kept, one without is the caller's local time, and words ("next Tuesday at
+    2 pm") are a day and a clock time in the caller's timezone. Anything else is asked again."""
+    text = " ".join(str(value).strip().split())
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        moment = None
+    if moment is None:
+        match = re.match(r"^(.*?)\s*(?:,\s*|\s)at\s+(.+)$", text, re.IGNORECASE)
+        question = "When would you like it, exactly? Please tell me the day and the time."
+        if match is None:
+            raise CanonicalError(key, "unrecognised date-time", question)
+        try:
+            day = resolve_date(key, match.group(1), ctx)
+            clock = resolve_time(key, match.group(2))
+        except CanonicalError as exc:
+            raise CanonicalError(key, "unrecognised date-time", question) from exc
+        moment = datetime.fromisoformat(f"{day.isoformat()}T{clock}")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=ctx.zone)
+    return moment.isoformat()
 
 
 def _month_date(text: str, today: date) -> date | None:
