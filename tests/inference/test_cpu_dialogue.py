@@ -179,3 +179,16 @@ def test_an_identifier_names_the_tools_that_take_it() -> None:
     decision = decide("what's under V X two zero four one")
     assert decision == dialogue.Call(ToolIntent(name="visits.find",
                                                 arguments={"visit_ref": "VX-2041"}))
+
+
+def test_a_call_back_asked_for_is_one_whatever_topic_it_is_about() -> None:
+    """"Someone" may be a contact topic of the catalog: a call-back asked for is still one."""
+    claims = [*CLAIMS, ClaimTopic(key="contact.person", text="Call 555-0142 to talk to us.",
+                                  topics=["someone", "person", "front desk"])]
+    request = LlmRequest(
+        messages=[SYSTEM, Message(role="user",
+                                  content="Can someone call me back about my dog's injury?")],
+        tools=TOOLS, claims=claims,
+    )
+    decision = dialogue.decide(request, today=TODAY, model=model())
+    assert decision == dialogue.Say("When should we call you back?"), decision

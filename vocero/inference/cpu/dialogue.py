@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import msgspec
 import structlog
 
-from vocero.contracts.builtins import KNOWLEDGE_TOOL
+from vocero.contracts.builtins import FOLLOWUPS_TOOL, KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic, LlmRequest, ToolIntent
 from vocero.inference.cpu import (
@@ -255,8 +255,8 @@ def _routing(
         if model is None or not text.strip():
             return found
         if found.tool is not None:
-            if not found.missing or knowledge is None:
-                return found
+            if not found.missing or knowledge is None or found.tool.builtin == FOLLOWUPS_TOOL:
+                return found  # complete, or a call-back asked for in so many words
             # "Is there a fee if I cancel a visit?" names a tool but asks the catalog.
             named = model.decide(small_talk.without_pleasantries(text))
             asks = named.intent == knowledge.name and named.score >= CATALOG_OVER_TOOL
