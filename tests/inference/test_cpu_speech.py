@@ -325,3 +325,25 @@ async def test_heard_text_on_piper_stays_within_what_was_played(
     assert LONG.startswith(heard)
     assert len(heard) <= played_share(LONG, played_ms, total_ms), (heard, total_ms)
     print(f"\npiper: played {played_ms} of {total_ms:.0f} ms, heard {len(heard)} chars: {heard!r}")
+
+
+def test_a_long_first_sentence_is_rendered_as_a_lead_phrase_then_the_rest() -> None:
+    """Piper's first audio waits for the whole sentence it renders: a long first sentence goes
+    as a short phrase cut where a speaker pauses, and every word is still said once, in order."""
+    from vocero.inference.cpu.tts import lead_phrase, sentence_spans
+
+    claim = "Standard delivery takes 3 to 5 business days after your order ships. It is free."
+    spans = sentence_spans(claim, lead=True)
+    assert [s for s, _ in spans] == [
+        "Standard delivery takes 3 to 5 business days", "after your order ships.", "It is free."
+    ]
+    assert [end for _, end in spans] == [44, 68, len(claim)], "marks where each piece ends"
+    assert " ".join(s for s, _ in spans) == claim
+    assert sentence_spans(claim)[0][0].endswith("ships."), "streaming engines: whole"
+    assert lead_phrase("To speak with a person, call 555-0100 now, or I can arrange it.") == [
+        "To speak with a person,", "call 555-0100 now, or I can arrange it."
+    ]
+    assert lead_phrase("Order A123 is shipped.") == ["Order A123 is shipped."]
+    assert lead_phrase("Unopened items can be returned for a full refund whenever") == [
+        "Unopened items can be returned", "for a full refund whenever"
+    ]

@@ -86,10 +86,11 @@ class TextToSpeech(RunnerShell):
     ) -> AsyncGenerator[bytes | SpokenThrough, None]:
         async with self._admission.slot(self._queue.deadline_s):
             spoken_ms = 0.0
-            for sentence, end in sentence_spans(text):
+            whole = bool(getattr(self._engine, "renders_whole_sentences", False))
+            for sentence, end in sentence_spans(text, lead=whole):
                 through = end / len(text)
                 rendered = threads.iterate(lambda s=sentence: self._engine.render(s, voice))  # type: ignore[misc]
-                if getattr(self._engine, "renders_whole_sentences", False):
+                if whole:
                     pcm = b"".join([pcm async for pcm in rendered])
                     yield SpokenThrough(audio_ms=spoken_ms + self._ms(pcm), fraction=through)
                     for piece in chunks(pcm, self.sample_rate, CHUNK_MS):
@@ -109,15 +110,47 @@ class TextToSpeech(RunnerShell):
 _WARM_UP_VOICE = VoiceRef(voice_profile_id="builtin", voice_version="default")
 
 
-def sentence_spans(text: str) -> list[tuple[str, int]]:
-    """:func:`sentences` of ``text``, each with the offset in ``text`` where it ends."""
+def sentence_spans(text: str, *, lead: bool = False) -> list[tuple[str, int]]:
+    """:func:`sentences` of ``text``, each with the offset in ``text`` where it ends; with
+    ``lead``, a long first sentence is said as a short lead phrase and the rest (:func:`lead`)."""
     spans: list[tuple[str, int]] = []
     cursor = 0
-    for sentence in sentences(text):
+    pieces = sentences(text)
+    if lead and pieces:
+        pieces = [*lead_phrase(pieces[0]), *pieces[1:]]
+    for sentence in pieces:
         start = text.find(sentence, cursor)
         cursor = (start if start >= 0 else cursor) + len(sentence)
         spans.append((sentence, min(cursor, len(text))))
     return spans
+
+
+LEAD_WORDS = 7
+"""A first sentence longer than this is split for an engine that renders sentences whole: its
+first audio waits for the whole sentence (Piper: ~25 ms a word on two cores), so a short lead
+phrase comes first and the rest is rendered while it plays."""
+_CLAUSE = re.compile(r"[,;:]\s+")
+_CONNECTIVES = frozenset(
+    ["after", "before", "within", "for", "from", "on", "unless", "until", "and", "or", "but",
+     "so", "because", "if", "when", "to", "with", "at", "by", "of"]
+)  # fmt: skip
+
+
+def lead_phrase(sentence: str) -> list[str]:
+    """A long sentence as a lead phrase of three to eight words and its rest, cut where a
+    speaker pauses: after a comma, else before a connective ("Standard delivery takes 3 to 5
+    business days | after your order ships."); a sentence with no such place is kept whole."""
+    words = sentence.split()
+    if len(words) <= LEAD_WORDS:
+        return [sentence]
+    for match in _CLAUSE.finditer(sentence):
+        count = len(sentence[: match.start()].split())
+        if 3 <= count <= 8:
+            return [sentence[: match.start() + 1].strip(), sentence[match.end() :].strip()]
+    for index in range(8, 3, -1):
+        if words[index].lower() in _CONNECTIVES and len(words) - index >= 3:
+            return [" ".join(words[:index]), " ".join(words[index:])]
+    return [sentence]
 
 
 def sentences(text: str) -> list[str]:
