@@ -454,7 +454,19 @@ def _identifier_text(text: str) -> str:
         _COUNT, _MONEY, _AT_SMALL_NUMBER,
     ):  # fmt: skip
         masked = pattern.sub(lambda m: " " * len(m.group(0)), masked)
-    return _SPACED_DIGITS.sub("", masked)
+    return _SPACED_DIGITS.sub("", _ROUND_THEN_SMALL.sub(_added, masked))
+
+
+_ROUND_THEN_SMALL = re.compile(r"(?<![\d-])(\d*[1-9](0+)) (\d+)\b")
+
+
+def _added(match: re.Match[str]) -> str:
+    """A round number and a smaller one after it are one number, as a recogniser prints "one
+    thousand one" ("1000 1" -> "1001", "20 1" -> "21"); other digit runs are left as spelled."""
+    round_, zeros, small = match.group(1), match.group(2), match.group(3)
+    if len(small) > len(zeros):
+        return match.group(0)
+    return str(int(round_) + int(small))
 
 
 def _spaced_letters(match: re.Match[str]) -> str:
