@@ -14,7 +14,7 @@ import pytest
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic, LlmRequest, Message, ToolIntent
-from vocero.inference.cpu import cues, dialogue, intents
+from vocero.inference.cpu import cues, dialogue, intents, questions
 
 SYSTEM = Message(
     role="system",
@@ -192,3 +192,28 @@ def test_a_call_back_asked_for_is_one_whatever_topic_it_is_about() -> None:
     )
     decision = dialogue.decide(request, today=TODAY, model=model())
     assert decision == dialogue.Say("When should we call you back?"), decision
+
+
+def test_a_missing_field_is_asked_for_by_what_it_names() -> None:
+    track = ToolDefinition(
+        name="prescriptions.track", description="Where a prescription refill is.",
+        input_schema={"type": "object",
+                      "properties": {"rx_code": {"type": "string", "pattern": "^RX[0-9]{2,4}$"}},
+                      "required": ["rx_code"]},
+    )
+    book = ToolDefinition(
+        name="visits.book", description="Book a visit.",
+        input_schema={"type": "object", "properties": {
+            "starts_at": {"type": "string", "format": "date-time"},
+            "slot": {"type": "string", "enum": ["morning", "afternoon"]},
+            "why": {"type": "string"}}},
+    )
+    assert questions.ask(track, "rx_code") == (
+        "Which prescription is it? Please tell me the prescription code.")
+    assert questions.ask(VISITS_FIND, "visit_ref") == (
+        "Which visit is it? Please tell me the visit reference.")
+    assert questions.ask(book, "starts_at") == "What day and time would suit you?"
+    assert questions.ask(book, "slot") == "Would you like morning or afternoon?"
+    assert questions.ask(book, "why") == "What is it about?"
+    asked = decide("Can you move my visit to Friday at 3 pm?")
+    assert asked == dialogue.Say("Which visit is it? Please tell me the visit reference.")

@@ -9,17 +9,10 @@ from collections.abc import AsyncIterator
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import LlmRequest, TextChunk
-from vocero.inference.cpu.router import field_kind
+from vocero.inference.cpu import questions
 
 _SPECIAL = re.compile(r"<\|[^|>]*\|>|</?s>")
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
-_QUESTIONS = {
-    "date": "What date would you like?",
-    "time": "What time would suit you?",
-    "when": "When should we get back to you?",
-    "reason": "What is it about?",
-    "channel": "Should we call, text or email you?",
-}
 
 
 async def one(text: str) -> AsyncIterator[str]:
@@ -74,16 +67,7 @@ def _take(text: str, said: int, max_words: int) -> tuple[str, int, bool]:
 
 def clarifying_question(tool: ToolDefinition, missing: tuple[str, ...]) -> str:
     """What to ask when the caller named an action but not what it applies to."""
-    asks: list[str] = []
-    properties = tool.input_schema.get("properties", {})
-    for name in missing:
-        kind = field_kind(name, properties.get(name, {}))
-        if kind == "id":
-            noun = name.lower().removesuffix("_id").replace("_", " ") or "reference"
-            asks.append(f"Which {noun} is it? Please tell me the {noun} number.")
-        else:
-            asks.append(_QUESTIONS.get(kind, f"What {name.replace('_', ' ')} should I use?"))
-    return " ".join(dict.fromkeys(asks))
+    return " ".join(dict.fromkeys(questions.ask(tool, name) for name in missing))
 
 
 def chat_messages(request: LlmRequest) -> list[dict[str, str]]:

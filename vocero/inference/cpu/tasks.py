@@ -27,17 +27,10 @@ from typing import Any
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import Message, ToolIntent
-from vocero.inference.cpu import router, schema, slots, small_talk
+from vocero.inference.cpu import questions, router, schema, slots, small_talk
 
 _ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "other": 1, "last": -1, "latter": -1,
              "former": 0}
-_QUESTIONS = {
-    "date": "What day would you like?",
-    "time": "What time would suit you?",
-    "when": "When should we call you back?",
-    "reason": "What is it about?",
-    "channel": "Should we call you, or is it something for our team to do?",
-}
 MAX_ASKS = 2
 """How often one question is asked before the task is dropped."""
 _ANSWER_LEAD = re.compile(
@@ -326,8 +319,8 @@ def _step(task: Task, tools: Sequence[ToolDefinition], *, listed_now: bool = Fal
         lister = _list_tool(task.tool, tools)
         if lister is not None and not task.listed:
             return Step(intent=ToolIntent(name=lister.name, arguments={}))
-        return Step(question=_ask_id(first))
-    return Step(question=_ask(task.tool, first))
+        return Step(question=questions.ask(task.tool, first))
+    return Step(question=questions.ask(task.tool, first))
 
 
 def _id_field(task: Task) -> str:
@@ -369,7 +362,7 @@ def _pick(utterance: str, records: Sequence[dict[str, Any]]) -> dict[str, Any] |
 
 
 def _which(task: Task, id_field: str) -> str:
-    noun = _noun(id_field)
+    noun, _ = questions.id_words(task.tool, id_field)
     options = [_describe(r) for r in task.listed[:2]]
     return f"Which {noun}: {options[0]}, or {options[1]}?"
 
@@ -388,21 +381,6 @@ def _describe(record: dict[str, Any]) -> str:
             when = ""
     text = " ".join(p for p in (f"the {label.lower()}" if label else "", when) if p)
     return text or str(record.get("id", "the other one"))
-
-
-def _noun(id_field: str) -> str:
-    return id_field.lower().removesuffix("_id").replace("_", " ") or "one"
-
-
-def _ask_id(id_field: str) -> str:
-    noun = _noun(id_field)
-    return f"Which {noun} is it? Please tell me the {noun} number."
-
-
-def _ask(tool: ToolDefinition, name: str) -> str:
-    properties = tool.input_schema.get("properties", {})
-    kind = router.field_kind(name, properties.get(name, {}))
-    return _QUESTIONS.get(kind, f"What {name.replace('_', ' ')} should I use?")
 
 
 def accepted_offer(

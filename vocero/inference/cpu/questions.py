@@ -1,0 +1,66 @@
+"""The one question the agent asks for one missing field, in words a caller expects.
+
+The same wording whoever asks (the open task, a schema violation): a field's kind decides the
+question (:func:`vocero.inference.cpu.router.field_kind`), and an identifier is asked for by the
+thing it names, never by its raw field name: ``rx_code`` of ``prescriptions.track`` is "Which
+prescription is it? Please tell me the prescription code.", ``visit_ref`` "Which visit is it?
+Please tell me the visit reference."
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from vocero.contracts.domain import ToolDefinition
+from vocero.inference.cpu import router, schema
+
+_BY_KIND = {
+    "date": "What day would you like?",
+    "time": "What time would suit you?",
+    "datetime": "What day and time would suit you?",
+    "when": "When should we call you back?",
+    "reason": "What is it about?",
+    "channel": "Should we call you, or is it something for our team to do?",
+}
+_ID_SUFFIXES = {"_id": "number", "_ref": "reference", "_reference": "reference",
+                "_code": "code", "_number": "number", "_no": "number"}  # fmt: skip
+
+
+def ask(tool: ToolDefinition, name: str) -> str:
+    """The question for ``name``, a field of ``tool`` the caller has not given."""
+    prop = _property(tool, name)
+    kind = router.field_kind(name, prop)
+    if kind == "id":
+        noun, what = id_words(tool, name)
+        return f"Which {noun} is it? Please tell me the {noun} {what}."
+    if kind == "enum" and isinstance(prop.get("enum"), list) and 2 <= len(prop["enum"]) <= 3:
+        options = [str(v).replace("_", " ") for v in prop["enum"]]
+        return f"Would you like {', '.join(options[:-1])} or {options[-1]}?"
+    if kind in _BY_KIND:
+        return _BY_KIND[kind]
+    return f"What {_label(name)} should I use?"
+
+
+def id_words(tool: ToolDefinition, name: str) -> tuple[str, str]:
+    """What an identifier names and what it is called: ``("prescription", "code")``."""
+    lowered = name.lower()
+    what = "number"
+    for suffix, word in _ID_SUFFIXES.items():
+        if lowered.endswith(suffix):
+            lowered, what = lowered.removesuffix(suffix), word
+            break
+    noun = lowered.replace("_", " ").strip()
+    if len(noun) <= 3 or noun == "id":  # "rx", "": the tool's own domain says it
+        domain = router.tool_concepts(tool)[:-1]
+        noun = " ".join(domain) or noun or "reference"
+    return noun, what
+
+
+def _property(tool: ToolDefinition, name: str) -> dict[str, Any]:
+    found = schema.model_facing(tool).get("properties", {}).get(name, {})
+    return found if isinstance(found, dict) else {}
+
+
+def _label(name: str) -> str:
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).replace("_", " ").lower()
