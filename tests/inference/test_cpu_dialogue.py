@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from functools import cache
 
+import anyio
 import pytest
 
 from vocero.contracts.domain import ToolDefinition
@@ -217,3 +218,24 @@ def test_a_missing_field_is_asked_for_by_what_it_names() -> None:
     assert questions.ask(book, "why") == "What is it about?"
     asked = decide("Can you move my visit to Friday at 3 pm?")
     assert asked == dialogue.Say("Which visit is it? Please tell me the visit reference.")
+
+
+@pytest.mark.anyio
+async def test_a_tool_set_is_fitted_once_however_many_ask_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fits: list[int] = []
+    real = intents.IntentModel.fit
+
+    def counted(tools, claims=()):  # type: ignore[no-untyped-def]
+        fits.append(len(tools))
+        return real(tools, claims)
+
+    monkeypatch.setattr(intents.IntentModel, "fit", staticmethod(counted))
+    models = dialogue.IntentModels()
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(models.model, TOOLS, CLAIMS)
+    assert fits == [len(TOOLS)]
+    assert models.fitted(TOOLS, CLAIMS) is await models.model(TOOLS, CLAIMS)
+    assert models.fitted(TOOLS[:1], CLAIMS) is None

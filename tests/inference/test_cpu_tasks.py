@@ -152,7 +152,8 @@ async def test_a_yes_to_the_agents_offered_time_books_it(routed_llm: RoutedLlm) 
 
 ASK_REASON = "What is it about?"
 KNOWLEDGE = ToolDefinition(
-    name="knowledge.search", builtin="knowledge.search", description="Find approved answers about returns and contacts.",
+    name="knowledge.search", builtin="knowledge.search",
+    description="Find approved answers about returns and contacts.",
     input_schema={"type": "object", "properties": {"query": {"type": "string"}},
                   "required": ["query"]},
 )

@@ -300,3 +300,9 @@ def test_free_timing_and_reasons_keep_the_callers_words() -> None:
     assert (missing, model_fill) == ([], ["note"])
     spoken, _, _ = router.fill_arguments(tool, "Call me next Tuesday at half past two", TODAY)
     assert spoken["when"] == "next Tuesday at half past two"
+
+
+def test_a_reason_given_with_because_is_the_callers_words() -> None:
+    said = "I need to call off visit VX-2043 because we are moving away"
+    assert slots.reason_phrase(said) == "we are moving away"
+    assert slots.reason_phrase("Call me back about my refund tomorrow") == "my refund"

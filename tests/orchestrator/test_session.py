@@ -12,6 +12,7 @@ from tests.support.audio import silence_frames, tone_frames, utterance
 from tests.support.fakes import RecordingRecorder, fake_runners
 from tests.support.harness import profile, running
 from vocero.contracts import events as ev
+from vocero.contracts.domain import ToolDefinition
 from vocero.inference.sim.script import Rule
 from vocero.orchestrator.hearing import SPECULATE_AFTER_MS
 
@@ -48,6 +49,19 @@ async def test_text_turn_is_answered_by_voice_and_remembered() -> None:
             ("user", "hello"),
             ("assistant", "I can help with orders and appointments."),
         ]
+
+
+async def test_the_model_prepares_for_the_sessions_tools_before_the_first_turn() -> None:
+    """A runner that learns from the profile (the CPU intent model) does so at session start."""
+    runners, _, llm, _ = fake_runners(rules=RULES)
+    tool = ToolDefinition(name="visits.find", description="Find a visit.", input_schema={})
+    async with running(runners, tools=(tool,)) as h:
+        await anyio.lowlevel.checkpoint()
+        assert llm.prepared == [(["visits.find"], [])]
+        assert llm.calls == 0, "before any turn"
+        h.session.on_text("hello")
+        await h.until_frame("ResponseCompleted")
+        assert len(llm.prepared) == 1
 
 
 async def test_barge_in_stops_first_and_keeps_only_heard_text() -> None:

@@ -169,8 +169,9 @@ def test_readback_and_results_are_spoken_from_canonical_fields() -> None:
     assert templated.text == ("To confirm: move your appointment APT-1001 to Friday, December 4 "
                               "at 3:30 PM, Madrid time. Shall I go ahead?")
     assert templated.parts == ("APT-1001", "Friday, December 4 at 3:30 PM, Madrid time")
-    moment = readback("move_visit", {"visit_ref": "VX-2041", "starts_at": "2026-12-08T14:00:00-06:00"},
-                      today=date(2026, 12, 2), template="move {visit_ref} to {starts_at}")
+    visit = {"visit_ref": "VX-2041", "starts_at": "2026-12-08T14:00:00-06:00"}
+    moment = readback("move_visit", visit, today=date(2026, 12, 2),
+                      template="move {visit_ref} to {starts_at}")
     assert moment.text == ("To confirm: move VX-2041 to Tuesday, December 8 at 2 PM. "
                            "Shall I go ahead?"), "a date-time placeholder is said in words"
     raw = readback("crm_update_v2", {"ticket_id": "T-9", "priority": "high"})

@@ -18,6 +18,7 @@ from vocero.contracts.actions import (
 from vocero.contracts.domain import ToolDefinition, VoiceRef
 from vocero.contracts.errors import CapacityError
 from vocero.contracts.ports import (
+    ClaimTopic,
     Health,
     LlmOutput,
     LlmRequest,
@@ -75,6 +76,11 @@ class FakeLlm(SimLlm):
         self.hang_calls = 0
         self.busy = False
         self.calls = 0
+        self.prepared: list[tuple[list[str], list[str]]] = []
+        """Each ``prepare``: the tools' names and the claims' keys."""
+
+    async def prepare(self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> None:
+        self.prepared.append(([t.name for t in tools], [c.key for c in claims]))
 
     async def generate(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
         self.calls += 1

@@ -180,6 +180,11 @@ class Llm(Runner, Protocol):
         """Stream text chunks, or yield one tool intent, or one intent classification."""
         ...
 
+    async def prepare(self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> None:
+        """Get ready for a session's tools and claims before its first turn (a runner that
+        learns from a profile's material fits it here, once per tool set); may do nothing."""
+        ...
+
 
 # ---------------------------------------------------------------------------------------- TTS
 

@@ -119,12 +119,23 @@ class Session:
                 if core.coordinator is not None:
                     core.coordinator.set_input_handler(asking.ask)
                 core.fire(Event.CONFIGURED)
+                tg.start_soon(self._prepare_model)
                 task_status.started()
                 await anyio.sleep_forever()
         except Exception:
             log.exception("session.failed", session_id=core.ctx.session_id)
             core.fire(Event.FAIL)
             raise
+
+    async def _prepare_model(self) -> None:
+        """Let the model learn the session's tools and claims before the first turn; a failure
+        is logged and the first turn tries again."""
+        core = self.core
+        try:
+            await core.runners.llm.prepare(list(core.ctx.tools), core.claim_topics)
+        except Exception:
+            log.warning("session.model_prepare_failed", session_id=core.ctx.session_id,
+                        exc_info=True)
 
     def close(self, reason: str = "client_close") -> None:
         self._closed = True

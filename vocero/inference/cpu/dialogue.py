@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import anyio
 import msgspec
 import structlog
 
@@ -103,15 +104,24 @@ class IntentModels:
 
     def __init__(self) -> None:
         self._models: OrderedDict[str, _Memo] = OrderedDict()
+        self._fitting: dict[str, anyio.Event] = {}
 
     async def model(
         self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]
     ) -> _Memo:
+        """The tool set's model, fitted once: a second asker waits for the fit in flight."""
         key = _fingerprint(tools, claims)
+        while key not in self._models and key in self._fitting:
+            await self._fitting[key].wait()
         memo = self._models.get(key)
         if memo is None:
-            fitted = await threads.run(lambda: intents.IntentModel.fit(tools, claims))
-            memo = self._models.setdefault(key, _Memo(fitted))
+            done = self._fitting[key] = anyio.Event()
+            try:
+                fitted = await threads.run(lambda: intents.IntentModel.fit(tools, claims))
+                memo = self._models.setdefault(key, _Memo(fitted))
+            finally:
+                del self._fitting[key]
+                done.set()
             while len(self._models) > self.KEPT:
                 self._models.popitem(last=False)
         self._models.move_to_end(key)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, Literal
 
 import structlog
@@ -26,6 +26,7 @@ import structlog
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.errors import ErrorCode
 from vocero.contracts.ports import (
+    ClaimTopic,
     IntentClassified,
     LlmOutput,
     LlmRequest,
@@ -63,6 +64,9 @@ class LlmBase(RunnerShell):
             lambda: threads.run(self._engine.load),
             lambda: self._classify_with_model("yes"),
         )
+
+    async def prepare(self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> None:
+        """Nothing to learn by default."""
 
     async def generate(self, request: LlmRequest) -> AsyncGenerator[LlmOutput, None]:
         async with self._admission.slot(self._queue.deadline_s):
@@ -124,6 +128,10 @@ class RoutedLlm(LlmBase):
         self._today = today
         self._free_text = free_text
         self._intents = dialogue.IntentModels()
+
+    async def prepare(self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> None:
+        """Fit the intent model of this tool set now (~0.3 s), not on the session's first turn."""
+        await self._intents.model(tools, claims)
 
     async def _respond(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
         model = await self._intents.model(request.tools, request.claims)

@@ -175,7 +175,8 @@ _SPOKEN_CLOCK_SPAN = re.compile(
     re.IGNORECASE,
 )
 _REASON = re.compile(
-    r"\b(?:about|regarding|concerning|re|to discuss|to talk about|on the subject of)\s+(.+)",
+    r"\b(?:about|regarding|concerning|re|to discuss|to talk about|on the subject of|because|"
+    r"since|due to)\s+(.+)",
     re.IGNORECASE,
 )
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import Any
 
 import anyio
 import numpy as np
 
-from vocero.contracts.domain import VoiceRef
+from vocero.contracts.domain import ToolDefinition, VoiceRef
 from vocero.contracts.ports import (
+    ClaimTopic,
     IntentClassified,
     LlmOutput,
     LlmRequest,
@@ -124,6 +125,9 @@ class SimLlm:
 
     def status(self) -> RunnerStatus:
         return RunnerStatus(health="ready", capacity=1_000_000)
+
+    async def prepare(self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> None:
+        """Nothing to learn: the script is the model."""
 
     async def generate(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
         last_user, last_assistant, since_user = _history_context(request.messages)
