@@ -239,3 +239,32 @@ async def test_a_tool_set_is_fitted_once_however_many_ask_at_once(
     assert fits == [len(TOOLS)]
     assert models.fitted(TOOLS, CLAIMS) is await models.model(TOOLS, CLAIMS)
     assert models.fitted(TOOLS[:1], CLAIMS) is None
+
+
+def test_a_misheard_identifier_is_the_callers_record_one_edit_away() -> None:
+    """Whisper prints Piper's "A P T one thousand two" as "APT-10002"; the caller's records,
+    listed earlier in the call, hold APT-1002: that is the one proposed and read back."""
+    cancel = ToolDefinition(
+        name="bookings.cancel", description="Cancel one of the caller's bookings.",
+        input_schema={"type": "object", "properties": {
+            "booking_id": {"type": "string", "pattern": "^APT-[0-9]{1,8}$"}},
+            "required": ["booking_id"]},
+    )
+    listed = Message(role="tool", content="", tool_name="bookings.list", tool_status="committed",
+                     tool_result={"bookings": [{"booking_id": "APT-1001"},
+                                               {"booking_id": "APT-1002"}]})
+    tools = [*TOOLS, cancel]
+
+    def said(line: str, *history: Message) -> dialogue.Decision:
+        messages = [SYSTEM, *history, Message(role="user", content=line)]
+        request = LlmRequest(messages=messages, tools=tools, claims=CLAIMS)
+        return dialogue.decide(request, today=TODAY)
+
+    assert said("Cancel booking APT-10002", listed) == dialogue.Call(
+        ToolIntent(name="bookings.cancel", arguments={"booking_id": "APT-1002"}))
+    assert said("Cancel booking APT-101", listed) == dialogue.Call(
+        ToolIntent(name="bookings.cancel", arguments={"booking_id": "APT-1001"}))
+    assert said("Cancel booking APT-7777", listed) == dialogue.Call(
+        ToolIntent(name="bookings.cancel", arguments={"booking_id": "APT-7777"})), "far: as heard"
+    assert said("Cancel booking APT-10002") == dialogue.Call(
+        ToolIntent(name="bookings.cancel", arguments={"booking_id": "APT-10002"})), "none shown"

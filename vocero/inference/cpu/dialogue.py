@@ -39,6 +39,7 @@ from vocero.inference.cpu import (
     confirmation,
     cues,
     intents,
+    known,
     replies,
     router,
     small_talk,
@@ -193,7 +194,7 @@ def decide(
     corrected = tasks.correction(utterance, request.pending, request.tools, today, now=now)
     if corrected is not None:
         log.info("llm.correction", tool=corrected.name)
-        return Call(corrected)
+        return _known(Call(corrected), request)
     decision = route(utterance) if utterance else router.Route(None)
     opened = tasks.open_task(request.messages, request.tools, today, route=route, now=now)
     step = tasks.next_step(opened, utterance, decision, request.tools, today, now=now)
@@ -201,7 +202,7 @@ def decide(
         offer = tasks.accepted_offer(request.messages, request.tools, today, now=now)
         step = tasks.Step(intent=offer) if offer is not None else None
     if step is not None:
-        return _stepped(request, step, decision)
+        return _known(_stepped(request, step, decision), request)
     if chat:
         return Chat()
     return _unrouted(request, utterance, model)
@@ -334,6 +335,17 @@ def _asks_for_something(text: str) -> bool:
     """Whether the line says more than values (days, times, numbers, references)."""
     rest = _VALUE_WORDS.sub(" ", small_talk.without_pleasantries(text).lower())
     return any(len(w) > 1 for w in re.findall(r"[a-z']+", rest))
+
+
+def _known(decision: Decision, request: LlmRequest) -> Decision:
+    """A call whose identifier the caller's shown records correct (:mod:`.known`)."""
+    if not isinstance(decision, Call):
+        return decision
+    tool = next((t for t in request.tools if t.name == decision.intent.name), None)
+    intent = known.snapped(decision.intent, tool, request.messages)
+    if intent != decision.intent:
+        log.info("llm.identifier_snapped", tool=intent.name)
+    return Call(intent, decision.model_fill)
 
 
 def _stepped(request: LlmRequest, step: tasks.Step, decision: router.Route) -> Decision:
