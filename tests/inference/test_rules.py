@@ -143,6 +143,14 @@ def test_mixed_or_empty_answers_are_uncertain(text: str) -> None:
     assert confirmation.classify(text) == "uncertain"
 
 
+@pytest.mark.parametrize(("text", "intent"), [("Yes?", "confirm"), ("yeah?", "confirm"),
+                                              ("Sure?", "uncertain"), ("Okay?", "uncertain")])
+def test_a_lone_yes_written_as_a_question_is_a_yes(text: str, intent: str) -> None:
+    """Whisper writes a short "Yes" with a rising voice as "Yes?"; a doubtful "sure?" stays
+    uncertain."""
+    assert confirmation.classify(text) == intent
+
+
 def test_unrecognised_answers_go_to_the_model() -> None:
     assert confirmation.classify("the blue one") is None
 

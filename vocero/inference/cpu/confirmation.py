@@ -30,11 +30,16 @@ _CONFIRM = re.compile(
 )
 
 
+_LONE_YES = re.compile(r"^(yes|yeah|yep)\?$", re.IGNORECASE)
+
+
 def classify(answer: str) -> Intent | None:
     """The label the rules are sure of, or ``None`` when the model must decide."""
     text = answer.strip().strip(" .!,")
     if not text:
         return "uncertain"
+    # Whisper writes a short "Yes" said with a rising voice as "Yes?": a lone yes is a yes.
+    text = _LONE_YES.sub(r"\1", text)
     if _HEDGE.search(text):
         return "uncertain"
     rejects, confirms = bool(_REJECT.search(text)), bool(_CONFIRM.search(text))
