@@ -344,6 +344,9 @@ def test_a_long_first_sentence_is_rendered_as_a_lead_phrase_then_the_rest() -> N
         "To speak with a person,", "call 555-0100 now, or I can arrange it."
     ]
     assert lead_phrase("Order A123 is shipped.") == ["Order A123 is shipped."]
+    for words in range(1, 14):  # every length, with and without a comma or a connective
+        for text in (" ".join(["word"] * words), "Hello, " + " ".join(["of"] * words)):
+            assert " ".join(lead_phrase(text)) == text
     assert lead_phrase("Unopened items can be returned for a full refund whenever") == [
         "Unopened items can be returned", "for a full refund whenever"
     ]

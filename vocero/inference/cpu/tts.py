@@ -147,8 +147,8 @@ def lead_phrase(sentence: str) -> list[str]:
         count = len(sentence[: match.start()].split())
         if 3 <= count <= 8:
             return [sentence[: match.start() + 1].strip(), sentence[match.end() :].strip()]
-    for index in range(8, 3, -1):
-        if words[index].lower() in _CONNECTIVES and len(words) - index >= 3:
+    for index in range(min(8, len(words) - 3), 3, -1):
+        if words[index].lower() in _CONNECTIVES:
             return [" ".join(words[:index]), " ".join(words[index:])]
     return [sentence]
 
