@@ -11,6 +11,8 @@ over (barge-in) or skipped are left out. Figures are split by what the answer ne
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,7 @@ async def ttfa(args: argparse.Namespace) -> dict[str, Any]:
     )  # fmt: skip
     scenarios = load_files([suite])
     zones = caller_zones(Path(options.identities))
-    results = await anyio.to_thread.run_sync(lambda: run_all(scenarios, options, zones))
+    results = await anyio.to_thread.run_sync(lambda: _quietly(run_all, scenarios, options, zones))
     by_kind: dict[str, list[float]] = {"tool": [], "claims": [], "words": []}
     slowest: list[tuple[float, str, str]] = []
     for result in results:
@@ -55,6 +57,12 @@ async def ttfa(args: argparse.Namespace) -> dict[str, Any]:
         "slowest": [{"ms": round(ms, 1), "scenario": name, "say": say}
                     for ms, name, say in slowest[:5]],
     }  # fmt: skip
+
+
+def _quietly(run: Any, *args: Any) -> Any:
+    """``vocero eval`` prints a line a scenario; standard output carries the bench's JSON."""
+    with contextlib.redirect_stdout(sys.stderr):
+        return run(*args)
 
 
 def _kind(turn: Any) -> str:
