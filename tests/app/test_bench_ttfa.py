@@ -28,7 +28,8 @@ def turns() -> list[TurnResult]:
     return [
         TurnResult(index=1, say="Where is A123?", ttfa_ms=300.0,
                    tool_statuses=[{"status": "committed"}]),
-        TurnResult(index=2, say="Open on Saturday?", ttfa_ms=200.0,
+        TurnResult(index=2, say="Open on Saturday?", ttfa_ms=200.0,  # the catalog's search
+                   tool_statuses=[{"status": "committed"}],
                    units=[{"claim_keys": ["hours.saturday"]}]),
         TurnResult(index=3, say="Thanks", ttfa_ms=100.0),
         TurnResult(index=4, say="Tell me a story", then="stop", ttfa_ms=50.0),

@@ -66,10 +66,12 @@ def _quietly(run: Any, *args: Any) -> Any:
 
 
 def _kind(turn: Any) -> str:
-    if turn.tool_statuses or turn.confirmations:
-        return "tool"
+    """``claims`` (answered from the catalog, through its search), ``tool`` (a business tool
+    or a proposal), or ``words`` (the profile's own words)."""
     if any(unit.get("claim_keys") for unit in turn.units):
         return "claims"
+    if turn.tool_statuses or turn.confirmations:
+        return "tool"
     return "words"
 
 
