@@ -116,11 +116,13 @@ class Server:
             sys.executable, "-m", "vocero", "serve", "--runners", runners,
             "--profiles", str(profiles), "--identities", str(identities),
             "--db", f"sqlite:///{work / 'vocero.db'}", "--host", "127.0.0.1",
-            "--port", str(self.port), "--operator-token", self.token,
+            "--port", str(self.port),
         ]
         if sim_script:
             command += ["--sim-script", sim_script]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # The token through the environment: on the command line it would be visible to every
+        # local user, and one starting with "-" read as an option (serve exits 2).
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "VOCERO_OPERATOR_TOKEN": self.token}
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
             cwd=str(work))
