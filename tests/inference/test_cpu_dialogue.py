@@ -215,7 +215,7 @@ def test_a_missing_field_is_asked_for_by_what_it_names() -> None:
         "Which visit is it? Please tell me the visit reference.")
     assert questions.ask(book, "starts_at") == "What day and time would suit you?"
     assert questions.ask(book, "slot") == "Would you like morning or afternoon?"
-    assert questions.ask(book, "why") == "What is it about?"
+    assert questions.ask(book, "why") == "What is the reason?"
     asked = decide("Can you move my visit to Friday at 3 pm?")
     assert asked == dialogue.Say("Which visit is it? Please tell me the visit reference.")
 

@@ -23,6 +23,8 @@ _BY_KIND = {
     "reason": "What is it about?",
     "channel": "Should we call you, or is it something for our team to do?",
 }
+_BY_NAME = {"why": "What is the reason?", "purpose": "What is it for?",
+            "note": "What should the note say?", "notes": "What should the note say?"}
 _ID_SUFFIXES = {"_id": "number", "_ref": "reference", "_reference": "reference",
                 "_code": "code", "_number": "number", "_no": "number"}  # fmt: skip
 
@@ -39,7 +41,7 @@ def ask(tool: ToolDefinition, name: str) -> str:
         return f"Would you like {', '.join(options[:-1])} or {options[-1]}?"
     if kind in _BY_KIND:
         return _BY_KIND[kind]
-    return f"What {_label(name)} should I use?"
+    return _BY_NAME.get(name.lower(), f"What {_label(name)} should I use?")
 
 
 def id_words(tool: ToolDefinition, name: str) -> tuple[str, str]:

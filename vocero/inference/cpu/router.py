@@ -194,7 +194,7 @@ def field_kind(name: str, schema: dict[str, Any]) -> str:
         return "id"
     if lowered in ("when", "when_text"):
         return "when"
-    if lowered in ("reason", "topic", "subject", "why", "purpose"):
+    if lowered in ("reason", "topic", "subject"):
         return "reason"
     if lowered == "channel":
         return "channel"
