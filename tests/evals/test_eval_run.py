@@ -179,6 +179,8 @@ def test_audio_mode_streams_the_callers_synthesized_line(tmp_path: Path) -> None
     caller = tmp_path / "report" / turn["audio"]["caller"]
     assert caller.stat().st_size > 16_000 * 2  # over a second of speech at 16 kHz
     assert (tmp_path / "report" / turn["audio"]["agent"]).is_file()
+    spoken_ms = (caller.stat().st_size - 44) / 32
+    assert 0 < turn["ttfa_ms"] < spoken_ms, "from the end of the caller's words, not their start"
 
 
 def test_a_streamable_http_server_is_recorded_through_the_proxy(tmp_path: Path) -> None:
@@ -210,3 +212,14 @@ def test_a_streamable_http_server_is_recorded_through_the_proxy(tmp_path: Path) 
         "turns"][0]
     assert turn["tools"] == [{"server": "orders", "tool": "get_order_status",
                               "arguments": {"order_id": "A123"}, "status": "ok"}]
+
+
+def test_time_to_first_audio_counts_from_the_end_of_the_callers_words() -> None:
+    from vocero.evals.client import Caller, TurnResult
+
+    typed = TurnResult(index=1, sent_at=100.0)
+    assert Caller._ttfa_origin(typed, 100.3) == 100.0
+    spoken = TurnResult(index=1, sent_at=100.0, spoken_until=103.0,
+                        frames=[{"type": "transcript.final.v1", "at": 102.5, "payload": {}}])
+    assert Caller._ttfa_origin(spoken, 103.4) == 103.0, "not from the first word"
+    assert Caller._ttfa_origin(spoken, 102.8) == 102.5, "a pause ended the turn: its transcript"

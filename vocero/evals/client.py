@@ -33,6 +33,8 @@ class TurnResult:
     action: str = "say"
     skipped: bool = False
     sent_at: float = 0.0
+    spoken_until: float = 0.0
+    """Audio mode: when the caller's streamed words end (time to first audio counts from it)."""
     ended_at: float = 0.0
     frames: list[dict[str, Any]] = field(default_factory=list)
     generations: list[str] = field(default_factory=list)
@@ -145,6 +147,9 @@ class Caller:
         elif self.mode == "audio" and self.voice is not None and text is not None:
             turn.caller_audio = self.voice.speak(text, pause_after_words=pause[0],
                                                  pause_ms=pause[1], noise_db=noise_db)
+            # Time to first audio counts from the end of the caller's words, as in text mode it
+            # counts from the typed line: the audio is streamed in real time from now.
+            turn.spoken_until = time.time() + len(turn.caller_audio) / (2 * SAMPLE_RATE)
             self._stream(turn.caller_audio, stop_audio)
         else:
             self.send("input.text.v1", {"text": text or ""})
@@ -239,6 +244,16 @@ class Caller:
             if done(frame):
                 return frame
 
+    @staticmethod
+    def _ttfa_origin(turn: TurnResult, at: float) -> float:
+        """When the turn's wait for the agent began: the typed line's sending; for a spoken line
+        the end of its words, or, when a pause in them ended the turn before they were all
+        streamed, the arrival of the turn's final transcript."""
+        if not turn.spoken_until or at >= turn.spoken_until:
+            return turn.spoken_until or turn.sent_at
+        finals = [f["at"] for f in turn.frames if f["type"] == "transcript.final.v1"]
+        return finals[-1] if finals else turn.sent_at
+
     def _keep(self, envelope: dict[str, Any]) -> dict[str, Any]:
         kind = str(envelope.get("type", "")).removeprefix("vocero.")
         payload = dict(envelope.get("data", {}).get("payload", {}))
@@ -251,7 +266,7 @@ class Caller:
             turn.agent_rate = turn.agent_rate or rate
             turn.agent_audio += pcm
             if turn.ttfa_ms is None and turn.sent_at:
-                turn.ttfa_ms = (at - turn.sent_at) * 1000
+                turn.ttfa_ms = (at - self._ttfa_origin(turn, at)) * 1000
             played = self._played.get(generation, 0.0) + len(pcm) / 2 / rate * 1000
             self._played[generation] = played
             self._report({"generation_id": generation, "played_ms": int(played),
