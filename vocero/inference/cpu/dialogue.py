@@ -185,11 +185,12 @@ def decide(
 ) -> Decision:
     """What the agent does with this turn (``chat``: unmatched turns go to the model;
     ``model``: the profile's intent model, consulted when the rules recognise no tool)."""
-    now = clock(request)
-    route = _routing(request, today, model)
+    turn = _Turn.of(request, today, model)
+    route = _routing(turn)
     last = request.messages[-1] if request.messages else None
     if last is not None and last.role == "tool":
-        return _after_tool(request, today, route)
+        return _after_tool(turn, route)
+    now = turn.now
     utterance = replies.last_user_text(request)
     corrected = tasks.correction(utterance, request.pending, request.tools, today, now=now)
     if corrected is not None:
@@ -205,7 +206,7 @@ def decide(
         return _known(_stepped(request, step, decision), request)
     if chat:
         return Chat()
-    return _unrouted(request, utterance, model)
+    return _unrouted(turn, utterance)
 
 
 def new_request(
@@ -213,12 +214,12 @@ def new_request(
 ) -> bool:
     """Whether a turn said while a question is open asks for something else: a changed value,
     another tool, a request the profile answers."""
-    now = clock(request)
-    if tasks.correction(answer, request.pending, request.tools, today, now=now) is not None:
+    turn = _Turn.of(request, today, model)
+    if tasks.correction(answer, request.pending, request.tools, today, now=turn.now) is not None:
         return True
     if confirmation.classify(answer) in ("confirm", "reject") and len(answer.split()) <= 4:
         return False
-    decision = _routing(request, today, model)(answer)
+    decision = _routing(turn)(answer)
     if decision.tool is not None and (
         request.pending is None or decision.tool.name != request.pending.name
     ):
@@ -229,19 +230,38 @@ def new_request(
 # ------------------------------------------------------------------------------ internals
 
 
-def _after_tool(request: LlmRequest, today: dt.date, route: tasks.Routing) -> Decision:
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """What one request's decision needs, worked out once: the caller's clock, the catalog
+    search tool and the catalog's own words (``None`` without the knowledge built-in)."""
+
+    request: LlmRequest
+    today: dt.date
+    now: dt.datetime
+    model: _Memo | None
+    knowledge: ToolDefinition | None
+    catalog: cues.CatalogCues | None
+
+    @classmethod
+    def of(cls, request: LlmRequest, today: dt.date, model: _Memo | None) -> _Turn:
+        knowledge = builtin_tool(request.tools, KNOWLEDGE_TOOL)
+        catalog = cues.CatalogCues.of(request.tools, request.claims) if knowledge else None
+        return cls(request, today, clock(request), model, knowledge, catalog)
+
+
+def _after_tool(turn: _Turn, route: tasks.Routing) -> Decision:
     """A list result may answer the open task's missing identifier; any other result is read
     out by the orchestrator."""
-    last = request.messages[-1]
+    messages = turn.request.messages
     opened = tasks.open_task(
-        request.messages[:-1],
-        request.tools,
-        today,
+        messages[:-1],
+        turn.request.tools,
+        turn.today,
         before_last_turn=False,
         route=route,
-        now=clock(request),
+        now=turn.now,
     )
-    step = tasks.after_list(opened, last, request.tools)
+    step = tasks.after_list(opened, messages[-1], turn.request.tools)
     if step is not None and step.intent is not None:
         return Call(step.intent)
     if step is not None and step.question:
@@ -249,17 +269,13 @@ def _after_tool(request: LlmRequest, today: dt.date, route: tasks.Routing) -> De
     return Silent()
 
 
-def _routing(
-    request: LlmRequest, today: dt.date, model: _Memo | None
-) -> tasks.Routing:
+def _routing(turn: _Turn) -> tasks.Routing:
     """The rules' tool for a line; when they find none, the intent model's tool (a business
     tool or the call-back built-in, never the catalog search: that is a question's answer, not
     a task), with its values from the caller's words."""
-    tools = list(request.tools)
-    knowledge = builtin_tool(tools, KNOWLEDGE_TOOL)
-    now = clock(request)
-
-    catalog = cues.CatalogCues.of(tools, request.claims) if knowledge is not None else None
+    tools = list(turn.request.tools)
+    today, now, model = turn.today, turn.now, turn.model
+    knowledge, catalog = turn.knowledge, turn.catalog
 
     def route(text: str) -> router.Route:
         found = router.route(text, tools, today, now=now)
@@ -289,24 +305,25 @@ def _routing(
     return route
 
 
-def _unrouted(request: LlmRequest, utterance: str, model: _Memo | None) -> Decision:
+def _unrouted(turn: _Turn, utterance: str) -> Decision:
     """A line no task concerns: a catalog question, a conversational act, or out of scope.
 
-    The rules' acts answer a line that is nothing else ("thanks", "say that again"); a soft act
+    The rules' acts answer a line that is nothing else ("thanks", "say that again"). A soft act
     ("what can I do?") and any other line go by the intent model: the catalog search when it
-    ranks the knowledge tool, a person asked for, or a business tool it is unsure of (the
-    catalog may know); its act otherwise. Without a model, every line of two words or more that
-    no act explains asks the catalog."""
+    ranks the knowledge tool confidently, when the line asks in a topic only the catalog has,
+    or when a person is asked for (the contact claim); the model's act otherwise, else "I can't
+    help with that". Without a model, every line of two words or more that no act explains
+    asks the catalog."""
+    request, knowledge, model = turn.request, turn.knowledge, turn.model
     found = small_talk.act(utterance)
     if found is not None and found not in small_talk.SOFT_ACTS:
         return Say(small_talk.reply(utterance, request))
-    knowledge = builtin_tool(request.tools, KNOWLEDGE_TOOL)
     content = small_talk.without_pleasantries(utterance)
     named = model.decide(content) if model is not None and content else None
     catalog = knowledge is not None and len(content.split()) >= 2
     if named is not None:
-        asked = named.intent == (knowledge.name if knowledge else "")
-        topical = cues.CatalogCues.of(request.tools, request.claims).asks_catalog(content)
+        asked = knowledge is not None and named.intent == knowledge.name
+        topical = turn.catalog is not None and turn.catalog.asks_catalog(content)
         catalog = catalog and (
             named.intent == "person" or topical or (asked and named.score >= CATALOG_CONFIDENCE)
         )

@@ -96,23 +96,6 @@ _BACK_REFERENCE = re.compile(
 )
 
 
-def is_conversational(utterance: str) -> bool:
-    """A greeting, thanks, goodbye, "who are you", "say that again", a bare yes or no: the
-    profile's own words answer it, no knowledge is needed."""
-    acts = (
-        _GREETING,
-        _IDENTITY,
-        _CAPABILITIES,
-        _HOW_ARE_YOU,
-        _THANKS,
-        _GOODBYE,
-        _REPEAT,
-        _SLOWER,
-        _BARE_ANSWER,
-    )
-    return any(act.search(utterance) for act in acts)
-
-
 _PERSON = re.compile(
     r"\b(?:speak|talk|chat)\s+(?:to|with)\s+(?:an?\s+|the\s+|some\s*)?(?:real\s+|actual\s+|live\s+)?"
     r"(?:person|human|someone|somebody|one|agent|operator|representative|advisor|manager)\b"
