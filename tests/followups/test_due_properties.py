@@ -40,6 +40,9 @@ NOW = datetime(2026, 12, 3, 8, 30, tzinfo=UTC)  # Thursday, 09:30 in Madrid
     ("sometime", "2026-12-04 11:00", False),  # nothing usable: 11:00 the next day
     ("today morning", "2026-12-04 11:00", False),  # already past: never the past
     ("february 30", "2026-12-04 11:00", False),  # no such date
+    ("2028-01-02", "2026-12-04 11:00", False),  # more than a year ahead: not usable
+    ("in 900 days", "2026-12-04 11:00", False),
+    ("2027-12-03 09:00", "2027-12-03 09:00", True),  # within the year: kept
 ])
 def test_examples(when: str, local: str, exact: bool) -> None:
     due = resolve_due(when, NOW, MADRID)
@@ -69,6 +72,7 @@ instants = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2090,
 @example(when="tomorrow 2:30am", now=datetime(2026, 3, 28, 12, tzinfo=UTC), zone="Europe/Madrid")
 @example(when="tomorrow 2:30am", now=datetime(2026, 10, 24, 12, tzinfo=UTC), zone="Europe/Madrid")
 @example(when="in 10 minutes", now=datetime(2026, 3, 29, 0, 55, tzinfo=UTC), zone="Europe/Madrid")
+@example(when="2001-01-02", now=datetime(2000, 1, 1, tzinfo=UTC), zone="Europe/Madrid")
 def test_due_is_after_now_in_the_callers_zone_and_deterministic(
     when: str, now: datetime, zone: str
 ) -> None:

@@ -5,7 +5,8 @@ it); "tomorrow 11am", "Friday 3pm", "today evening", "kal shaam 4 baje", "repu u
 gantalaku" are wall-clock times in the caller's zone, built with :mod:`zoneinfo` and normalised
 through UTC so a time that does not exist (the hour skipped in spring) becomes the real instant
 after it, and an ambiguous one (the hour repeated in autumn) is its first occurrence. Whatever
-resolves to nothing usable - no time word, a date that does not exist, a moment already past -
+resolves to nothing usable - no time word, a date that does not exist, a moment already past,
+one more than a year ahead ("2031-01-02", "in 900 days": no call-back is promised that far) -
 becomes 11:00 the next day, never "now" and never the past.
 
 Hours said without am/pm follow the part of the day when one was said ("shaam 4" is 16:00,
@@ -26,6 +27,8 @@ FALLBACK = (11, 0)
 """The clock time of a follow-up whose words name no usable time (seed 003)."""
 DAY_ONLY = (11, 0)
 """The clock time of a follow-up whose words name a day but no time ("tomorrow")."""
+HORIZON = timedelta(days=366)
+"""The furthest ahead a follow-up may be due; words naming a later moment are not usable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +49,7 @@ def resolve_reading(reading: Reading, now: datetime, timezone: str) -> Due:
     now = now.astimezone(UTC)
     local_now = now.astimezone(zone)
     if reading.delays and reading.delays[-1] > 0:
-        return Due(at=(now + timedelta(minutes=reading.delays[-1])).astimezone(zone), exact=True)
+        return _usable((now + timedelta(minutes=reading.delays[-1])).astimezone(zone), now, zone)
     day = _day(reading, local_now.date())
     clock = _clock(reading)
     if day is None and clock is None:
@@ -58,7 +61,12 @@ def resolve_reading(reading: Reading, now: datetime, timezone: str) -> Due:
             due = wall(local_now.date() + timedelta(days=1), clock, zone)
     else:
         due = wall(day, clock or DAY_ONLY, zone)
-    if due <= local_now:
+    return _usable(due, now, zone)
+
+
+def _usable(due: datetime, now: datetime, zone: ZoneInfo) -> Due:
+    """``due`` when it is after ``now`` and within :data:`HORIZON`, else the fallback."""
+    if not now < due <= now + HORIZON:
         return fallback(now, zone)
     return Due(at=due, exact=True)
 
