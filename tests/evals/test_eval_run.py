@@ -89,6 +89,10 @@ def test_the_scenarios_pass(passing: tuple[subprocess.CompletedProcess[str], Pat
     assert reschedule["turns"][1]["confirmations"][0]["tool"] == "appointments.reschedule"
     assert barge["turns"][0]["stops"][0]["reason"] == "barge_in"
     assert barge["turns"][0]["statuses"][0] == "interrupted"
+    # barge_in_after_ms: 800 counts audio played in real time, not audio received (the sim
+    # synthesizes far faster than speech), so the caller spoke 800 ms after the first audio
+    spoke = barge["turns"][0]["barge"]
+    assert spoke["heard_ms"] >= 800 and spoke["after_first_audio_ms"] >= 780, spoke
 
 
 def test_a_changed_expected_effect_fails_with_expected_and_happened(

@@ -23,6 +23,43 @@ under the relay's 100 client frames a second (SPEC §2)."""
 IDLE = {"LISTENING", "AWAITING_CONFIRMATION", "FAILED", "DEGRADED"}
 TRAILING_SILENCE_MS = 6000
 """Audio mode: silence streamed after the caller's words until the agent answers (at most)."""
+PLAYOUT_TICK_S = 1 / REPORTS_PER_S
+"""While the speaker plays in real time, how often it moves on and reports."""
+
+
+@dataclass
+class Speaker:
+    """The caller's loudspeaker for one generation, played in real time: from its first frame
+    at the speed of speech, stalling when nothing more has arrived, and silent from a flush on.
+    ``played_ms`` is what a person beside it has heard."""
+
+    received_ms: float = 0.0
+    played_ms: float = 0.0
+    clock: float | None = None
+    """When ``played_ms`` was last moved on (monotonic seconds); None before the first frame."""
+    flushed: bool = False
+
+    def receive(self, ms: float, now: float) -> None:
+        if self.flushed:
+            return
+        self.advance(now)
+        if self.clock is None:
+            self.clock = now
+        self.received_ms += ms
+
+    def advance(self, now: float) -> None:
+        if self.clock is None or self.flushed:
+            return
+        self.played_ms = min(self.received_ms, self.played_ms + (now - self.clock) * 1000)
+        self.clock = now
+
+    def flush(self, now: float) -> None:
+        self.advance(now)
+        self.flushed = True
+
+    @property
+    def playing(self) -> bool:
+        return not self.flushed and self.played_ms < self.received_ms
 
 
 @dataclass
@@ -46,8 +83,14 @@ class TurnResult:
     confirmations: list[dict[str, Any]] = field(default_factory=list)
     tool_statuses: list[dict[str, Any]] = field(default_factory=list)
     stops: list[dict[str, Any]] = field(default_factory=list)
+    stopped_at: dict[str, float] = field(default_factory=dict)
+    """When each stopped generation's ``output.stop_and_flush.v1`` arrived (epoch seconds): the
+    server is local, so its units' ``admitted_at`` are on the same clock."""
     after_stop: list[str] = field(default_factory=list)
+    first_audio_at: float | None = None
     barged_at: float | None = None
+    barged_heard_ms: float | None = None
+    """The agent's audio the caller had heard when it spoke over it (``barge_in_after_ms``)."""
     barge_in_stop_ms: float | None = None
     barged_generation: str = ""
     errors: list[dict[str, Any]] = field(default_factory=list)
@@ -78,7 +121,10 @@ class Caller:
         self.pending_confirmation: dict[str, Any] | None = None
         self._reported: list[float] = []
         self._deferred: dict[str, Any] | None = None
-        self._played: dict[str, float] = {}
+        self._speakers: dict[str, Speaker] = {}
+        self._realtime = False
+        """This turn's speaker plays in real time (a turn that speaks over the agent); otherwise
+        audio counts as played when it arrives, so a suite is not slowed to speaking pace."""
         self.turn = TurnResult(index=0)
         self.closed = False
         self._last_state = "LISTENING"
@@ -137,6 +183,7 @@ class Caller:
         """Play one caller turn and receive until its answer is done."""
         self.turn = turn
         turn.sent_at = time.time()
+        self._realtime = barge_in_after_ms is not None
         stop_audio = threading.Event()
         if confirm is not None:
             pending = self.pending_confirmation or {}
@@ -155,25 +202,29 @@ class Caller:
             self.send("input.text.v1", {"text": text or ""})
         state = {"barged": barge_in_after_ms is None, "need_new": False}
 
-        def done(frame: dict[str, Any]) -> bool:
-            if frame["type"] == "response.created.v1":
-                state["need_new"] = False
+        def barge_when_due() -> None:
             if not state["barged"] and self._agent_ms() >= (barge_in_after_ms or 0):
                 self._barge(turn, then or "", stop_audio)
                 state["barged"], state["need_new"] = True, True
+
+        def done(frame: dict[str, Any]) -> bool:
+            if frame["type"] == "response.created.v1":
+                state["need_new"] = False
+            barge_when_due()
             created = set(turn.generations)
             finished = {f["payload"].get("generation_id") for f in turn.frames
                         if f["type"] == "response.completed.v1"}
             return bool(created) and created <= finished and not state["need_new"] and (
                 self._state() in IDLE)
 
-        self._until(done)
+        self._until(done, on_tick=barge_when_due)
         stop_audio.set()
         turn.ended_at = time.time()
         return turn
 
     def _barge(self, turn: TurnResult, then: str, stop_audio: threading.Event) -> None:
         turn.barged_at = time.time()
+        turn.barged_heard_ms = self._agent_ms()
         turn.barged_generation = turn.generations[-1] if turn.generations else ""
         self.send("input.speech_started.v1")
         turn.then = then
@@ -218,11 +269,15 @@ class Caller:
         return self._last_state
 
     def _agent_ms(self) -> float:
-        rate = self.turn.agent_rate or self.output_rate
-        return len(self.turn.agent_audio) / 2 / rate * 1000
+        """The agent's audio of this turn the caller has heard (received, when not real time)."""
+        speakers = [self._speakers[g] for g in self.turn.generations if g in self._speakers]
+        return sum(s.played_ms if self._realtime else s.received_ms for s in speakers)
 
-    def _until(self, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
-        """Receive (acknowledging playout) until ``done(frame)``; None at the turn's timeout."""
+    def _until(self, done: Callable[[dict[str, Any]], bool],
+               on_tick: Callable[[], None] | None = None) -> dict[str, Any] | None:
+        """Receive (acknowledging playout) until ``done(frame)``; None at the turn's timeout.
+        While a real-time speaker plays, every :data:`PLAYOUT_TICK_S` it moves on, reports
+        and ``on_tick`` runs, frame or not."""
         assert self.ws is not None
         deadline = time.monotonic() + self.timeout_s
         while True:
@@ -231,6 +286,10 @@ class Caller:
                 self.turn.timed_out = True
                 return None
             wait = remaining
+            if self._realtime and self._play(time.monotonic()):
+                wait = min(wait, PLAYOUT_TICK_S)
+                if on_tick is not None:
+                    on_tick()
             if self._deferred is not None:
                 report, self._deferred = self._deferred, None
                 self._report(report)
@@ -243,6 +302,21 @@ class Caller:
             frame = self._keep(json.loads(raw))
             if done(frame):
                 return frame
+
+    def _play(self, now: float) -> bool:
+        """Move the real-time speakers on and report the ones still playing; whether any is."""
+        playing = False
+        for generation, speaker in self._speakers.items():
+            if speaker.playing:
+                speaker.advance(now)
+                self._report_playout(generation, speaker)
+                playing = True
+        return playing
+
+    def _report_playout(self, generation: str, speaker: Speaker) -> None:
+        played = speaker.played_ms if self._realtime else speaker.received_ms
+        self._report({"generation_id": generation, "played_ms": int(played),
+                      "buffered_ms": int(speaker.received_ms - played)})
 
     @staticmethod
     def _ttfa_origin(turn: TurnResult, at: float) -> float:
@@ -265,12 +339,13 @@ class Caller:
             rate = int(payload.get("sample_rate") or self.output_rate)
             turn.agent_rate = turn.agent_rate or rate
             turn.agent_audio += pcm
+            if turn.first_audio_at is None:
+                turn.first_audio_at = at
             if turn.ttfa_ms is None and turn.sent_at:
                 turn.ttfa_ms = (at - self._ttfa_origin(turn, at)) * 1000
-            played = self._played.get(generation, 0.0) + len(pcm) / 2 / rate * 1000
-            self._played[generation] = played
-            self._report({"generation_id": generation, "played_ms": int(played),
-                          "buffered_ms": 0})
+            speaker = self._speakers.setdefault(generation, Speaker())
+            speaker.receive(len(pcm) / 2 / rate * 1000, time.monotonic())
+            self._report_playout(generation, speaker)
         frame = {"type": kind, "at": at, "payload": payload}
         turn.frames.append(frame)
         generation = str(payload.get("generation_id", ""))
@@ -293,6 +368,8 @@ class Caller:
             turn.tool_statuses.append(payload)
         elif kind == "output.stop_and_flush.v1":
             turn.stops.append(payload)
+            turn.stopped_at.setdefault(generation, at)
+            self._speakers.setdefault(generation, Speaker()).flush(time.monotonic())
             if turn.barged_at is not None and turn.barge_in_stop_ms is None:
                 turn.barge_in_stop_ms = (at - turn.barged_at) * 1000
         elif kind == "session.state.v1":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from vocero.evals.client import TurnResult
@@ -202,7 +202,27 @@ def check_stopped(expected: bool, turn: TurnResult) -> list[Failure]:
     if turn.after_stop:
         return [Failure("stopped", "nothing of the generation after output.stop_and_flush.v1",
                         f"{len(turn.after_stop)} delta(s) after it")]
+    late = admitted_after_stop(turn)
+    if late:
+        return [Failure("stopped", "no unit of the stopped generation admitted after the stop",
+                        "; ".join(f"{u.get('text', '')!r} admitted {u.get('admitted_at')}"
+                                  for u in late))]
     return []
+
+
+def admitted_after_stop(turn: TurnResult) -> list[dict[str, Any]]:
+    """Units (``GET /v1/units``) of a stopped generation admitted after its stop reached the
+    caller: the record, not only the wire, says nothing of it was let out afterwards."""
+    late = []
+    for unit in turn.units:
+        stopped = turn.stopped_at.get(str(unit.get("generation_id", "")))
+        admitted = unit.get("admitted_at")
+        if stopped is None or unit.get("disposition") != "admitted" or not admitted:
+            continue
+        instant = datetime.fromisoformat(str(admitted))
+        if (instant if instant.tzinfo else instant.replace(tzinfo=UTC)).timestamp() > stopped:
+            late.append(unit)
+    return late
 
 
 def check_rows(what: str, expected: list[dict[str, Any]], rows: list[dict[str, Any]],

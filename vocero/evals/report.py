@@ -125,6 +125,10 @@ def _turn_json(folder: Path, slug: str, turn: TurnResult) -> dict[str, Any]:
         "ttfa_ms": None if turn.ttfa_ms is None else round(turn.ttfa_ms, 1),
         "barge_in_stop_ms": None if turn.barge_in_stop_ms is None else round(
             turn.barge_in_stop_ms, 1),
+        "barge": None if turn.barged_at is None else {
+            "heard_ms": round(turn.barged_heard_ms or 0.0, 1),
+            "after_first_audio_ms": None if turn.first_audio_at is None else round(
+                (turn.barged_at - turn.first_audio_at) * 1000, 1)},
         "stops": turn.stops, "confirmations": turn.confirmations,
         "tool_statuses": turn.tool_statuses, "errors": turn.errors,
         "units": [{k: u.get(k) for k in ("unit_id", "generation_id", "kind", "text",
