@@ -230,7 +230,7 @@ def test_a_doubtful_short_window_result_is_done_again_the_standard_way(
     whisper: WhisperEngine, piper: PiperEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     class Looping:
-        def recognise(self, audio: object) -> None:
+        def recognise(self, audio: object, primer: object = ()) -> None:
             return None  # what a repetition loop or a low log-probability gives
 
     speech = pcm16_to_float(speak_16k(piper, "Cancel appointment 204."))
@@ -350,3 +350,62 @@ def test_a_long_first_sentence_is_rendered_as_a_lead_phrase_then_the_rest() -> N
     assert lead_phrase("Unopened items can be returned for a full refund whenever") == [
         "Unopened items can be returned", "for a full refund whenever"
     ]
+
+
+# ------------------------------------------------------------------ the session's vocabulary
+
+HINT = ("APT-1002", "Saturdays", "unopened items", "order A123")
+
+
+def test_the_vocabulary_prompt_holds_the_most_likely_terms_nearest_the_callers_words(
+    whisper: WhisperEngine,
+) -> None:
+    tokenizer = whisper._short.tokenizer  # type: ignore[union-attr]
+    assert tokenizer.decode(list(whisper.prompt(HINT))).strip() == (
+        "order A123, unopened items, Saturdays, APT-1002.")
+    assert whisper.prompt(()) == ()
+    many = tuple(f"XQ-{n}7Z{n}" for n in range(100))
+    kept = tokenizer.decode(list(whisper.prompt(many)))
+    assert 0 < len(whisper.prompt(many)) <= 64 + 1  # the budget, and the closing stop
+    assert "XQ-07Z0" in kept and "XQ-997Z99" not in kept, "the most likely ones are kept"
+
+
+@pytest.mark.parametrize(("said", "word"), [
+    ("Actually, are you open on Saturdays?", "saturdays"),
+    ("How do returns of unopened items work?", "unopened"),
+    ("What is the status of order A123?", "a123"),
+])
+def test_a_hinted_term_is_heard_as_the_profile_spells_it(
+    whisper: WhisperEngine, piper: PiperEngine, said: str, word: str
+) -> None:
+    speech = pcm16_to_float(speak_16k(piper, said))
+    heard = whisper.recognise(speech, words=False, vocabulary=HINT)
+    assert word in heard.text.lower(), heard.text
+    assert word_errors(said, heard.text)[0] <= 2, heard.text
+
+
+def test_a_lone_short_word_is_heard_not_dropped_as_silence(
+    whisper: WhisperEngine, piper: PiperEngine
+) -> None:
+    """The 10 s window calls Piper's lone "Goodbye" no speech; the standard window hears it."""
+    heard = whisper.recognise(pcm16_to_float(speak_16k(piper, "Goodbye")), words=False)
+    assert "goodbye" in heard.text.lower()
+
+
+def test_a_hint_puts_no_words_in_silence_or_noise(whisper: WhisperEngine) -> None:
+    rng = np.random.default_rng(3)
+    quiet = [np.zeros(32_000, dtype=np.float32),
+             (rng.standard_normal(32_000) * 0.02).astype(np.float32),
+             (0.05 * np.sin(np.arange(32_000) * 2 * np.pi * 120 / 16_000)).astype(np.float32)]
+    for audio in quiet:
+        heard = whisper.recognise(audio, words=False, vocabulary=HINT).text.lower()
+        assert not any(term.lower() in heard for term in HINT), heard
+
+
+def test_a_sentence_said_twice_in_a_row_by_the_decoder_is_kept_once() -> None:
+    from vocero.contracts.ports import Transcription
+    from vocero.inference.cpu.stt import _once
+
+    looped = Transcription(text="I want to talk to a person. I want to talk to a person.")
+    assert _once(looped).text == "I want to talk to a person."
+    assert _once(Transcription(text="Yes. No.")).text == "Yes. No."

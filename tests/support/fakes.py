@@ -41,6 +41,8 @@ class FakeStt(SimStt):
         self.fail = False
         self.calls: list[str] = []
         """The ``utterance_id`` of every ``transcribe`` call."""
+        self.vocabularies: list[tuple[str, ...]] = []
+        """The ``vocabulary`` of every ``transcribe`` call."""
         self.one_at_a_time = anyio.Lock()
         """Recognitions run one at a time, like a model with capacity 1."""
         self.hang_first = False
@@ -52,9 +54,11 @@ class FakeStt(SimStt):
         return RunnerStatus(health=self.health)
 
     async def transcribe(
-        self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = ""
+        self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = "",
+        vocabulary: Sequence[str] = (),
     ) -> Transcription:
         self.calls.append(utterance_id)
+        self.vocabularies.append(tuple(vocabulary))
         async with self.one_at_a_time:
             if self.hang_first and len(self.calls) == 1:
                 await anyio.sleep_forever()

@@ -246,6 +246,11 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """A planned spoken unit older than this when its turn to play comes is dropped."""
     followups: FollowupSettings = FollowupSettings()
     turn_taking: TurnTaking = TurnTaking()
+    vocabulary: list[str] = []
+    """Words and names callers say that a recogniser may not know (product names, the shape of
+    an identifier: "order A123", "appointment APT-1001"); with the claims' topics and the
+    identifiers the caller was told, the speech recogniser is primed with them (a hint: it may
+    still hear something else)."""
 
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == name), None)

@@ -84,12 +84,15 @@ class Stt(Runner, Protocol):
     to judge a possible barge-in)."""
 
     async def transcribe(
-        self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = ""
+        self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = "",
+        vocabulary: Sequence[str] = (),
     ) -> Transcription:
         """Final transcript of one utterance.
 
         An utterance may be transcribed twice: early, at a pause, and again when the caller
         spoke on; both calls carry the same ``utterance_id``. Runners may ignore it.
+        ``vocabulary``: the session's words and names a caller may say, most likely first (a
+        hint; a runner that cannot be primed ignores it).
         """
         ...
 

@@ -59,6 +59,25 @@ def _check_limits(file: Path, profile: AgentProfile) -> None:
     for field in ("min_interruption_ms", "max_lead_ms", "word_budget"):
         _positive(file, field, getattr(profile, field))
     _check_followups(file, profile.followups)
+    _check_vocabulary(file, profile.vocabulary)
+
+
+MAX_VOCABULARY = 200
+MAX_VOCABULARY_ENTRY = 64
+
+
+def _check_vocabulary(file: Path, vocabulary: list[str]) -> None:
+    """A recogniser hint is short phrases, each on one line: a long one is prose, not a term."""
+    if len(vocabulary) > MAX_VOCABULARY:
+        raise ConfigError(str(file), "vocabulary",
+                          f"at most {MAX_VOCABULARY} entries, got {len(vocabulary)}")
+    for index, entry in enumerate(vocabulary):
+        where = f"vocabulary[{index}]"
+        if not entry.strip():
+            raise ConfigError(str(file), where, "must not be empty")
+        if len(entry) > MAX_VOCABULARY_ENTRY or any(c in entry for c in "\r\n\t"):
+            raise ConfigError(str(file), where, f"one phrase on one line, at most "
+                              f"{MAX_VOCABULARY_ENTRY} characters")
 
 
 def _check_followups(file: Path, settings: FollowupSettings) -> None:

@@ -31,6 +31,7 @@ from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.machine import Effect, Event, SessionMachine, Step
 from vocero.orchestrator.output import OutFrame, OutputChannel
 from vocero.orchestrator.recording import NullRecorder, SessionRecorder
+from vocero.orchestrator.vocabulary import identifiers_heard, profile_terms, session_vocabulary
 from vocero.speech import (
     Admission,
     ClaimCatalog,
@@ -165,6 +166,8 @@ class SessionCore:
             ClaimTopic(key=c.key, text=c.text, topics=list(c.topics)) for c in ctx.profile.claims
         ]
         self.tool_calls: deque[ToolEvidence] = deque(maxlen=MAX_TOOL_CALLS)
+        self._profile_terms = profile_terms(ctx.profile)
+        self._vocabulary: tuple[int, tuple[str, ...]] = (-1, ())
         self._values: frozenset[tuple[str, str]] = frozenset()
         self._values_key: tuple[object, int] = (None, -1)
         self._speech_config: tuple[str, PlannerSettings, dict[str, ToolSpec]] | None = None
@@ -178,6 +181,16 @@ class SessionCore:
             margin_db=turn_taking.barge_in_echo_db, window_ms=turn_taking.echo_window_ms
         )
         """How loud the agent's own recent output was: the barge-in threshold while it speaks."""
+
+    def vocabulary(self) -> tuple[str, ...]:
+        """The speech recogniser's hint for the caller's next words (:mod:`.vocabulary`):
+        worked out again only when the history changed."""
+        version, terms = self._vocabulary
+        if version != self.history.version:
+            heard = identifiers_heard(self.history)
+            terms = session_vocabulary(heard, self._profile_terms)
+            self._vocabulary = (self.history.version, terms)
+        return terms
 
     @property
     def locale(self) -> str:

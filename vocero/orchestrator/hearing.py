@@ -252,6 +252,7 @@ class Hearing:
                     sample_rate=16000,
                     locale=core.ctx.effective.locale,
                     utterance_id=utterance.utterance_id,
+                    vocabulary=core.vocabulary(),
                 )
         except Exception:
             speculation.result = None  # the final transcribes again and handles the error
@@ -278,6 +279,7 @@ class Hearing:
             sample_rate=16000,
             locale=core.ctx.effective.locale,
             utterance_id=utterance.utterance_id,
+            vocabulary=core.vocabulary(),
         )
 
 

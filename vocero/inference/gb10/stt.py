@@ -40,7 +40,11 @@ class ParakeetEngine:
         model.eval()
         return model
 
-    def recognise(self, audio: Float32, *, words: bool) -> Transcription:
+    def recognise(
+        self, audio: Float32, *, words: bool, vocabulary: tuple[str, ...] = ()
+    ) -> Transcription:
+        """``vocabulary`` is not used: NeMo's TDT decoding here takes no prompt (word boosting
+        would need a context graph built per session)."""
         if self._model is None:
             self.load()
         with _inference_mode():

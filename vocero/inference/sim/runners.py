@@ -65,7 +65,8 @@ class SimStt:
         return self._transcripts[self._next] if self._next < len(self._transcripts) else ""
 
     async def transcribe(
-        self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = ""
+        self, pcm16: bytes, *, sample_rate: int, locale: str, utterance_id: str = "",
+        vocabulary: Sequence[str] = (),
     ) -> Transcription:
         if utterance_id and utterance_id == self._last_utterance:
             return Transcription(text=self._last_text)
