@@ -67,12 +67,12 @@ def test_the_words_of_a_call_back_are_those_of_its_record(tmp_path: Path) -> Non
     phone, work = by_channel["phone"], by_channel["task"]
     due = datetime.fromisoformat(phone["due_at"])
     assert (due.hour, phone["status"], phone["reason"]) == (16, "scheduled", "my refund")
-    assert booked == f"I've booked a call back for tomorrow, {due:%B} {due.day} at 4:00 PM."
+    assert booked == f"I've booked a call back for tomorrow, {due:%B} {due.day} at 4 PM."
     assert again == f"You already have a call back booked for tomorrow, {due:%B} {due.day} at " \
-                    "4:00 PM."
+                    "4 PM."
     work_due = datetime.fromisoformat(work["due_at"])
     assert work["status"] == "task"
     assert task == f"I've passed that on to the team, due tomorrow, {work_due:%B} " \
-                   f"{work_due.day} at 10:00 AM."
+                   f"{work_due.day} at 10 AM."
     assert "booked" not in refused and "passed that on" not in refused, refused
     assert "Friday" not in refused or "?" in refused, "a time nobody said is asked, not booked"

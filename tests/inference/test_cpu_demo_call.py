@@ -159,7 +159,7 @@ def test_what_is_said_of_a_call_back_matches_its_record_on_cpu(
     assert (row["status"], row["channel"], due.hour, row["timezone"]) == (
         "scheduled", "phone", 16, "Europe/Madrid"), row
     assert "my refund" in row["reason"], row
-    assert booked == "I've booked a call back for tomorrow, " + spoken_day(due) + " at 4:00 PM.", (
+    assert booked == "I've booked a call back for tomorrow, " + spoken_day(due) + " at 4 PM.", (
         booked)
     assert "haven't" not in booked
     assert len(rows) == 1, "the same time again is the open record, not a second promise"

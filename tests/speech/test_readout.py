@@ -57,7 +57,7 @@ def test_the_list_of_appointments_leads_with_the_count(demo: AgentProfile) -> No
     said = read_out(demo.tool("appointments.list"), call("appointments.list", APPOINTMENTS), ctx())
     assert said.kind == "tool_fact"
     assert said.text == (
-        "You have two appointments: a boiler inspection on Thursday, December 3 at 10:00 AM "
+        "You have two appointments: a boiler inspection on Thursday, December 3 at 10 AM "
         "and a window repair on Thursday, December 10 at 4:30 PM."
     )
 
@@ -66,7 +66,7 @@ def test_a_template_never_says_on_tomorrow(demo: AgentProfile) -> None:
     """The template's "on {date}" with tomorrow's date reads "tomorrow, December 3"."""
     later = ctx(now=datetime(2026, 12, 2, 9, 0, tzinfo=UTC))
     said = read_out(demo.tool("appointments.list"), call("appointments.list", APPOINTMENTS), later)
-    assert "a boiler inspection tomorrow, December 3 at 10:00 AM" in said.text, said.text
+    assert "a boiler inspection tomorrow, December 3 at 10 AM" in said.text, said.text
     assert " on tomorrow" not in said.text
 
 
@@ -77,7 +77,7 @@ def test_a_record_kept_in_another_timezone_names_its_city_not_its_zone(
         demo.tool("appointments.list"), call("appointments.list", APPOINTMENTS),
         ctx(timezone="America/New_York"),
     )
-    assert "10:00 AM Madrid time" in said.text
+    assert "10 AM Madrid time" in said.text
     assert "Europe/Madrid" not in said.text
 
 
@@ -104,7 +104,7 @@ ONE_APPOINTMENT = {"appointments": APPOINTMENTS["appointments"][:1]}
 def test_the_generic_readout_never_speaks_internal_fields(result: dict[str, Any]) -> None:
     said = read_out(None, call("appointments.list", result), ctx())
     assert said.text.startswith("You have ")
-    assert "boiler inspection on Thursday, December 3 at 10:00 AM" in said.text
+    assert "boiler inspection on Thursday, December 3 at 10 AM" in said.text
     for internal in INTERNAL:
         assert internal not in said.text, internal
 
@@ -175,7 +175,7 @@ def test_a_write_is_read_from_its_receipt(demo: AgentProfile) -> None:
     said = read_out(demo.tool("appointments.reschedule"),
                     call("appointments.reschedule", result), ctx())
     assert said.kind == "outcome"
-    assert said.text == "Done: your boiler inspection is now on Saturday, December 5 at 12:00 PM."
+    assert said.text == "Done: your boiler inspection is now on Saturday, December 5 at 12 PM."
 
 
 def test_a_recorded_follow_up_is_a_promise_and_an_unrecorded_one_is_not(
@@ -187,7 +187,7 @@ def test_a_recorded_follow_up_is_a_promise_and_an_unrecorded_one_is_not(
             "duplicate": False}
     said = read_out(spec, call("followups.record", made), ctx())
     assert (said.kind, said.text) == (
-        "promise", "I've booked a call back for tomorrow, December 2 at 11:00 AM.")
+        "promise", "I've booked a call back for tomorrow, December 2 at 11 AM.")
     refused = read_out(spec, call("followups.record", {"recorded": False,
                                                        "result": "NOT recorded"}), ctx())
     assert refused.kind == "fallback"
@@ -195,7 +195,7 @@ def test_a_recorded_follow_up_is_a_promise_and_an_unrecorded_one_is_not(
     wrapped = {"summary": "Done.", "operation_id": "op_1", "receipt": made}
     said = read_out(spec, call("followups.record", wrapped), ctx())
     assert (said.kind, said.text) == (
-        "promise", "I've booked a call back for tomorrow, December 2 at 11:00 AM.")
+        "promise", "I've booked a call back for tomorrow, December 2 at 11 AM.")
 
 
 def test_a_follow_up_over_a_cap_says_no_more_can_be_booked(demo: AgentProfile) -> None:

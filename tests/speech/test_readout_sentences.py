@@ -62,13 +62,13 @@ VISIT = {
 def test_a_moment_with_an_offset_is_said_in_the_callers_zone() -> None:
     text = said("visits.find", VISIT, {"visit_ref": "VX-2041"}, "my visit VX-2041")
     assert text.startswith("Visit VX-2041 is booked. ")
-    assert "It starts on Thursday, December 3 at 5:00 PM." in text  # 16:00 at -06:00, in New York
+    assert "It starts on Thursday, December 3 at 5 PM." in text  # 16:00 at -06:00, in New York
     assert "It is a dental check." in text and "The pet is Biscuit." in text
     assert "harbor" not in text and "starts at" not in text
     no_raw_keys(text, VISIT)
     madrid = said("visits.find", VISIT, {"visit_ref": "VX-2041"}, "VX-2041",
                   timezone="Europe/Madrid")  # fmt: skip
-    assert "It starts on Thursday, December 3 at 11:00 PM." in madrid
+    assert "It starts on Thursday, December 3 at 11 PM." in madrid
 
 
 def test_without_a_status_the_first_clause_names_the_record() -> None:
@@ -151,7 +151,7 @@ def test_a_list_of_records_is_read_by_the_same_rules() -> None:
     ]}  # fmt: skip
     text = said("visits.upcoming", visits)
     assert text == (
-        "You have two visits: a dental check for Biscuit on Thursday, December 3 at 10:00 AM "
+        "You have two visits: a dental check for Biscuit on Thursday, December 3 at 10 AM "
         "and a vaccination for Miso tomorrow, December 2 at 3:30 PM."
     )
     assert "VX-1" not in text and "booked" not in text
@@ -190,7 +190,7 @@ def test_a_tool_named_without_dots_gives_its_noun() -> None:
     record = {"orderNumber": "A77", "orderStatus": "in_transit",
               "estimatedDelivery": "2026-12-03T17:00:00Z"}  # fmt: skip
     text = said("getOrderStatus", record, {"orderNumber": "A77"}, "order A77")
-    assert text == "Order A77 is in transit. It is expected on Thursday, December 3 at 12:00 PM."
+    assert text == "Order A77 is in transit. It is expected on Thursday, December 3 at 12 PM."
 
 
 def test_a_result_with_nothing_to_say_says_so() -> None:

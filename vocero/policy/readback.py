@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, time
 from typing import Any
 
+from vocero.contracts.spoken import spoken_date, spoken_time
 from vocero.observability.redaction import is_sensitive
 from vocero.policy.canonical import VERSION_KEYS, kind_of
 
@@ -243,24 +244,23 @@ def _when(arguments: Mapping[str, Any], today: date | None = None) -> str:
 
 
 def speak_date(iso: str, today: date | None = None) -> str:
-    """ "Friday, December 4" (weekday, month and day: never ambiguous between month and day);
-    the year too unless it is the caller's current year."""
+    """ "Friday, December 4" by the one rule of :mod:`vocero.contracts.spoken` (weekday, month
+    and day: never ambiguous between month and day; the year unless it is the caller's current
+    year; "tomorrow, December 3" when it helps), as the read-out and the questions say it."""
     try:
         day = date.fromisoformat(iso)
     except ValueError:
         return iso
-    text = f"{day:%A}, {day:%B} {day.day}"
-    return text if today is not None and day.year == today.year else f"{text}, {day.year}"
+    return spoken_date(day, today=today)
 
 
 def speak_time(hhmm: str) -> str:
+    """ "4 PM", "4:30 PM": the one rule of :mod:`vocero.contracts.spoken`."""
     try:
         hour, minute = (int(p) for p in hhmm.split(":"))
+        return spoken_time(time(hour, minute))
     except ValueError:
         return hhmm
-    suffix = "AM" if hour < 12 else "PM"
-    shown = hour % 12 or 12
-    return f"{shown} {suffix}" if minute == 0 else f"{shown}:{minute:02d} {suffix}"
 
 
 def speak_zone(zone: str) -> str:

@@ -1,14 +1,14 @@
 """Spoken forms: how values are worded for a listener, and the text a TTS is given.
 
 Canonical values and their spoken forms stay apart. A unit's ``text`` is what the caller is told
-(and what transcripts show): "Order A123", "Thursday, December 3 at 10:00 AM". Its ``speech`` is
+(and what transcripts show): "Order A123", "Thursday, December 3 at 10 AM". Its ``speech`` is
 what the voice reads: the same words with identifiers spelled out character by character
 ("A 1 2 3") so a listener can tell B52 from B5 2, and with nothing in it that a TTS could take
 for markup or control tokens.
 
-Dates are worded with the month's name, never as digits, so "12/03" cannot be heard as the
-third of December by one caller and the twelfth of March by another; the order of day and month
-follows the locale (Babel's CLDR data), and "today" / "tomorrow" are said when they help.
+Dates and times are said by the one rule of :mod:`vocero.contracts.spoken` (the read-back,
+the questions and the follow-ups follow it too): the month by name, never as digits, in the
+locale's order, "today" / "tomorrow" when they help, "4 PM" on the hour.
 """
 
 from __future__ import annotations
@@ -17,15 +17,18 @@ import re
 import unicodedata
 from datetime import date, time
 from decimal import Decimal
-from functools import lru_cache
-from typing import Any
 
-from babel import Locale, UnknownLocaleError
-from babel.dates import format_date, format_time
 from babel.numbers import format_decimal, get_currency_name
 from babel.units import format_unit
 
-DEFAULT_LOCALE = "en_US"
+# re-exported: dates and times are said by one rule, whichever plane speaks
+from vocero.contracts.spoken import DEFAULT_LOCALE as DEFAULT_LOCALE
+from vocero.contracts.spoken import babel_locale as babel_locale
+from vocero.contracts.spoken import plain_spaces as plain_spaces
+from vocero.contracts.spoken import relative_day as relative_day
+from vocero.contracts.spoken import spoken_date as spoken_date
+from vocero.contracts.spoken import spoken_time as spoken_time
+
 _SPECIAL_TOKENS = re.compile(r"<\|[^|>]{0,64}\|>|</?s>|\[/?INST\]", re.IGNORECASE)
 _TAG = re.compile(r"<[^<>]{0,256}>")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f]")
@@ -38,15 +41,6 @@ _MERIDIEM = re.compile(r"^\d{1,2}(?:am|pm)$", re.IGNORECASE)
 _MEASURE = re.compile(r"^\d+-[a-z]{3,}$")
 
 
-@lru_cache(maxsize=64)
-def babel_locale(tag: str) -> Locale:
-    """The Babel locale of a BCP 47 tag (``en-US``); unknown tags read as American English."""
-    try:
-        return Locale.parse(tag.replace("-", "_"))
-    except (UnknownLocaleError, ValueError, TypeError):
-        return Locale.parse(DEFAULT_LOCALE)
-
-
 def warm_locale(tag: str) -> None:
     """Load a locale's CLDR data now: Babel unpickles it on first use (a quarter of a second
     for en-US on this machine, on whichever thread asks), so the server calls this for every
@@ -57,54 +51,6 @@ def warm_locale(tag: str) -> None:
     spoken_time(time(9, 30), locale=tag)
     spoken_amount(Decimal("1.50"), "USD", locale=tag)
     spoken_quantity(2, "duration-day", locale=tag)
-
-
-def relative_day(day: date, today: date | None, locale: str) -> str:
-    """"today", "tomorrow", "yesterday" (in the locale's words) or "" when none applies."""
-    if today is None:
-        return ""
-    offset = (day - today).days
-    if offset not in (-1, 0, 1):
-        return ""
-    words: Any = babel_locale(locale)._data["date_fields"]["day"]["relative"]
-    word = words.get(offset, "")
-    return str(word)
-
-
-def spoken_date(day: date, *, locale: str = "en-US", today: date | None = None) -> str:
-    """A date a listener cannot misread: weekday, day and month by name, the year only when it
-    is not this year, and "tomorrow, December 2" when the relative word helps."""
-    loc = babel_locale(locale)
-    with_year = today is None or day.year != today.year
-    pattern = _date_pattern(str(loc), with_year)
-    worded = plain_spaces(str(format_date(day, pattern, locale=loc)))
-    relative = relative_day(day, today, locale)
-    if relative:
-        pattern = _date_pattern(str(loc), with_year, weekday=False)
-        without_weekday = plain_spaces(str(format_date(day, pattern, locale=loc)))
-        return f"{relative}, {without_weekday}"
-    return worded
-
-
-@lru_cache(maxsize=128)
-def _date_pattern(locale: str, with_year: bool, weekday: bool = True) -> str:
-    """The locale's full date pattern, without the year and/or weekday when asked."""
-    pattern = str(Locale.parse(locale).date_formats["full"].pattern)
-    if not with_year:
-        pattern = re.sub(r"[\s,]*(?:'[^']*'\s*)?\by+\b", "", pattern).strip(" ,")
-    if not weekday:
-        pattern = re.sub(r"E+[\s,.]*", "", pattern).strip(" ,")
-    return pattern
-
-
-def spoken_time(moment: time, *, locale: str = "en-US") -> str:
-    """A time of day in the locale's clock: "4:30 PM" in en-US, "16:30" in en-GB."""
-    return plain_spaces(str(format_time(moment, "short", locale=babel_locale(locale))))
-
-
-def plain_spaces(text: str) -> str:
-    """CLDR puts no-break spaces in times and numbers; units carry ordinary spaces."""
-    return text.replace("\u202f", " ").replace("\xa0", " ")
 
 
 def spoken_quantity(value: float | int | Decimal, unit: str, *, locale: str = "en-US") -> str:

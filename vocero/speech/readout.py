@@ -2,10 +2,10 @@
 
 With the profile's ``readout`` template, ``{field}`` placeholders (dotted paths allowed) take
 the result's fields; for a list result the template words one item and a count leads ("You have
-two appointments: a boiler inspection on Thursday, December 3 at 10:00 AM, and ..."). Without a
+two appointments: a boiler inspection on Thursday, December 3 at 10 AM, and ..."). Without a
 template a generic read-out is built in sentences from the result's own fields, whatever they
 are named: the status leads ("Parcel B52 is packed."), then dates and times in words ("It is
-expected on Friday, December 4.", "It starts tomorrow, December 2 at 4:00 PM."), then the other
+expected on Friday, December 4.", "It starts tomorrow, December 2 at 4 PM."), then the other
 fields as short clauses ("It is paid.", "It has three items.", "Its quantity is two."), within
 the profile's word budget. Keys are never spoken as they are written, and internal fields never
 (versions, raw timezone names, operation ids, tokens, links, tenants, identifiers the caller did
@@ -484,8 +484,8 @@ def _stem(key: str) -> tuple[str, ...]:
 
 
 def _when_words(when: _When, ctx: ReadoutContext, *, on: bool = True) -> str:
-    """ "on Friday, December 4 at 10:00 AM"; "tomorrow, December 2" (no "on" before a relative
-    day); without ``on``, the bare value: "Friday, December 4 at 10:00 AM", "10:00 AM"."""
+    """ "on Friday, December 4 at 10 AM"; "tomorrow, December 2" (no "on" before a relative
+    day); without ``on``, the bare value: "Friday, December 4 at 10 AM", "10 AM"."""
     parts: list[str] = []
     if when.day is not None:
         said = spoken_date(when.day, locale=ctx.locale, today=ctx.today)
@@ -644,7 +644,7 @@ def _past(verb: str) -> str:
 
 def _items(key: str, rows: list[Mapping[str, Any]], ctx: ReadoutContext) -> list[str]:
     """Each item of a list in a few words, by the same rules as one record: "a dental check for
-    Biscuit on Thursday, December 3 at 10:00 AM". A status every item shares is not repeated."""
+    Biscuit on Thursday, December 3 at 10 AM". A status every item shares is not repeated."""
     noun = _singular(_label(key))
     statuses = [_status(_fields(row)) for row in rows]
     shared = len(set(statuses)) == 1
