@@ -268,3 +268,29 @@ def test_a_misheard_identifier_is_the_callers_record_one_edit_away() -> None:
         ToolIntent(name="bookings.cancel", arguments={"booking_id": "APT-7777"})), "far: as heard"
     assert said("Cancel booking APT-10002") == dialogue.Call(
         ToolIntent(name="bookings.cancel", arguments={"booking_id": "APT-10002"})), "none shown"
+    # letters one edit off and a zero too many: a garble the rules cannot read as an identifier
+    assert said("Cancel booking AT-T-10002", listed) == dialogue.Call(
+        ToolIntent(name="bookings.cancel", arguments={"booking_id": "APT-1002"}))
+    # other digits are never changed: 1012 is not guessed to be 1002 (or 1001)
+    assert said("Cancel booking APT-1012", listed) == dialogue.Call(
+        ToolIntent(name="bookings.cancel", arguments={"booking_id": "APT-1012"}))
+
+
+def test_a_line_is_respelled_only_where_a_record_is_near() -> None:
+    from vocero.inference.cpu import known
+
+    order = ToolDefinition(
+        name="orders.status", description="Look up one order.",
+        input_schema={"type": "object", "properties": {"order_id": {"type": "string"}},
+                      "required": ["order_id"]})
+    shown = Message(role="tool", content="", tool_name="orders.status", tool_status="committed",
+                    tool_result={"order_id": "A124", "status": "shipped"})
+
+    def respelt(line: str) -> str:
+        request = LlmRequest(messages=[shown, Message(role="user", content=line)], tools=[order])
+        return known.respelled(request).messages[-1].content
+
+    assert respelt("and what about A125?") == "and what about A125?", "another order"
+    assert respelt("is AA-124 shipped") == "is A124 shipped"
+    assert respelt("I want 10 items at 4pm") == "I want 10 items at 4pm"
+    assert respelt("where is A0124") == "where is A124"

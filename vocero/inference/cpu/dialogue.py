@@ -185,6 +185,7 @@ def decide(
 ) -> Decision:
     """What the agent does with this turn (``chat``: unmatched turns go to the model;
     ``model``: the profile's intent model, consulted when the rules recognise no tool)."""
+    request = known.respelled(request)
     turn = _Turn.of(request, today, model)
     route = _routing(turn)
     last = request.messages[-1] if request.messages else None
