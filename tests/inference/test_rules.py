@@ -151,6 +151,14 @@ def test_a_lone_yes_written_as_a_question_is_a_yes(text: str, intent: str) -> No
     assert confirmation.classify(text) == intent
 
 
+@pytest.mark.parametrize(("text", "intent"), [("No?", "reject"), ("Nope? No?", "reject"),
+                                              ("No? No?", "reject"), ("No, what?", "uncertain"),
+                                              ("No? Yes.", "uncertain")])
+def test_nothing_but_no_is_a_no_however_punctuated(text: str, intent: str) -> None:
+    """Whisper writes a flat "No" as "No?" or "Nope? No?" (heard in the eval's voice runs)."""
+    assert confirmation.classify(text) == intent
+
+
 def test_unrecognised_answers_go_to_the_model() -> None:
     assert confirmation.classify("the blue one") is None
 

@@ -6,8 +6,9 @@ each of them.
 Dates are worded with the month's name, never as digits ("12/03" could be the third of
 December or the twelfth of March), in the locale's order of day and month (Babel's CLDR data),
 with the weekday, the year only when it is not this year, and "today" / "tomorrow" when they
-help. A time follows the locale's clock: "4:30 PM" in en-US, "16:30" in en-GB; on the hour a
-12-hour clock says "4 PM", as people do, not "4:00 PM".
+help (not in a read-back: there the weekday the caller said is named). A time follows the
+locale's clock: "4:30 PM" in en-US, "16:30" in en-GB; on the hour a 12-hour clock says "4 PM",
+as people do, not "4:00 PM".
 """
 
 from __future__ import annotations
@@ -49,18 +50,21 @@ def relative_day(day: date, today: date | None, locale: str) -> str:
     return str(word)
 
 
-def spoken_date(day: date, *, locale: str = "en-US", today: date | None = None) -> str:
+def spoken_date(
+    day: date, *, locale: str = "en-US", today: date | None = None, relative: bool = True
+) -> str:
     """A date a listener cannot misread: weekday, day and month by name, the year only when it
-    is not this year, and "tomorrow, December 2" when the relative word helps."""
+    is not this year, and "tomorrow, December 2" when the relative word helps (``relative``;
+    a read-back keeps the weekday: the caller who said "Thursday" confirms "Thursday")."""
     loc = babel_locale(locale)
     with_year = today is None or day.year != today.year
     pattern = _date_pattern(str(loc), with_year)
     worded = plain_spaces(str(format_date(day, pattern, locale=loc)))
-    relative = relative_day(day, today, locale)
-    if relative:
+    relative_word = relative_day(day, today, locale) if relative else ""
+    if relative_word:
         pattern = _date_pattern(str(loc), with_year, weekday=False)
         without_weekday = plain_spaces(str(format_date(day, pattern, locale=loc)))
-        return f"{relative}, {without_weekday}"
+        return f"{relative_word}, {without_weekday}"
     return worded
 
 

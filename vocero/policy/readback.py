@@ -246,12 +246,13 @@ def _when(arguments: Mapping[str, Any], today: date | None = None) -> str:
 def speak_date(iso: str, today: date | None = None) -> str:
     """ "Friday, December 4" by the one rule of :mod:`vocero.contracts.spoken` (weekday, month
     and day: never ambiguous between month and day; the year unless it is the caller's current
-    year; "tomorrow, December 3" when it helps), as the read-out and the questions say it."""
+    year), as the read-out says it; always with the weekday, never "tomorrow": the caller who
+    said "Thursday" confirms "Thursday"."""
     try:
         day = date.fromisoformat(iso)
     except ValueError:
         return iso
-    return spoken_date(day, today=today)
+    return spoken_date(day, today=today, relative=False)
 
 
 def speak_time(hhmm: str) -> str:

@@ -31,6 +31,9 @@ _CONFIRM = re.compile(
 
 
 _LONE_YES = re.compile(r"^(yes|yeah|yep)\?$", re.IGNORECASE)
+_ONLY_NO = re.compile(r"^(?:(?:no|nope|nah)[\s?.!,]*)+$", re.IGNORECASE)
+"""Nothing but no-words, however punctuated: Whisper writes a flat "No" as "No?" or "Nope?
+No?". Taking it for a no is safe (nothing runs on a no; the caller may ask again)."""
 
 
 def classify(answer: str) -> Intent | None:
@@ -40,6 +43,8 @@ def classify(answer: str) -> Intent | None:
         return "uncertain"
     # Whisper writes a short "Yes" said with a rising voice as "Yes?": a lone yes is a yes.
     text = _LONE_YES.sub(r"\1", text)
+    if _ONLY_NO.match(text):
+        return "reject"
     if _HEDGE.search(text):
         return "uncertain"
     rejects, confirms = bool(_REJECT.search(text)), bool(_CONFIRM.search(text))
