@@ -1,7 +1,6 @@
 """How a date and a time are said, the one rule every plane that speaks follows: the read-back
-of a proposal (policy), the read-out of a result (speech), the agent's questions (inference)
-and the follow-up's wording, so the caller hears "Friday, December 4 at 4 PM" the same way from
-each of them.
+of a proposal (policy), the read-out of a result (speech) and the agent's questions, so the
+caller hears "Friday, December 4 at 4 PM" the same way from each of them.
 
 Dates are worded with the month's name, never as digits ("12/03" could be the third of
 December or the twelfth of March), in the locale's order of day and month (Babel's CLDR data),
