@@ -18,30 +18,26 @@ terms it would not spell on its own; Parakeet ignores it)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 from vocero.contracts.domain import AgentProfile
 from vocero.contracts.ports import Message
+from vocero.speech.forms import identifiers_in
 
 MAX_TERMS = 48
 """More than a recogniser's prompt holds: it keeps the first ones."""
 MAX_IDENTIFIERS = 8
-IDENTIFIER = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*"
-                        r"(?![\w-])")
-"""A token with letters and digits, hyphens inside: "A123", "APT-1002", "B52"."""
-_CLOCK = re.compile(r"^\d{1,2}(?:am|pm|h)$|^\d+(?:st|nd|rd|th)$", re.IGNORECASE)
-"""Times and ordinals ("4pm", "21st") are words a recogniser knows, not identifiers."""
 
 
 def identifiers_heard(history: Iterable[Message]) -> list[str]:
-    """Identifiers in what the caller heard the agent say, the most recent first, each once."""
+    """Identifiers in what the caller heard the agent say (those the voice spelt out), the most
+    recent first, each once."""
     found: list[str] = []
     for message in reversed(list(history)):
         if message.role != "assistant":
             continue
-        for token in reversed(IDENTIFIER.findall(message.content)):
-            if not _CLOCK.match(token) and token not in found:
+        for token in reversed(identifiers_in(message.content)):
+            if any(c.isalpha() for c in token) and token not in found:  # not a bare date
                 found.append(token)
                 if len(found) == MAX_IDENTIFIERS:
                     return found

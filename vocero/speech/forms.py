@@ -37,7 +37,8 @@ _IDENTIFIER = re.compile(
     r"|\b\d{2,}(?:-\d{2,})+\b"
 )
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$", re.IGNORECASE)
-_MERIDIEM = re.compile(r"^\d{1,2}(?:am|pm)$", re.IGNORECASE)
+_MERIDIEM = re.compile(r"^\d{1,2}(?:am|pm|h)$", re.IGNORECASE)
+"""A time of day ("4pm", "10h"): said as written, never spelt out."""
 _MEASURE = re.compile(r"^\d+-[a-z]{3,}$")
 
 
@@ -108,8 +109,16 @@ def escape_ssml(text: str) -> str:
     )
 
 
+def identifiers_in(text: str) -> list[str]:
+    """The identifiers of ``text`` as the voice spells them out ("A123", "APT-1002"), in order;
+    never an ordinal, a time or a measure ("21st", "4pm", "30-day")."""
+    return [m.group(0) for m in _IDENTIFIER.finditer(text) if _is_identifier(m.group(0))]
+
+
+def _is_identifier(token: str) -> bool:
+    return not (_ORDINAL.match(token) or _MERIDIEM.match(token) or _MEASURE.match(token))
+
+
 def _spelled(match: re.Match[str]) -> str:
     token = match.group(0)
-    if _ORDINAL.match(token) or _MERIDIEM.match(token) or _MEASURE.match(token):
-        return token
-    return spell_identifier(token)
+    return spell_identifier(token) if _is_identifier(token) else token

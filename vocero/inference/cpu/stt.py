@@ -120,7 +120,8 @@ _MIN_AVG_LOGPROB = -1.0
 _NO_SPEECH = 0.6
 PROMPT_TOKENS = 64
 """At most this many tokens of a session's vocabulary prime Whisper (its own limit is 223):
-each one is decoded on every recognition, ~0.4 ms apiece for tiny.en on two cores."""
+they are decoded with every recognition (the demo profile's 24 cost p50 +30-50 ms a
+recognition for tiny.en on two cores, measured with other work running)."""
 _PROMPTS_CACHED = 64
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 
@@ -250,15 +251,14 @@ class _ShortWindow:
         self.tokenizer = Tokenizer(
             model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=language
         )
-        self._tokenizer = self.tokenizer
-        self._prompt = [*self._tokenizer.sot_sequence, self._tokenizer.no_timestamps]
-        self._suppress = get_suppressed_tokens(self._tokenizer, (-1,))
+        self._prompt = [*self.tokenizer.sot_sequence, self.tokenizer.no_timestamps]
+        self._suppress = get_suppressed_tokens(self.tokenizer, (-1,))
         self._window_s = window_s
 
     def recognise(self, audio: Float32, primer: tuple[int, ...] = ()) -> Transcription | None:
         """The transcript, or ``None`` when it must be done again the standard way. ``primer``:
         tokens of text said before (Whisper's previous-text prompt)."""
-        prompt = [self._tokenizer.sot_prev, *primer, *self._prompt] if primer else self._prompt
+        prompt = [self.tokenizer.sot_prev, *primer, *self._prompt] if primer else self._prompt
         max_length = min(self._model.max_length, len(prompt) + 16 * self._window_s)
         features = self._model.feature_extractor(audio)
         window = np.zeros((1, features.shape[0], self._frames), dtype=np.float32)
@@ -282,7 +282,7 @@ class _ShortWindow:
             # Whisper's rule for "no speech"; in a 10 s window it also drops a lone short word
             # ("Goodbye") that the standard 30 s window hears, so the standard way decides
             return None
-        text = str(self._tokenizer.decode(tokens)).strip()
+        text = str(self.tokenizer.decode(tokens)).strip()
         if len(tokens) + len(prompt) >= max_length:
             return None  # ran to the end of the window's budget: a loop
         if self._compression(text) > _MAX_COMPRESSION or avg_logprob < _MIN_AVG_LOGPROB:
