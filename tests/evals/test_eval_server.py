@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
+from tests.support.polling import wait_for
 from vocero.evals import server as eval_server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,3 +30,32 @@ def test_a_token_starting_with_a_dash_starts_the_server_and_stays_off_its_comman
         assert server.get("/v1/sessions") == [], "the token is the operator's: listed, empty"
     finally:
         server.stop()
+
+
+def test_what_the_server_logs_while_a_scenario_runs_is_kept_for_its_report(
+    tmp_path: Path,
+) -> None:
+    """A 1011 close says nothing on the wire: the server's warnings and errors of the
+    scenario's time are attached to its result, and its whole log is kept."""
+    server = eval_server.Server(
+        runners="sim", profiles=REPO / "fixtures" / "profiles",
+        identities=REPO / "fixtures" / "identities.yaml", work=tmp_path,
+        sim_script=str(REPO / "fixtures" / "eval" / "sim.yaml"),
+    )
+    try:
+        server.wait_ready()
+        mark = server.lines
+        assert server.problems_since(mark) == []
+        refused = httpx.get(f"{server.base}/v1/realtime", headers={
+            "Origin": "https://evil.example", "Connection": "Upgrade", "Upgrade": "websocket",
+            "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+        assert refused.status_code == 403
+        wait_for("the warning in the server's log", lambda: server.problems_since(mark),
+                 timeout_s=10.0)
+    finally:
+        server.stop()
+    problems = server.problems_since(mark)
+    assert len(problems) == 1 and "relay.origin_refused" in problems[0]
+    assert "relay.origin_refused" in server.log_path.read_text(encoding="utf-8")
+    assert "vocero listening on" in server.log_path.read_text(encoding="utf-8")
+    assert server.problems_since(server.lines) == []

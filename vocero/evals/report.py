@@ -56,7 +56,9 @@ def write_junit(path: Path, results: list[ScenarioResult]) -> None:
                              name=result.scenario.name, time=f"{result.duration_s:.3f}")
         if not result.passed:
             text = "\n\n".join(([result.error] if result.error else [])
-                               + [failure_text(result, f) for f in result.failures])
+                               + [failure_text(result, f) for f in result.failures]
+                               + (["the server logged:\n" + "\n".join(result.server_problems)]
+                                  if result.server_problems else []))
             first = result.error or (result.failures[0].what if result.failures else "failed")
             failure = ET.SubElement(case, "failure", message=first)
             failure.text = text
@@ -99,6 +101,7 @@ def _scenario_json(folder: Path, result: ScenarioResult) -> dict[str, Any]:
         "operations": result.operations, "followups": result.followups,
         "findings": result.findings,
         "tools": [_tool_json(r) for r in result.tools],
+        "server_problems": result.server_problems, "server_log": result.server_log,
     }
 
 
@@ -173,6 +176,11 @@ def _page(data: dict[str, Any]) -> str:
                                                "status"], scenario["followups"]))
         if scenario["findings"]:
             parts.append(_table("Findings", ["kind", "text"], scenario["findings"]))
+        if scenario["server_problems"]:
+            parts.append(f'<details class="server"><summary>The server logged '
+                         f'{len(scenario["server_problems"])} warnings or errors '
+                         f'(<a href="{e(scenario["server_log"])}">whole log</a>)</summary>'
+                         f'<pre>{e(chr(10).join(scenario["server_problems"]))}</pre></details>')
         parts.append("</section>")
     parts += ["</body>", "</html>", ""]
     return "\n".join(parts)

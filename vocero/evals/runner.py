@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -38,6 +39,10 @@ class ScenarioResult:
     operations: list[dict[str, Any]] = field(default_factory=list)
     followups: list[dict[str, Any]] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
+    server_problems: list[str] = field(default_factory=list)
+    """Warnings, errors and tracebacks the server logged while the scenario ran."""
+    server_log: str = ""
+    """The file name of the server's whole log in the report folder (``--report``)."""
 
     @property
     def passed(self) -> bool:
@@ -71,6 +76,7 @@ def run_all(scenarios: list[Scenario], args: argparse.Namespace,
                 for scenario in group:
                     result = run_scenario(scenario, server, work / "taps", aliases, args,
                                           zones.get(scenario.caller or "", "UTC"), voice)
+                    result.server_log = f"server-{number}.log"
                     _print(result)
                     results.append(result)
             except ServerError as exc:
@@ -83,13 +89,23 @@ def run_all(scenarios: list[Scenario], args: argparse.Namespace,
                 server.stop()
                 for proxy in proxies:
                     proxy.stop()
+                if args.report:
+                    _keep_log(server, Path(args.report) / f"server-{number}.log")
     return results
+
+
+def _keep_log(server: Server, target: Path) -> None:
+    """The server's whole log beside the report: the temporary folder goes with the run."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if server.log_path.exists():
+        shutil.copyfile(server.log_path, target)
 
 
 def run_scenario(scenario: Scenario, server: Server, taps: Path,
                  aliases: dict[str, set[tuple[str, str]]], args: argparse.Namespace,
                  zone: str, voice: Voice | None) -> ScenarioResult:
     result = ScenarioResult(scenario, started_at=time.time())
+    mark = server.lines
     ctx = Context(zone=zone, now=datetime.now(UTC), aliases=aliases)
     caller = Caller(server.ws_url, scenario.caller or "", locale=scenario.locale,
                     timeout_s=TURN_TIMEOUT_S.get(args.runners, 60.0), mode=args.mode,
@@ -128,6 +144,7 @@ def run_scenario(scenario: Scenario, server: Server, taps: Path,
     finally:
         caller.close()
     result.duration_s = time.time() - result.started_at
+    result.server_problems = server.problems_since(mark)
     if result.session_id:
         _collect(result, server, taps, aliases)
         for played, spec in zip(result.turns, scenario.turns, strict=False):
@@ -222,6 +239,9 @@ def _print(result: ScenarioResult) -> None:
         return
     if result.error:
         print(f"FAIL {result.label}: {result.error}")
+        if result.server_problems:
+            print("  the server logged:")
+            print("\n".join(f"    {line}" for line in result.server_problems))
     for failure in result.failures:
         print(failure_text(result, failure))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -95,6 +96,19 @@ def read_taps(taps: Path) -> list[dict[str, Any]]:
     return sorted(records, key=lambda r: r.get("at") or 0.0)
 
 
+_LEVEL = re.compile(r"\[(warning|error|critical|exception)\s*\]"
+                    r"|\"level\":\s*\"(warning|error|critical)\"")
+"""A warning or error event of the server's log, in the console or the JSON format."""
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Group)\b")
+
+
+def _continues(line: str) -> bool:
+    """A line of a traceback printed outside the log (indented frames, the chained ones, and
+    the exception's own line)."""
+    return line.startswith((" ", "\t", "During handling", "The above")) or bool(
+        _RAISED.match(line)) or not line.strip()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -112,6 +126,11 @@ class Server:
         self.base = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}/v1/realtime"
         self.output: deque[str] = deque(maxlen=60)
+        self.log_path = work / "server.log"
+        """Everything the server printed (its structlog events), kept for the report."""
+        self.lines = 0
+        """How many lines it has printed so far (see :meth:`problems_since`)."""
+        self._problems: list[tuple[int, str]] = []
         command = [
             sys.executable, "-m", "vocero", "serve", "--runners", runners,
             "--profiles", str(profiles), "--identities", str(identities),
@@ -131,10 +150,24 @@ class Server:
 
     def _drain(self) -> None:
         assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.output.append(line.rstrip())
-            if "vocero listening on" in line:
-                self._listening.set()
+        in_traceback = False
+        with self.log_path.open("w", encoding="utf-8") as log:
+            for line in self.process.stdout:
+                log.write(line)
+                log.flush()
+                self.lines += 1
+                self.output.append(line.rstrip())
+                in_traceback = line.startswith("Traceback") or (in_traceback
+                                                                  and _continues(line))
+                if in_traceback or _LEVEL.search(line):
+                    self._problems.append((self.lines, line.rstrip()))
+                if "vocero listening on" in line:
+                    self._listening.set()
+
+    def problems_since(self, mark: int, limit: int = 40) -> list[str]:
+        """The warnings, errors and tracebacks the server printed after line ``mark``: why a
+        session was closed with 1011, for instance, which the wire does not say."""
+        return [line for number, line in list(self._problems) if number > mark][:limit]
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout
