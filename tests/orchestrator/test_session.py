@@ -13,6 +13,7 @@ from tests.support.fakes import RecordingRecorder, fake_runners
 from tests.support.harness import profile, running
 from vocero.contracts import events as ev
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.ports import ToolIntent
 from vocero.inference.sim.script import Rule
 from vocero.orchestrator.hearing import SPECULATE_AFTER_MS
 
@@ -184,6 +185,44 @@ async def test_cancel_request_stops_with_canceled_status() -> None:
             "INTERRUPTING",
             "LISTENING",
         ]
+
+
+async def test_the_tool_intent_of_a_generation_stopped_while_the_model_ran_is_dropped() -> None:
+    """The caller speaks up while the model is still deciding; the model hands over a tool
+    intent in that very loop iteration (the stop's cancellation lands one iteration later).
+    The stopped generation's intent is dropped: the session does not fail (it did, with
+    ``no transition from INTERRUPTING on tool_intent`` and a 1011 close, found by
+    ``vocero eval`` by voice), nothing is proposed, and the next turn is answered."""
+    rules = [Rule(match="call off", tool="visits.call_off", arguments={"visit_ref": "VX-2042"}),
+             *RULES]
+    runners, _, llm, _ = fake_runners(rules=rules)
+    tool = ToolDefinition(name="visits.call_off", description="Call off a visit.",
+                          input_schema={"type": "object"})
+    generate = llm.generate
+
+    async with running(runners, tools=(tool,)) as h:
+
+        async def interrupted(request):  # type: ignore[no-untyped-def]
+            async for output in generate(request):
+                if isinstance(output, ToolIntent):
+                    h.session.on_speech_hint()  # the caller goes on speaking
+                yield output
+
+        llm.generate = interrupted  # type: ignore[method-assign]
+        h.session.on_text("please call off visit VX-2042")
+        done = await h.until_frame("ResponseCompleted")
+        assert done.status == "interrupted"
+        await h.until(lambda: h.received.of("StateChanged")[-1].state == "LISTENING")
+        states = [p.state for p in h.received.of("StateChanged")]
+        assert "TOOL_PENDING" not in states and "FAILED" not in states
+        assert not h.received.of("ConfirmationRequired")
+        assert not h.received.of("ToolStatus")
+        assert not [e for e in h.received.of("Error") if e.code == "INTERNAL"]
+        llm.generate = generate  # type: ignore[method-assign]
+        h.session.on_text("hello")
+        later = await h.until_frame("ResponseCompleted", 2)
+        assert later.status == "completed"
+        assert later.heard_text == "I can help with orders and appointments."
 
 
 async def test_push_to_talk_commit_makes_a_turn() -> None:

@@ -157,14 +157,14 @@ class Server:
                 log.flush()
                 self.lines += 1
                 self.output.append(line.rstrip())
-                in_traceback = line.startswith("Traceback") or (in_traceback
-                                                                  and _continues(line))
-                if in_traceback or _LEVEL.search(line):
+                problem = line.startswith("Traceback") or bool(_LEVEL.search(line))
+                in_traceback = problem or (in_traceback and _continues(line))
+                if in_traceback:  # an error event's traceback follows it on indented lines
                     self._problems.append((self.lines, line.rstrip()))
                 if "vocero listening on" in line:
                     self._listening.set()
 
-    def problems_since(self, mark: int, limit: int = 40) -> list[str]:
+    def problems_since(self, mark: int, limit: int = 80) -> list[str]:
         """The warnings, errors and tracebacks the server printed after line ``mark``: why a
         session was closed with 1011, for instance, which the wire does not say."""
         return [line for number, line in list(self._problems) if number > mark][:limit]

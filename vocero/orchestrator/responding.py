@@ -114,6 +114,10 @@ class Responder:
         tool result the model says nothing about is read out in the profile's words."""
         for _ in range(MAX_TOOL_ROUNDS):
             intent, worded = await self._model_with_retry(generation, speaker)
+            if generation.done:
+                # Stopped while the model ran: its cancellation lands a loop iteration later
+                # (completion._cancel_soon), and a stopped generation proposes nothing.
+                return
             if intent is None:
                 if not worded and result is not None:
                     await speaker.read_out(result)
