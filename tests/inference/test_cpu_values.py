@@ -89,6 +89,31 @@ def test_a_hyphen_is_kept_unless_the_pattern_wants_none(
     assert slots.identifier_in(text, "appointment", pattern) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "noun", "pattern", "expected"),
+    [
+        # Whisper writes Piper's "I N J 1" and "R X 78": letters said alone, as words.
+        ("What is the status of order i and j1?", "order", r"^[A-Z0-9-]{1,32}$", "INJ1"),
+        ("What's the status of prescription or X78?", "prescription", r"^RX[0-9]{2,4}$",
+         "RX78"),
+        ("booking bee kay 1234", "booking", None, "BK1234"),
+        # Not a run of letters right after the noun: read as before.
+        ("order A123 or B45", "order", r"^[A-Z0-9-]{1,32}$", "A123"),
+    ],
+)
+def test_letters_written_as_words_before_an_identifier_are_its_letters(
+    text: str, noun: str, pattern: str | None, expected: str
+) -> None:
+    assert slots.identifier_in(text, noun, pattern) == expected
+
+
+def test_a_bare_identifier_takes_letters_written_as_words_only_where_its_pattern_needs_them(
+) -> None:
+    assert slots.bare_identifier("It's or X78.", r"^RX[0-9]{2,4}$") == "RX78"
+    assert slots.bare_identifier("It's or X78.", r"^X[0-9]{2,4}$") == "X78"
+    assert slots.bare_identifier("It's or X78.", None) == "X78"
+
+
 def test_a_pattern_checked_identifier_is_found_without_its_noun() -> None:
     assert slots.identifier_in("booking b k one two three four", "booking", None) == "BK1234"
     assert filled("Please move BK-1234")["booking_ref"] == "BK-1234"

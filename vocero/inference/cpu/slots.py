@@ -159,6 +159,20 @@ _AT_SMALL_NUMBER = re.compile(r"\b(?:at|around|by|until)\s+\d{1,2}\b", re.IGNORE
 _SPELLED_LETTER = re.compile(r"\b([A-Za-z]),?\s+(?:as\s+in|for|like)\s+([A-Za-z]+)\b")
 _SPACED_DIGITS = re.compile(r"(?<=\d) (?=\d)")
 _SPACED_LETTERS = re.compile(r"(?<![\w'])([A-Za-z])\s([A-Za-z])(?:\s([A-Za-z]))?\s(?=\d)")
+_LETTER_NAMES = {
+    "ay": "A", "bee": "B", "be": "B", "see": "C", "sea": "C", "cee": "C", "dee": "D",
+    "ef": "F", "eff": "F", "gee": "G", "aitch": "H", "eye": "I", "jay": "J", "kay": "K",
+    "el": "L", "ell": "L", "em": "M", "en": "N", "and": "N", "oh": "O", "pee": "P",
+    "pea": "P", "cue": "Q", "queue": "Q", "are": "R", "or": "R", "ar": "R", "ess": "S",
+    "es": "S", "tee": "T", "tea": "T", "you": "U", "vee": "V", "ex": "X", "why": "Y",
+    "zed": "Z", "zee": "Z",
+}  # fmt: skip
+"""How a recogniser writes a letter said on its own ("I N J 1" as "i and j1", "R X 78" as
+"or X78"): read as letters only in a run of letters right before an identifier's characters."""
+_LETTER_WORD = rf"(?:[A-Za-z]|{'|'.join(sorted(_LETTER_NAMES, key=len, reverse=True))})"
+_LETTER_RUN = re.compile(
+    rf"(?<![\w'\u2019-])((?:{_LETTER_WORD}\s+){{1,3}})({_ID_TOKEN}){_ID_END}", re.IGNORECASE
+)
 
 # ---------------------------------------------------------------- free text
 _WHEN_WORDS = re.compile(
@@ -423,7 +437,20 @@ def identifier_in(text: str, noun: str, pattern: str | None = None) -> str | Non
             value = _canonical_id(match.group(1), pattern)
             if value:
                 return value
+    after_noun = re.search(rf"\b{stem}s?\s+(?:number\s+)?(?={_LETTER_WORD}\s)", cleaned,
+                           re.IGNORECASE)
+    if after_noun:
+        run = _LETTER_RUN.match(cleaned, after_noun.end())
+        if run:
+            return _canonical_id(_letters_joined(run), pattern)
     return None
+
+
+def _letters_joined(run: re.Match[str]) -> str:
+    """A run of letters said one by one and the identifier after it, as one spelling
+    ("i and j1" -> "INJ1")."""
+    letters = "".join(_LETTER_NAMES.get(w.lower(), w.upper()) for w in run.group(1).split())
+    return letters + run.group(2)
 
 
 def bare_identifier(text: str, pattern: str | None) -> str | None:
@@ -438,6 +465,11 @@ def bare_identifier(text: str, pattern: str | None) -> str | None:
         value = _canonical_id(match.group(1), pattern)
         if value:
             return value
+    if pattern:  # letters said one by one before it, where the pattern wants them ("or X78")
+        for run in _LETTER_RUN.finditer(cleaned):
+            value = _canonical_id(_letters_joined(run), pattern)
+            if value:
+                return value
     return None
 
 
