@@ -294,3 +294,36 @@ def test_a_line_is_respelled_only_where_a_record_is_near() -> None:
     assert respelt("is AA-124 shipped") == "is A124 shipped"
     assert respelt("I want 10 items at 4pm") == "I want 10 items at 4pm"
     assert respelt("where is A0124") == "where is A124"
+
+
+CALL_OFF = ToolDefinition(
+    name="visits.call_off",
+    description="Call off one of the caller's pet visits, with their reason. It cannot be undone.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "visit_ref": {"type": "string", "pattern": "^VX-[0-9]{4}$"},
+            "why": {"type": "string"},
+        },
+        "required": ["visit_ref", "why"],
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        # Whisper's spelling of "what's booked under V X two zero four one": a lookup.
+        ("What's booked under VX-2041?", "visits.find"),
+        ("which pet is VX-2041 for", "visits.find"),
+        # Not a wh-question: the model's tool stands (the rules route changes said in words).
+        ("I don't need VX-2041 any more, Miso is better", "visits.call_off"),
+    ],
+)
+def test_a_question_about_a_record_is_a_lookup_never_a_change(line: str, expected: str) -> None:
+    """When the intent model would open a change the line gives no values for, a wh-question
+    about the record goes to the tool that answers from the identifier alone."""
+    tools = [VISITS_FIND, VISITS_MOVE, CALL_OFF, FAQ, CALLBACKS]
+    picked = dialogue._looked_up(line, CALL_OFF, tools, TODAY, None)
+    assert picked.name == expected
+    assert dialogue._looked_up(line, VISITS_FIND, tools, TODAY, None) is VISITS_FIND

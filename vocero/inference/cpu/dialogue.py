@@ -300,6 +300,7 @@ def _routing(turn: _Turn) -> tasks.Routing:
             tool = _named_by_identifier(text, tools, model)
         if tool is None:
             return found
+        tool = _looked_up(text, tool, tools, today, now)
         arguments, missing, model_fill = router.fill_arguments(tool, text, today, now=now)
         return router.Route(tool, arguments, tuple(missing), tuple(model_fill), learned=True)
 
@@ -347,6 +348,33 @@ def _named_by_identifier(
         return taking[0] if taking else None
     ranks = dict(model.rank(small_talk.without_pleasantries(text)))
     return max(taking, key=lambda t: ranks.get(t.name, 0.0))
+
+
+_WH_QUESTION = re.compile(r"^\W*(?:what|which|when|where|who|whose|how)\b", re.IGNORECASE)
+
+
+def _looked_up(
+    text: str,
+    tool: ToolDefinition,
+    tools: Sequence[ToolDefinition],
+    today: dt.date,
+    now: dt.datetime | None,
+) -> ToolDefinition:
+    """A wh-question about a record asks what a tool can tell, not for a change: when the
+    model's tool would need more than the line says (a reason, a new time) and another tool
+    that takes the line's identifier needs nothing more, the question is that tool's ("What's
+    booked under VX-2041?" looks the visit up; it never opens a call-off). Only for lines the
+    rules left to the model: a change said in so many words is routed before this."""
+    if not _WH_QUESTION.search(text):
+        return tool
+    _, missing, model_fill = router.fill_arguments(tool, text, today, now=now)
+    if not missing and not model_fill:
+        return tool
+    for other in cues.identified_tools(text, tools):
+        arguments, missing, model_fill = router.fill_arguments(other, text, today, now=now)
+        if other is not tool and arguments and not missing and not model_fill:
+            return other
+    return tool
 
 
 def _asks_for_something(text: str) -> bool:
