@@ -123,6 +123,8 @@ PROMPT_TOKENS = 64
 they are decoded with every recognition (the demo profile's 24 cost p50 +30-50 ms a
 recognition for tiny.en on two cores, measured with other work running)."""
 _PROMPTS_CACHED = 64
+_TOKENS_PER_S = 8
+_LOOP_MARGIN = 10
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 
 
@@ -173,6 +175,11 @@ class WhisperEngine:
         fits = audio.size <= (self._short_window_s - _SHORT_MARGIN_S) * SAMPLE_RATE
         if short is not None and not words and fits:
             heard = short.recognise(audio, prompt)
+            if heard is None and prompt:
+                # The hint can lead the decoder astray (the identifiers a session heard made
+                # "What can you help me with today?" fail its checks): the plain short window
+                # next, at a tenth of the standard window's cost.
+                heard = short.recognise(audio)
             if heard is not None:
                 self.windowed += 1
                 return _once(heard)
@@ -259,7 +266,11 @@ class _ShortWindow:
         """The transcript, or ``None`` when it must be done again the standard way. ``primer``:
         tokens of text said before (Whisper's previous-text prompt)."""
         prompt = [self.tokenizer.sot_prev, *primer, *self._prompt] if primer else self._prompt
-        max_length = min(self._model.max_length, len(prompt) + 16 * self._window_s)
+        # Speech runs at about 3 tokens a second (a spelled identifier at up to 6): more than
+        # _TOKENS_PER_S is a repetition loop, cut short instead of running to the window's end.
+        seconds = audio.size / SAMPLE_RATE
+        budget = min(16 * self._window_s, _LOOP_MARGIN + math.ceil(_TOKENS_PER_S * seconds))
+        max_length = min(self._model.max_length, len(prompt) + budget)
         features = self._model.feature_extractor(audio)
         window = np.zeros((1, features.shape[0], self._frames), dtype=np.float32)
         heard = min(self._frames, features.shape[-1])
