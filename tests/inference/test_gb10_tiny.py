@@ -1,8 +1,14 @@
-"""The GB10 loading code on tiny random models; runs wherever the ``gb10`` extra is installed."""
+"""The GB10 loading code on tiny random models; runs wherever the ``gb10`` extra is installed.
+
+On CPU by default; ``VOCERO_TEST_GB10_DEVICE=cuda`` runs the same tests on a GPU, and there also the
+streaming path through faster-qwen3-tts's captured CUDA graphs.
+"""
 
 from __future__ import annotations
 
 import io
+import os
+import sys
 import wave
 from collections.abc import Callable
 from contextlib import aclosing
@@ -20,6 +26,7 @@ from tests.inference.tiny_models import (
 )
 from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
 from vocero.contracts.ports import SpokenThrough
+from vocero.inference.cpu import threads
 from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.cpu.stt import SpeechToText
 from vocero.inference.cpu.tts import TextToSpeech, sentence_spans
@@ -36,13 +43,26 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
+def device() -> str:
+    """Where the tiny models run: ``VOCERO_TEST_GB10_DEVICE``, ``cpu`` unless set."""
+    name = os.environ.get("VOCERO_TEST_GB10_DEVICE", "cpu")
+    if name != "cpu":
+        torch = pytest.importorskip("torch", reason="the gb10 extra is not installed")
+        if not torch.cuda.is_available():
+            pytest.fail(f"VOCERO_TEST_GB10_DEVICE={name}, but torch sees no CUDA device")
+    return name
+
+
+@pytest.fixture(scope="module")
 def parakeet_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("nemo.collections.asr", reason="the gb10 extra is not installed")
     return tiny_parakeet(tmp_path_factory.mktemp("parakeet"))
 
 
-async def test_parakeet_restores_a_nemo_archive_and_transcribes(parakeet_path: Path) -> None:
-    runner = SpeechToText(ParakeetEngine(str(parakeet_path), device="cpu"), QueueSettings())
+async def test_parakeet_restores_a_nemo_archive_and_transcribes(
+    parakeet_path: Path, device: str
+) -> None:
+    runner = SpeechToText(ParakeetEngine(str(parakeet_path), device=device), QueueSettings())
     await runner.warm_up()
     assert runner.status().health == "ready"
     noise = (np.random.default_rng(1).normal(0, 0.1, 32_000) * 32_767).astype("<i2").tobytes()
@@ -80,18 +100,14 @@ def qwen_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tiny_qwen3_tts(tmp_path_factory.mktemp("qwen3_tts"))
 
 
-@pytest.fixture
-def qwen_tts(qwen_path: Path, tmp_path: Path) -> TextToSpeech:
+def gb10_tts(qwen_path: Path, directory: Path, device: str) -> TextToSpeech:
     """The TTS runner exactly as ``build_gb10_runners`` wires it from the environment.
 
     The other model paths only have to exist: nothing but the TTS runner is warmed up here.
     """
-    import torch
-
-    torch.manual_seed(0)  # sampling on random weights; only shapes are checked anyway
-    reference = tmp_path / "builtin.wav"
+    reference = directory / "builtin.wav"
     reference.write_bytes(wav_bytes(1.0, 24_000))
-    placeholder = tmp_path / "unused.bin"
+    placeholder = directory / "unused.bin"
     placeholder.write_bytes(b"")
     settings = Gb10Settings.from_env(
         {
@@ -101,12 +117,25 @@ def qwen_tts(qwen_path: Path, tmp_path: Path) -> TextToSpeech:
             "VOCERO_QWEN_TTS_MODEL": str(qwen_path),
             "VOCERO_DEFAULT_VOICE_AUDIO": str(reference),
             "VOCERO_DEFAULT_VOICE_TEXT": "hello there, this is a short reference",
-            "VOCERO_GB10_DEVICE": "cpu",
+            "VOCERO_GB10_DEVICE": device,
         }
     )
     tts = build_gb10_runners(settings).tts
     assert isinstance(tts, TextToSpeech)
     return tts
+
+
+@pytest.fixture
+def qwen_tts(
+    qwen_path: Path, tmp_path: Path, device: str, monkeypatch: pytest.MonkeyPatch
+) -> TextToSpeech:
+    """The runner on plain qwen-tts, one call per sentence: on a GPU too, as where
+    faster-qwen3-tts is not installed (its CUDA graphs have a test of their own below)."""
+    import torch
+
+    torch.manual_seed(0)  # sampling on random weights; only shapes are checked anyway
+    monkeypatch.setitem(sys.modules, "faster_qwen3_tts", None)  # its import fails
+    return gb10_tts(qwen_path, tmp_path, device)
 
 
 def engine_of(tts: TextToSpeech) -> QwenTtsEngine:
@@ -151,7 +180,7 @@ async def test_qwen3_tts_loads_the_configured_directory_and_speaks_pcm16(
     assert qwen_tts.status().health == "ready"
     engine = engine_of(qwen_tts)
     assert isinstance(engine._model, Qwen3TTSModel)
-    assert engine._fast is None  # streaming is CUDA-only: plain qwen-tts, one call per sentence
+    assert engine._fast is None  # plain qwen-tts, one call per sentence (see the fixture)
     assert engine.cached_voices() == [("builtin", "default")]
     assert qwen_tts.sample_rate == engine.sample_rate == SAMPLE_RATE == 24_000
 
@@ -216,22 +245,41 @@ async def test_qwen3_tts_x_vector_only_prompt_has_no_reference_codes(
     assert item.ref_text is None
 
 
-async def test_qwen3_tts_says_where_each_sentence_ends(qwen_tts: TextToSpeech) -> None:
-    """Issue #25: the alignment points heard text is cut by. Qwen3-TTS streams within a sentence,
-    so a sentence's end is given after its last chunk, at the audio offset where it ended."""
-    text = "One two three. Four five six seven."
-    async with aclosing(qwen_tts.synthesize_aligned(text, acme("3"))) as stream:
-        pieces = [piece async for piece in stream]
+ALIGNED_TEXT = "One two three. Four five six seven."
+
+
+async def aligned(tts: TextToSpeech, text: str) -> list[bytes | SpokenThrough]:
+    async with aclosing(tts.synthesize_aligned(text, acme("3"))) as stream:
+        return [piece async for piece in stream]
+
+
+def check_sentence_ends(text: str, pieces: list[bytes | SpokenThrough], *, whole: bool) -> None:
+    """One point a sentence: its end in the text, at the audio offset where the sentence ends.
+
+    Rendered whole (plain qwen-tts), a sentence's end is known and given before its audio, as
+    Piper's; streamed (faster-qwen3-tts), after its last chunk.
+    """
     marks = [p for p in pieces if isinstance(p, SpokenThrough)]
     assert [m.fraction for m in marks] == pytest.approx([e / len(text) for _, e in
                                                          sentence_spans(text)])
-    audio_ms = 0.0
+    assert marks[-1].fraction == 1.0
+    audio_ms, at_marks = 0.0, []
     for piece in pieces:
         if isinstance(piece, SpokenThrough):
-            assert piece.audio_ms == pytest.approx(audio_ms, abs=1.0)
+            at_marks.append(audio_ms)
         else:
             audio_ms += len(piece) / 2 / SAMPLE_RATE * 1000
-    assert marks[-1].fraction == 1.0
+    if whole:
+        assert isinstance(pieces[0], SpokenThrough)
+        at_marks = [*at_marks[1:], audio_ms]
+    assert [m.audio_ms for m in marks] == pytest.approx(at_marks, abs=1.0)
+
+
+async def test_qwen3_tts_says_where_each_sentence_ends(qwen_tts: TextToSpeech) -> None:
+    """Issue #25: the alignment points heard text is cut by."""
+    pieces = await aligned(qwen_tts, ALIGNED_TEXT)
+    assert engine_of(qwen_tts).renders_whole_sentences
+    check_sentence_ends(ALIGNED_TEXT, pieces, whole=True)
 
 
 async def test_qwen3_tts_cancelled_generation_never_starts_the_next_sentence(
@@ -250,21 +298,23 @@ async def test_qwen3_tts_cancelled_generation_never_starts_the_next_sentence(
 
 
 async def test_qwen3_tts_streams_codec_chunks_through_faster_qwen3_tts(
-    qwen_tts: TextToSpeech, monkeypatch: pytest.MonkeyPatch
+    qwen_tts: TextToSpeech, device: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The engine's streaming call, against the real ``faster-qwen3-tts`` 0.3 on CPU.
+    """The engine's streaming call, against the real ``faster-qwen3-tts`` 0.3 without graphs.
 
     ``FasterQwen3TTS.from_pretrained`` insists on CUDA (graphs), so the wrapper is built around the
     loaded model by hand and run in its graph-free ``parity_mode``: the same prompt resolution,
     step loop and incremental codec decoding, without the captured graphs.
     """
+    engine = engine_of(qwen_tts)
+    engine.load()
+    monkeypatch.delitem(sys.modules, "faster_qwen3_tts")  # hidden from the plain load only
     pytest.importorskip("faster_qwen3_tts", reason="faster-qwen3-tts is not installed")
     import torch
     from faster_qwen3_tts import FasterQwen3TTS
 
-    engine = engine_of(qwen_tts)
-    engine.load()
-    fast = FasterQwen3TTS(engine._model, None, None, device="cpu", dtype=torch.float32)
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16  # as the engine loads it
+    fast = FasterQwen3TTS(engine._model, None, None, device=device, dtype=dtype)
     fast._warmed_up = True  # nothing to capture without graphs
     streaming = fast.generate_voice_clone_streaming
     asked: list[dict[str, Any]] = []
@@ -275,7 +325,8 @@ async def test_qwen3_tts_streams_codec_chunks_through_faster_qwen3_tts(
 
     monkeypatch.setattr(fast, "generate_voice_clone_streaming", parity)
     monkeypatch.setattr(engine, "_fast", fast)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # it times each step with it
+    if device == "cpu":
+        monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # it times each step with it
 
     for voice in (acme("3"), acme("5", x_vector_only=True)):
         pieces = list(engine.render("Call me back.", voice))
@@ -283,3 +334,51 @@ async def test_qwen3_tts_streams_codec_chunks_through_faster_qwen3_tts(
         assert 0 < len(b"".join(pieces)) <= MAX_SENTENCE_BYTES
     assert [call["chunk_size"] for call in asked] == [4, 4]  # Gb10Settings.stream_chunk_steps
     assert await speak(qwen_tts, "Call me back.", acme("3"))  # through the runner as well
+
+
+async def test_qwen3_tts_streams_through_captured_cuda_graphs(
+    qwen_path: Path, tmp_path: Path, device: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a GPU, the runner as deployed: ``FasterQwen3TTS.from_pretrained`` of the model directory,
+    its talker and predictor graphs captured by the first sentence, codec chunks streamed."""
+    if device == "cpu":
+        pytest.skip("CUDA graphs need a GPU (VOCERO_TEST_GB10_DEVICE=cuda)")
+    pytest.importorskip("faster_qwen3_tts", reason="faster-qwen3-tts is not installed")
+    import torch
+    from faster_qwen3_tts import FasterQwen3TTS
+
+    torch.manual_seed(0)
+    monkeypatch.setattr(threads, "_models", {})  # loaded anew, not the plain model of the others
+    tts = gb10_tts(qwen_path, tmp_path, device)
+    engine = engine_of(tts)
+    engine.load()
+    fast = engine._fast
+    assert isinstance(fast, FasterQwen3TTS)
+    assert engine._model is fast.model
+    assert not engine.renders_whole_sentences
+    streaming = fast.generate_voice_clone_streaming
+    asked: list[dict[str, Any]] = []
+
+    def capped(**kwargs: Any) -> Any:  # random weights rarely say end-of-speech
+        asked.append(kwargs)
+        return streaming(**kwargs, max_new_tokens=QWEN_MAX_NEW_TOKENS)
+
+    monkeypatch.setattr(fast, "generate_voice_clone_streaming", capped)
+
+    await tts.warm_up()  # "Ready." in the built-in voice: captures the graphs
+    assert tts.status().health == "ready"
+    assert fast._warmed_up
+    assert fast.predictor_graph.captured
+    for voice in (acme("3"), acme("5", x_vector_only=True)):
+        chunks = await speak(tts, "Call me back.", voice)
+        audio = b"".join(chunks)
+        assert 0 < len(audio) <= MAX_SENTENCE_BYTES
+        assert len(audio) % 2 == 0
+        assert all(0 < len(chunk) <= CHUNK_BYTES for chunk in chunks)
+    assert [call["chunk_size"] for call in asked] == [4, 4, 4]  # Gb10Settings.stream_chunk_steps
+    check_sentence_ends(ALIGNED_TEXT, await aligned(tts, ALIGNED_TEXT), whole=False)
+    assert sorted(engine.cached_voices()) == [
+        ("builtin", "default"),
+        ("vp_acme", "3"),
+        ("vp_acme", "5"),
+    ]
