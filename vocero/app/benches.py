@@ -180,8 +180,12 @@ async def sessions(args: argparse.Namespace) -> dict[str, Any]:
 async def ttfs(args: argparse.Namespace) -> dict[str, Any]:
     from vocero.app.bench_ttfs import run_ttfs
 
+    half = getattr(args, "half", "tuning")
     return await run_ttfs(
-        args.runners, limit=args.limit, turn_rule=getattr(args, "turn_rule", "judge")
+        args.runners,
+        limit=args.limit,
+        turn_rule=getattr(args, "turn_rule", "judge"),
+        halves=("tuning", "heldout") if half == "both" else (half,),
     )
 
 

@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--limit", type=int, default=None, help="first N requests only (ttfs)")
     bench.add_argument("--turn-rule", choices=["judge", "hangover"], default="judge",
                        help="ttfs: end turns with the end-of-turn judge or a fixed silence")
+    bench.add_argument("--half", choices=["tuning", "heldout", "both"], default="tuning",
+                       help="ttfs: which half of the turn corpus (fixtures/turns) to speak; "
+                       "the spoken requests run with the tuning half")
     bench.add_argument("--workers", type=int, default=1,
                        help="server processes (sessions, actions); more than one: PostgreSQL")
     bench.add_argument("--db", default="", help="database URL (sessions, actions)")
