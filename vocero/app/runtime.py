@@ -22,15 +22,16 @@ from vocero.app.followups_runtime import (
 )
 from vocero.app.recorder import StoreRecorder
 from vocero.app.recovery import recover_interrupted_sessions
-from vocero.app.settings import Settings, db_url
+from vocero.app.settings import Settings, db_url, endpoint_keys
 from vocero.app.telemetry import MetricsPort
 from vocero.contracts.builtins import BuiltinSet
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import AgentProfile, Caller
-from vocero.contracts.errors import ErrorCode
+from vocero.contracts.errors import ConfigError, ErrorCode
 from vocero.contracts.ports import ToolGateway
 from vocero.identity.identities import IdentityDirectory, load_identities
 from vocero.identity.profiles import ProfileCatalog, load_profiles
+from vocero.inference.remote import Endpoint, with_endpoints
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.sim import SimScript, build_sim_runners, load_script
 from vocero.mcp_gateway import (
@@ -137,7 +138,25 @@ def build_runners(settings: Settings) -> tuple[RunnerSet, Callable[[], RunnerSet
         from vocero.inference.cpu import build_cpu_runners
 
         shared = build_cpu_runners()
+    shared = with_endpoints(shared, **endpoints(settings))
     return shared, lambda: shared
+
+
+def endpoints(settings: Settings) -> dict[str, Any]:
+    """Each stage's serving engine, from ``--llm-url`` and its twins (SPEC §1)."""
+    keys = endpoint_keys()
+    found: dict[str, Any] = {}
+    for stage in ("llm", "stt", "tts"):
+        url = getattr(settings, f"{stage}_url")
+        if not url:
+            continue
+        model = getattr(settings, f"{stage}_model")
+        if not model:
+            raise ConfigError("flags", f"--{stage}-model", f"required with --{stage}-url")
+        found[stage] = Endpoint(url=url, model=model, api_key=keys[stage])
+    if "tts" in found:
+        found["tts_voice"] = settings.tts_voice
+    return found
 
 
 def load_config(settings: Settings) -> tuple[IdentityDirectory, ProfileCatalog]:
