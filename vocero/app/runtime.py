@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import time
 from collections.abc import AsyncIterator, Callable
@@ -127,9 +128,18 @@ class Runtime:
 
 def build_runners(settings: Settings) -> tuple[RunnerSet, Callable[[], RunnerSet]]:
     """The shared runner set and a per-session factory (simulators keep per-session scripts)."""
+    remote = endpoints(settings)
     if settings.runners == "sim":
         script: SimScript = load_script(settings.sim_script or None)
-        return build_sim_runners(script), lambda: build_sim_runners(script)
+        shared = with_endpoints(build_sim_runners(script), **remote)
+
+        def per_session() -> RunnerSet:  # a fresh script per session, the shared endpoints
+            return dataclasses.replace(
+                build_sim_runners(script),
+                **{stage: getattr(shared, stage) for stage in shared.remote_stages()},
+            )
+
+        return shared, per_session
     if settings.runners == "gb10":
         from vocero.inference.gb10 import build_gb10_runners
 
@@ -138,7 +148,7 @@ def build_runners(settings: Settings) -> tuple[RunnerSet, Callable[[], RunnerSet
         from vocero.inference.cpu import build_cpu_runners
 
         shared = build_cpu_runners()
-    shared = with_endpoints(shared, **endpoints(settings))
+    shared = with_endpoints(shared, **remote)
     return shared, lambda: shared
 
 
