@@ -244,7 +244,8 @@ async def _paused_turn(
 
 
 async def run_ttfs(
-    runners: str = "cpu", limit: int | None = None, turn_rule: str = "judge"
+    runners: str = "cpu", limit: int | None = None, turn_rule: str = "judge",
+    endpoints: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     from vocero.app.turn_corpus import load_corpus
 
@@ -253,8 +254,9 @@ async def run_ttfs(
     clips = await anyio.to_thread.run_sync(lambda: load_corpus(kind="paused", limit=limit))
     workdir = Path(tempfile.mkdtemp(prefix="vocero-ttfs-"))
     # As ``serve`` runs: the warm heap frozen out of the garbage collector.
+    remote: dict[str, Any] = dict(endpoints or {})  # --llm-url and its twins
     settings = Settings(
-        runners=runners, db=f"sqlite+aiosqlite:///{workdir}/ttfs.db", freeze_heap=True
+        runners=runners, db=f"sqlite+aiosqlite:///{workdir}/ttfs.db", freeze_heap=True, **remote
     )
     turns: list[Turn] = []
     paused: list[PausedTurn] = []
