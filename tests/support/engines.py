@@ -11,6 +11,7 @@ and when each stream's client went away.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import re
 import socket
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import wave
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -96,7 +98,11 @@ class ScriptedEngine:
         app = Starlette(routes=[
             Route("/v1/chat/completions", self._complete, methods=["POST"]),
             Route("/v1/models", self._models),
+            Route("/v1/audio/speech", self._speech, methods=["POST"]),
+            Route("/v1/audio/transcriptions", self._transcribe, methods=["POST"]),
         ])
+        self.speech_rate = 22050
+        self.transcript = "hello there"
         self._server = uvicorn.Server(
             uvicorn.Config(app, port=self.port, log_level="warning", lifespan="off")
         )
@@ -110,6 +116,38 @@ class ScriptedEngine:
     def __exit__(self, *exc: object) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)
+
+    async def _speech(self, request: Request) -> Response:
+        """One second of a tone per 10 characters, as a WAV streamed in odd-sized pieces."""
+        body = await request.json()
+        self.requests.append(body)
+        if self.dead:
+            return JSONResponse({"error": {"message": "down"}}, status_code=503)
+        samples = self.speech_rate * max(1, len(body["input"]) // 10)
+        wav = io.BytesIO()
+        with wave.open(wav, "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(self.speech_rate)
+            w.writeframes(b"\x10\x00" * samples)
+        data = wav.getvalue()
+
+        async def pieces() -> AsyncIterator[bytes]:
+            for at in range(0, len(data), 1001):
+                yield data[at:at + 1001]
+
+        return StreamingResponse(pieces(), media_type="audio/wav")
+
+    async def _transcribe(self, request: Request) -> Response:
+        form = await request.form()
+        upload = form["file"]
+        assert not isinstance(upload, str)
+        audio = await upload.read()
+        self.requests.append({k: v for k, v in form.items() if isinstance(v, str)}
+                             | {"audio_bytes": len(audio)})
+        if self.dead:
+            return JSONResponse({"error": {"message": "down"}}, status_code=503)
+        return JSONResponse({"text": " " + self.transcript + " "})
 
     async def _models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
