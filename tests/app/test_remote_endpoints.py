@@ -7,6 +7,8 @@ records every ``tools/call`` it receives.
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator
@@ -14,12 +16,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from starlette.testclient import TestClient
 
 from tests.support.apps import sim_app
 from tests.support.engines import Rule, ScriptedEngine
 from tests.support.wsclient import ProtocolClient
-from vocero.app.settings import REPO_ROOT
+from vocero.app.runtime import build_runners
+from vocero.app.settings import REPO_ROOT, add_serve_arguments, settings_from
+from vocero.contracts.errors import ConfigError
 
 ORDERS = REPO_ROOT / "fixtures" / "mcp_servers" / "orders_server.py"
 READER = {"token": "reader", "subject": "rita", "tenant": "acme", "roles": ["customer"],
@@ -113,3 +118,22 @@ def test_a_dead_endpoint_degrades_the_turn_shows_in_readyz_and_recovers(tmp_path
             pc.connect("reader")
             assert say(pc, "hello").startswith("Hello!")
         assert client.get("/readyz").json()["endpoints"]["llm"]["health"] == "ready"
+
+
+def test_the_flags_read_their_environment_twins_and_a_url_needs_its_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VOCERO_LLM_URL", "http://engine:8000/v1")
+    monkeypatch.setenv("VOCERO_LLM_MODEL", "llama")
+    monkeypatch.setenv("VOCERO_LLM_API_KEY", "sk-from-the-environment")
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    settings = settings_from(parser.parse_args(["--tts-url", "http://tts:8002"]))
+    assert (settings.llm_url, settings.llm_model, settings.tts_url) == (
+        "http://engine:8000/v1", "llama", "http://tts:8002")
+    with pytest.raises(ConfigError, match="--tts-model: required with --tts-url"):
+        build_runners(settings)
+    shared, per_session = build_runners(dataclasses.replace(settings, tts_url="", runners="sim"))
+    assert shared.llm.name == "llm.remote" and per_session().llm is shared.llm
+    assert shared.remote_stages() == ["llm"]
+    assert "sk-from" not in repr(settings) and "sk-from" not in shared.llm.status().detail
