@@ -118,6 +118,9 @@ def test_a_dead_endpoint_degrades_the_turn_shows_in_readyz_and_recovers(tmp_path
             pc.connect("reader")
             assert say(pc, "hello").startswith("Hello!")
         assert client.get("/readyz").json()["endpoints"]["llm"]["health"] == "ready"
+        scraped = client.get("/metrics").text
+        assert 'vocero_endpoint_errors_total{stage="llm",status="503"} 1.0' in scraped
+        assert 'vocero_endpoint_first_token_ms{quantile="0.5",stage="llm"}' in scraped
 
 
 def test_the_flags_read_their_environment_twins_and_a_url_needs_its_model(

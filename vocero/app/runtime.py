@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import structlog
 
+from vocero.app.endpoint_metrics import EndpointCollector
 from vocero.app.followups_runtime import (
     FollowupServices,
     builtin_tools,
@@ -204,6 +205,7 @@ async def open_runtime(
         on_pending=lambda pending: port.gauge("queue_depth", pending, link="recorder"),
     )
     shared, per_session = build_runners(settings)
+    metrics.registry.register(EndpointCollector(shared))  # serving engines, by stage
     runtime = Runtime(
         settings=settings,
         identities=identities,
