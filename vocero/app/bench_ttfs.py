@@ -218,6 +218,7 @@ async def run_ttfs(
     limit: int | None = None,
     turn_rule: str = "judge",
     halves: tuple[str, ...] = ("tuning",),
+    endpoints: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """``halves``: which halves of the turn corpus (:data:`~.bench_halves.HALVES`) to speak;
     the spoken requests of ``fixtures/bench/ttfs.yaml`` run with the tuning half."""
@@ -237,8 +238,9 @@ async def run_ttfs(
     }
     workdir = Path(tempfile.mkdtemp(prefix="vocero-ttfs-"))
     # As ``serve`` runs: the warm heap frozen out of the garbage collector.
+    remote: dict[str, Any] = dict(endpoints or {})  # --llm-url and its twins
     settings = Settings(
-        runners=runners, db=f"sqlite+aiosqlite:///{workdir}/ttfs.db", freeze_heap=True
+        runners=runners, db=f"sqlite+aiosqlite:///{workdir}/ttfs.db", freeze_heap=True, **remote
     )
     turns: list[Turn] = []
     spoken_clips: dict[str, dict[str, list[PausedTurn]]] = {}

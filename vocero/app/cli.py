@@ -8,7 +8,12 @@ from collections.abc import Sequence
 
 import anyio
 
-from vocero.app.settings import add_serve_arguments, db_url, settings_from
+from vocero.app.settings import (
+    add_endpoint_arguments,
+    add_serve_arguments,
+    db_url,
+    settings_from,
+)
 from vocero.contracts.errors import ConfigError
 
 
@@ -66,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--events", type=int, default=20_000, help="audit: events in the chain")
     bench.add_argument("--duration", type=float, default=10.0)
     bench.add_argument("--limit", type=int, default=None, help="first N requests only (ttfs)")
+    add_endpoint_arguments(bench)  # ttfs: a stage on a serving engine, as serve takes it
     bench.add_argument("--turn-rule", choices=["judge", "hangover"], default="judge",
                        help="ttfs: end turns with the end-of-turn judge or a fixed silence")
     bench.add_argument("--half", choices=["tuning", "heldout", "both"], default="tuning",

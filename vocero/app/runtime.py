@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import time
 from collections.abc import AsyncIterator, Callable
@@ -14,6 +15,7 @@ from typing import Any
 import anyio
 import structlog
 
+from vocero.app.endpoint_metrics import EndpointCollector
 from vocero.app.followups_runtime import (
     FollowupServices,
     builtin_tools,
@@ -22,15 +24,16 @@ from vocero.app.followups_runtime import (
 )
 from vocero.app.recorder import StoreRecorder
 from vocero.app.recovery import recover_interrupted_sessions
-from vocero.app.settings import Settings, db_url
+from vocero.app.settings import Settings, db_url, endpoint_keys
 from vocero.app.telemetry import MetricsPort
 from vocero.contracts.builtins import BuiltinSet
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import AgentProfile, Caller
-from vocero.contracts.errors import ErrorCode
+from vocero.contracts.errors import ConfigError, ErrorCode
 from vocero.contracts.ports import ToolGateway
 from vocero.identity.identities import IdentityDirectory, load_identities
 from vocero.identity.profiles import ProfileCatalog, load_profiles
+from vocero.inference.remote import Endpoint, with_endpoints
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.sim import SimScript, build_sim_runners, load_script
 from vocero.mcp_gateway import (
@@ -126,9 +129,18 @@ class Runtime:
 
 def build_runners(settings: Settings) -> tuple[RunnerSet, Callable[[], RunnerSet]]:
     """The shared runner set and a per-session factory (simulators keep per-session scripts)."""
+    remote = endpoints(settings)
     if settings.runners == "sim":
         script: SimScript = load_script(settings.sim_script or None)
-        return build_sim_runners(script), lambda: build_sim_runners(script)
+        shared = with_endpoints(build_sim_runners(script), **remote)
+
+        def per_session() -> RunnerSet:  # a fresh script per session, the shared endpoints
+            return dataclasses.replace(
+                build_sim_runners(script),
+                **{stage: getattr(shared, stage) for stage in shared.remote_stages()},
+            )
+
+        return shared, per_session
     if settings.runners == "gb10":
         from vocero.inference.gb10 import build_gb10_runners
 
@@ -137,7 +149,25 @@ def build_runners(settings: Settings) -> tuple[RunnerSet, Callable[[], RunnerSet
         from vocero.inference.cpu import build_cpu_runners
 
         shared = build_cpu_runners()
+    shared = with_endpoints(shared, **remote)
     return shared, lambda: shared
+
+
+def endpoints(settings: Settings) -> dict[str, Any]:
+    """Each stage's serving engine, from ``--llm-url`` and its twins (SPEC §1)."""
+    keys = endpoint_keys()
+    found: dict[str, Any] = {}
+    for stage in ("llm", "stt", "tts"):
+        url = getattr(settings, f"{stage}_url")
+        if not url:
+            continue
+        model = getattr(settings, f"{stage}_model")
+        if not model:
+            raise ConfigError("flags", f"--{stage}-model", f"required with --{stage}-url")
+        found[stage] = Endpoint(url=url, model=model, api_key=keys[stage])
+    if "tts" in found:
+        found["tts_voice"] = settings.tts_voice
+    return found
 
 
 def load_config(settings: Settings) -> tuple[IdentityDirectory, ProfileCatalog]:
@@ -175,6 +205,7 @@ async def open_runtime(
         on_pending=lambda pending: port.gauge("queue_depth", pending, link="recorder"),
     )
     shared, per_session = build_runners(settings)
+    metrics.registry.register(EndpointCollector(shared))  # serving engines, by stage
     runtime = Runtime(
         settings=settings,
         identities=identities,

@@ -40,9 +40,17 @@ async def healthz(request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
-    statuses = {name: s.health for name, s in runtime.shared_runners.statuses().items()}
+    runners = runtime.shared_runners.statuses()
+    statuses = {name: s.health for name, s in runners.items()}
     ready = runtime.ready.is_set() and not request.app.state.relay.draining
-    return JSONResponse({"ready": ready, "runners": statuses}, status_code=200 if ready else 503)
+    body: dict[str, object] = {"ready": ready, "runners": statuses}
+    remote = runtime.shared_runners.remote_stages()
+    if remote:  # each serving engine, by stage: its URL and model, health, last failure
+        body["endpoints"] = {
+            stage: {"health": runners[stage].health, "detail": runners[stage].detail}
+            for stage in remote
+        }
+    return JSONResponse(body, status_code=200 if ready else 503)
 
 
 async def metrics(request: Request) -> Response:
