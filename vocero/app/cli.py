@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_purge_arguments(commands.add_parser("purge", help="erase what retention no longer "
                                             "allows; print what was erased as JSON"))
+    from vocero.app.profiles_cli import add_profiles_arguments
+
+    add_profiles_arguments(commands.add_parser("profiles", help="versioned profiles and "
+                                               "catalogs: list, history, rollback (JSON)"))
     from vocero.evals.options import add_eval_arguments
 
     add_eval_arguments(commands.add_parser("eval", help="run conversation scenarios against a "
@@ -92,6 +96,10 @@ def _run(args: argparse.Namespace) -> int:
         from vocero.app.followups_runtime import tick_command
 
         return tick_command(args)
+    if args.command == "profiles":
+        from vocero.app.profiles_cli import profiles_command
+
+        return profiles_command(args)
     if args.command == "purge":
         from vocero.app.purge import purge_command
 

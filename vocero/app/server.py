@@ -15,7 +15,14 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
-from vocero.app import console_api, followups_api, operator_api, units_api, voice_api
+from vocero.app import (
+    console_api,
+    followups_api,
+    operator_api,
+    profiles_api,
+    units_api,
+    voice_api,
+)
 from vocero.app.headers import SecurityHeaders
 from vocero.app.operators import load_operators
 from vocero.app.purge import purging
@@ -75,7 +82,7 @@ def create_app(
             app.state.operators = operators
             app.state.relay = RelayConfig(
                 authenticate=runtime.authenticate,
-                select_profile=runtime.profiles.select,
+                select_profile=runtime.profiles.select_fresh,
                 factory=SessionFactory(runtime),
                 metrics=runtime.port,
                 max_sessions=settings.max_sessions,
@@ -97,6 +104,7 @@ def create_app(
         WebSocketRoute("/v1/realtime", realtime),
         *operator_api.routes(),
         *units_api.routes(),
+        *profiles_api.routes(),
         *followups_api.routes(),
         *voice_api.routes(),
         *console_api.routes(),

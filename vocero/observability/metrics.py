@@ -115,6 +115,14 @@ class Metrics:
             ["disposition", "reason_code"],
             registry=reg,
         )
+        self.profile_reload_failures_total = Counter(
+            "vocero_profile_reload_failures_total",
+            "Profile directory edits that did not load (the current revision keeps serving).",
+            registry=reg,
+        )
+        self.profile_rollbacks_total = Counter(
+            "vocero_profile_rollbacks_total", "Profile rollbacks by an operator.", registry=reg
+        )
         self.active_sessions = Gauge("vocero_active_sessions", "Live sessions.", registry=reg,
                                      multiprocess_mode="livesum")
         self.queue_depth = Gauge("vocero_queue_depth", "Items queued.", ["link"], registry=reg,
@@ -166,6 +174,10 @@ class Metrics:
     def stt_speculation(self, outcome: str) -> None:
         """Count a speculative final: ``used`` as the turn's transcript, or ``stale``."""
         self.stt_speculations_total.labels(outcome=outcome).inc()
+
+    def profile_reload_failed(self) -> None:
+        """Count an edit of the profile directory that failed its checks."""
+        self.profile_reload_failures_total.inc()
 
     def set_queue_depth(self, link: str, depth: int) -> None:
         self.queue_depth.labels(link=link).set(depth)

@@ -162,7 +162,7 @@ class Connection:
         if not self._take_slot():
             await self._deny(ErrorCode.CAPACITY_EXHAUSTED, CloseCode.TRY_AGAIN_LATER, "capacity")
         try:
-            profile = config.select_profile(caller)
+            profile = await config.select_profile(caller)
         except AuthError:
             config.factory.audit(
                 "session.profile_denied",
