@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "serve" and args.print_config:
+        from vocero.app.print_config import print_config
+
+        return print_config(settings_from(args), args.serve_argv)
     if args.command == "serve":
         from vocero.app.serve import serve
 
