@@ -27,6 +27,7 @@ from vocero.app.headers import SecurityHeaders
 from vocero.app.operators import load_operators
 from vocero.app.purge import purging
 from vocero.app.runtime import Runtime, open_runtime
+from vocero.app.scrape import refresh_gauges
 from vocero.app.sessions import SessionFactory
 from vocero.app.settings import Settings
 from vocero.app.telemetry import traces
@@ -54,6 +55,7 @@ async def readyz(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
+    await refresh_gauges(runtime)
     body, content_type = runtime.metrics.render()
     return Response(body, media_type=content_type)
 

@@ -201,7 +201,10 @@ class Connection:
 
     async def _run(self, caller: Any, profile: Any, resume_token: Secret | None) -> None:
         config = self.config
-        out = OutputChannel(max_lead_ms=profile.max_lead_ms, monotonic=config.monotonic)
+        out = OutputChannel(
+            max_lead_ms=profile.max_lead_ms, monotonic=config.monotonic,
+            on_after_stop=lambda: config.metrics.count("audio_after_stop"),
+        )
         self.out = out
         try:
             handle = await config.factory.open(
