@@ -328,6 +328,7 @@ class Connection:
         """Answer a rejected frame; returns a close code once the client keeps misbehaving."""
         assert self.out is not None
         self.config.metrics.count("frames_rejected", reason=code.value)
+        self.config.metrics.count("errors", code=code.value)  # an error.v1 the client gets
         self.out.control(OutFrame(payload=error_payload(code)))
         if not self.strikes.hit():
             return None
