@@ -57,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_purge_arguments(commands.add_parser("purge", help="erase what retention no longer "
                                             "allows; print what was erased as JSON"))
+    from vocero.app.profiles_cli import add_profiles_arguments
+
+    add_profiles_arguments(commands.add_parser("profiles", help="versioned profiles and "
+                                               "catalogs: list, history, rollback (JSON)"))
     from vocero.evals.options import add_eval_arguments
 
     add_eval_arguments(commands.add_parser("eval", help="run conversation scenarios against a "
@@ -86,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "serve" and args.print_config:
+        from vocero.app.print_config import print_config
+
+        return print_config(settings_from(args), args.serve_argv)
     if args.command == "serve":
         from vocero.app.serve import serve
 
@@ -101,6 +109,10 @@ def _run(args: argparse.Namespace) -> int:
         from vocero.app.followups_runtime import tick_command
 
         return tick_command(args)
+    if args.command == "profiles":
+        from vocero.app.profiles_cli import profiles_command
+
+        return profiles_command(args)
     if args.command == "purge":
         from vocero.app.purge import purge_command
 

@@ -22,6 +22,7 @@ from vocero.app.followups_runtime import (
     followup_services,
     run_ticks,
 )
+from vocero.app.profile_registry import ProfileRegistry
 from vocero.app.recorder import StoreRecorder
 from vocero.app.recovery import recover_interrupted_sessions
 from vocero.app.settings import Settings, db_url, endpoint_keys
@@ -56,6 +57,7 @@ from vocero.store.audit import AuditLog
 from vocero.store.engine import Store, async_url, sqlite_file
 from vocero.store.leases import LeaseSettings, NodeLease
 from vocero.store.migrate import upgrade_async
+from vocero.store.profiles import ProfileVersions
 from vocero.store.repositories import Conversations
 from vocero.store.units import UnitRepository
 from vocero.voice_vault import VaultCipher, VoiceVault, load_key
@@ -76,7 +78,8 @@ def no_gateway(profile: AgentProfile, caller: Caller | None) -> ToolGateway | No
 class Runtime:
     settings: Settings
     identities: IdentityDirectory
-    profiles: ProfileCatalog
+    profiles: ProfileRegistry
+    """The head revision of every profile (vocero/app/profile_registry.py)."""
     store: Store
     audit: AuditLog
     conversations: Conversations
@@ -175,6 +178,29 @@ def load_config(settings: Settings) -> tuple[IdentityDirectory, ProfileCatalog]:
     return load_identities(settings.identities_file), load_profiles(settings.profiles_dir)
 
 
+async def _profile_registry(
+    settings: Settings, store: Store, audit: AuditLog, knowledge: KnowledgeTools,
+    files: ProfileCatalog, metrics: Metrics,
+) -> ProfileRegistry:
+    """The profiles' heads, with every catalog loaded into the store (SPEC §8): the heads' as
+    they become heads, the other declared versions in the files' as they are."""
+    heads = ProfileRegistry(
+        settings.profiles_dir, ProfileVersions(store), audit,
+        on_change=lambda profile: _sync_catalog(knowledge, profile),
+        on_failure=metrics.profile_reload_failed,
+        on_rollback=metrics.profile_rollbacks_total.inc,
+    )
+    await heads.start()
+    others = [p for p in files if heads.revision(p.id) is None
+              or (heads.get(p.id) or p).version != p.version]
+    await knowledge.sync(others)
+    return heads
+
+
+async def _sync_catalog(knowledge: KnowledgeTools, profile: AgentProfile) -> None:
+    await knowledge.sync([profile])
+
+
 def vault_key_file(url: str) -> Path:
     """Where the vault key file lives unless ``VOCERO_VAULT_KEY``/``VOCERO_VAULT_KEY_FILE`` say
     otherwise: next to the SQLite database, else ``./var/vault.key``."""
@@ -199,6 +225,8 @@ async def open_runtime(
     await node.register()  # a node of this host that is gone: what it held is free now
     conversations = Conversations(store, owner=node.id, lease_ttl_s=settings.lease_ttl_s)
     audit = AuditLog(store)
+    knowledge = KnowledgeTools(store)
+    heads = await _profile_registry(settings, store, audit, knowledge, profiles, metrics)
     recorder = StoreRecorder(
         conversations, on_drop=lambda reason: port.count("recorder_drops", reason=reason),
         units=UnitRepository(store), audit=audit,
@@ -209,7 +237,7 @@ async def open_runtime(
     runtime = Runtime(
         settings=settings,
         identities=identities,
-        profiles=profiles,
+        profiles=heads,
         store=store,
         audit=audit,
         conversations=conversations,
@@ -240,15 +268,13 @@ async def open_runtime(
     runtime.gateway_for = lambda profile, caller: McpGateway(connections, profile, observer=port)
     followups = runtime.followups = followup_services(
         store, SystemClock(), conversations, recorder=recorder, metrics=port,
-        profiles=profiles.get,
+        profiles=heads.get,
     )
-    knowledge = KnowledgeTools(store)
-    await knowledge.sync(profiles)  # every profile's claim catalog, with versions (SPEC §8)
     runtime.builtins = BuiltinSet(builtin_tools(followups), knowledge)
     runtime.actions = ActionPlane(
         store,
         builtins=runtime.builtins,
-        profiles=profiles.get,
+        profiles=heads.get,
         metrics=port,
         gateway_for=lambda profile: runtime.gateway_for(profile, None),
         owner=node.id,
@@ -258,7 +284,7 @@ async def open_runtime(
             retry_delay_s=settings.outbox_retry_s,
         ),
     )
-    queue = followups.attach_queue(runtime.actions, profiles=profiles.get, directory=identities,
+    queue = followups.attach_queue(runtime.actions, profiles=heads.get, directory=identities,
                                    lease=node)
     try:
         runtime.vault = VoiceVault(

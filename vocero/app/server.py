@@ -15,11 +15,19 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
-from vocero.app import console_api, followups_api, operator_api, units_api, voice_api
+from vocero.app import (
+    console_api,
+    followups_api,
+    operator_api,
+    profiles_api,
+    units_api,
+    voice_api,
+)
 from vocero.app.headers import SecurityHeaders
 from vocero.app.operators import load_operators
 from vocero.app.purge import purging
 from vocero.app.runtime import Runtime, open_runtime
+from vocero.app.scrape import refresh_gauges
 from vocero.app.sessions import SessionFactory
 from vocero.app.settings import Settings
 from vocero.app.telemetry import traces
@@ -55,6 +63,7 @@ async def readyz(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
+    await refresh_gauges(runtime)
     body, content_type = runtime.metrics.render()
     return Response(body, media_type=content_type)
 
@@ -83,7 +92,7 @@ def create_app(
             app.state.operators = operators
             app.state.relay = RelayConfig(
                 authenticate=runtime.authenticate,
-                select_profile=runtime.profiles.select,
+                select_profile=runtime.profiles.select_fresh,
                 factory=SessionFactory(runtime),
                 metrics=runtime.port,
                 max_sessions=settings.max_sessions,
@@ -105,6 +114,7 @@ def create_app(
         WebSocketRoute("/v1/realtime", realtime),
         *operator_api.routes(),
         *units_api.routes(),
+        *profiles_api.routes(),
         *followups_api.routes(),
         *voice_api.routes(),
         *console_api.routes(),

@@ -183,6 +183,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _number(parser, d, "max_pending_per_address", int,
             "connections one address may hold open before sending session.connect.v1")
+    parser.add_argument(
+        "--print-config", dest="print_config", action="store_true",
+        help="print the effective settings with their source (flag, env, default) as JSON, "
+        "secrets redacted, and exit",
+    )
     add_endpoint_arguments(parser)
 
 
