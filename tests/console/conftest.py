@@ -108,6 +108,7 @@ class ConsoleServer:
     def __init__(self, workdir: Path, extra_env: dict[str, str] | None = None) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.record = workdir / "orders.jsonl"
+        self.profiles = workdir / "profiles"
         (workdir / "sim.yaml").write_text(yaml.safe_dump(SCRIPT))
         (workdir / "operators.yaml").write_text(yaml.safe_dump(OPERATORS))
         self.port = _free_port()

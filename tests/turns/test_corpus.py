@@ -66,3 +66,51 @@ def test_a_clip_is_heard_with_its_lead_in_level_and_noise_the_same_every_time() 
 def test_the_committed_audio_stays_small() -> None:
     total = sum(path.stat().st_size for path in CORPUS.glob("*.flac"))
     assert total < 4_000_000
+
+
+# ----------------------------------------------------------- the held-out half (issue #29)
+
+HELDOUT = CORPUS / "heldout"
+
+
+def test_the_held_out_half_is_its_authors_sentences_verbatim_each_once() -> None:
+    import yaml
+
+    written = yaml.safe_load((HELDOUT / "sentences.yaml").read_text(encoding="utf-8"))
+    clips = load_labels(HELDOUT).clips
+    complete = [c.text for c in clips if c.kind == "complete"]
+    paused = [c.text for c in clips if c.kind == "paused"]
+    assert complete == written["complete"]
+    assert paused == [p["text"].replace(" | ", " ... ") for p in written["paused"]]
+    assert len(complete) >= 60 and len(paused) >= 60
+    assert len({c.id for c in clips}) == len(clips)
+    assert not {c.text for c in clips} & {c.text for c in load_labels().clips}
+
+
+def test_the_held_out_half_has_both_engines_several_voices_speeds_and_noises() -> None:
+    clips = load_labels(HELDOUT).clips
+    for kind in ("complete", "paused"):
+        mine = [c for c in clips if c.kind == kind]
+        assert {c.speaker == "piper" for c in mine} == {True, False}
+        assert len({c.speaker for c in mine}) >= 5
+        assert len({c.speed for c in mine if c.speaker == "piper"}) == 5
+        assert len({c.noise for c in mine}) == 3
+
+
+def test_the_held_out_pauses_are_the_ones_their_author_wrote() -> None:
+    import yaml
+
+    written = yaml.safe_load((HELDOUT / "sentences.yaml").read_text(encoding="utf-8"))
+    pauses = [p["pause_ms"] for p in written["paused"]]
+    labels = [c for c in load_labels(HELDOUT).clips if c.kind == "paused"]
+    for label, pause in zip(labels, pauses, strict=True):
+        assert label.pause_ms is not None
+        start, end = label.pause_ms
+        assert abs((end - start) - pause) <= 1, label.id
+        clean = read_flac(HELDOUT / label.file)
+        assert abs(clean.size / MS - label.speech_end_ms) <= 1, label.id
+        assert not clean[start * MS + 16 : end * MS - 16].any(), f"{label.id}: pause is silent"
+
+
+def test_the_held_out_audio_stays_small() -> None:
+    assert sum(path.stat().st_size for path in HELDOUT.glob("*.flac")) < 12_000_000

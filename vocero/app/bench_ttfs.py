@@ -6,10 +6,13 @@ transcribes, the LLM routes, the tool runs through the MCP gateway on the fixtur
 TTS speaks.
 Per-stage contributions come from the same metric hooks the server exports.
 
-Then every paused clip of ``fixtures/turns`` (a sentence with a 400 to 900 ms pause in it) is
-spoken into a fresh session, in real time too, and the moment the session commits the turn
-(its ``turn_endpointing_ms`` observation) is compared with the end of the caller's last word: a
-commit before it is a premature cut-off, one after it adds that much latency. The end-of-turn
+Then every clip of the chosen halves of the turn corpus (``--half tuning|heldout|both``; the
+tuning half is ``fixtures/turns``, the held-out half ``fixtures/turns/heldout``) is spoken into
+a fresh session, in real time too (:mod:`vocero.app.bench_halves`): a complete clip is timed to
+the first audio of its answer, a paused one (a sentence with a pause in it) to the moment the
+session commits the turn (its ``turn_endpointing_ms`` observation), compared with the end of the
+caller's last word: a commit before it is a premature cut-off, one after it answers that much
+later. Each half is reported on its own (``halves``). The end-of-turn
 judge's cost per call is measured on the live path (``--turn-rule judge``, the default);
 ``--turn-rule hangover`` runs the same sessions without a judge (the VAD's fixed 480 ms
 silence), for the comparison.
@@ -23,12 +26,21 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import yaml
 
+from vocero.app.bench_halves import (
+    HALVES,
+    PausedTurn,
+    complete_report,
+    half_summary,
+    paused_report,
+    speak_clip,
+)
 from vocero.app.runtime import Runtime, open_runtime
 from vocero.app.sessions import SessionFactory
 from vocero.app.settings import REPO_ROOT, Settings
@@ -146,24 +158,6 @@ async def _one_turn(
 
 
 @dataclass
-class PausedTurn:
-    clip_id: str
-    text: str
-    commit_after_last_word_ms: float | None
-    """The session's commit relative to the end of the caller's last word (negative: it cut
-    the caller off); ``None``: it never committed."""
-    last_word_at: float = 0.0
-    """``perf_counter`` at the end of the caller's last word."""
-    verdicts: list[str] = field(default_factory=list)
-    """The judge's verdicts on the way: when, relative to the end of the last word, the words
-    it weighed, its probability."""
-
-    @property
-    def premature(self) -> bool:
-        return self.commit_after_last_word_ms is not None and self.commit_after_last_word_ms < 0
-
-
-@dataclass
 class JudgeClock:
     """Wraps the runner set's end-of-turn judge: the cost of each call as the session sees it
     (queue and thread hand-off included) and the model's own time."""
@@ -219,45 +213,37 @@ async def _session_turn(
     await handle.aclose()
 
 
-async def _paused_turn(
-    session: Session, out: OutputChannel, clip: Any, clock: StageClock
-) -> PausedTurn:
-    """Speak one corpus clip (its lead-in, the words, the pause, the tail) in real time until
-    the session commits a turn, or the clip ends."""
-    audio: bytes = clip.pcm16()
-    started = time.perf_counter()
-    last_word_at = started + clip.speech_end_ms / 1000.0
-    for index, offset in enumerate(range(0, len(audio), FRAME)):
-        await anyio.sleep(max(0.0, started + index * 0.02 - time.perf_counter()))
-        session.on_audio(audio[offset : offset + FRAME])
-        while (frame := await out.receive(until=lambda: True)) is not None:
-            if isinstance(frame.payload, ev.AudioOut):  # played at once, as a client would
-                session.on_playout(
-                    frame.payload.generation_id,
-                    int(out.playout_of(frame.payload.generation_id).sent_ms),
-                )
-        if clock.committed_at is not None:
-            break
-    commit = clock.committed_at
-    after = None if commit is None else (commit - last_word_at) * 1000.0
-    return PausedTurn(clip.id, clip.label.text, after, last_word_at)
-
-
 async def run_ttfs(
-    runners: str = "cpu", limit: int | None = None, turn_rule: str = "judge"
+    runners: str = "cpu",
+    limit: int | None = None,
+    turn_rule: str = "judge",
+    halves: tuple[str, ...] = ("tuning",),
+    endpoints: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """``halves``: which halves of the turn corpus (:data:`~.bench_halves.HALVES`) to speak;
+    the spoken requests of ``fixtures/bench/ttfs.yaml`` run with the tuning half."""
     from vocero.app.turn_corpus import load_corpus
 
-    requests = yaml.safe_load(REQUESTS.read_text())[:limit]
+    requests = yaml.safe_load(REQUESTS.read_text())[:limit] if "tuning" in halves else []
     spoken = await anyio.to_thread.run_sync(caller_audio, [r["text"] for r in requests])
-    clips = await anyio.to_thread.run_sync(lambda: load_corpus(kind="paused", limit=limit))
+    corpora = {  # ``limit``: the first N clips of each kind
+        half: [
+            clip
+            for kind in ("complete", "paused")
+            for clip in await anyio.to_thread.run_sync(
+                partial(load_corpus, HALVES[half], kind=kind, limit=limit)
+            )
+        ]
+        for half in halves
+    }
     workdir = Path(tempfile.mkdtemp(prefix="vocero-ttfs-"))
     # As ``serve`` runs: the warm heap frozen out of the garbage collector.
+    remote: dict[str, Any] = dict(endpoints or {})  # --llm-url and its twins
     settings = Settings(
-        runners=runners, db=f"sqlite+aiosqlite:///{workdir}/ttfs.db", freeze_heap=True
+        runners=runners, db=f"sqlite+aiosqlite:///{workdir}/ttfs.db", freeze_heap=True, **remote
     )
     turns: list[Turn] = []
-    paused: list[PausedTurn] = []
+    spoken_clips: dict[str, dict[str, list[PausedTurn]]] = {}
     judge_clock = JudgeClock()
     async with open_runtime(settings) as runtime:
         await runtime.ready.wait()
@@ -281,20 +267,37 @@ async def run_ttfs(
 
             await _session_turn(runtime, caller, profile, spoken_turn)
             turns.append(turn)
-        for clip in clips:
+        for half, clips in corpora.items():
+            heard: dict[str, list[PausedTurn]] = {"complete": [], "paused": []}
+            for clip in clips:
 
-            async def paused_turn(
-                session: Session, out: OutputChannel, clock: StageClock, clip: Any = clip
-            ) -> None:
-                judge_clock.trace = []
-                outcome = await _paused_turn(session, out, clip, clock)
-                outcome.verdicts = _relative(judge_clock.trace, outcome.last_word_at)
-                paused.append(outcome)
+                async def clip_turn(
+                    session: Session,
+                    out: OutputChannel,
+                    clock: StageClock,
+                    clip: Any = clip,
+                    heard: dict[str, list[PausedTurn]] = heard,
+                ) -> None:
+                    judge_clock.trace = []
+                    outcome = await speak_clip(session, out, clip, clock, answer=not clip.paused)
+                    outcome.verdicts = _relative(judge_clock.trace, outcome.last_word_at)
+                    heard["paused" if clip.paused else "complete"].append(outcome)
 
-            await _session_turn(runtime, caller, profile, paused_turn)
+                await _session_turn(runtime, caller, profile, clip_turn)
+            spoken_clips[half] = heard
     report = _report(runners, turns)
     report["turn_rule"] = turn_rule
-    report["paused"] = _paused_report(paused)
+    report["halves"] = {
+        half: {
+            "corpus": str(HALVES[half].relative_to(REPO_ROOT)),
+            "summary": half_summary(heard["complete"], heard["paused"]),
+            "complete": complete_report(heard["complete"]),
+            "paused": paused_report(heard["paused"]),
+        }
+        for half, heard in spoken_clips.items()
+    }
+    if "tuning" in spoken_clips:
+        report["paused"] = report["halves"]["tuning"]["paused"]  # where earlier runs had it
     report["judge_cost_ms"] = {
         "per_call": percentiles(judge_clock.call_ms),
         "model": percentiles(judge_clock.model_ms),
@@ -318,31 +321,6 @@ def _choose_turn_rule(runtime: Runtime, rule: str, judge_clock: JudgeClock) -> N
         return
     judge = shared.turn
     judge.judge = judge_clock.wrap(judge.judge)  # type: ignore[method-assign]
-
-
-def _paused_report(paused: list[PausedTurn]) -> dict[str, Any]:
-    committed = [p for p in paused if p.commit_after_last_word_ms is not None]
-    late = [p.commit_after_last_word_ms for p in committed if not p.premature]
-    return {
-        "clips": len(paused),
-        "measure": "session commit vs the end of the caller's last word, caller audio in real "
-        "time; premature: committed before it (the caller was cut off mid-sentence)",
-        "premature_cut_off_rate": round(sum(p.premature for p in paused) / max(1, len(paused)), 4),
-        "premature_cut_offs": sorted(p.clip_id for p in paused if p.premature),
-        "never_committed": sorted(p.clip_id for p in paused if p.commit_after_last_word_ms is None),
-        "added_latency_ms": percentiles([v for v in late if v is not None]),
-        "clips_detail": [
-            {
-                "id": p.clip_id,
-                "text": p.text,
-                "commit_after_last_word_ms": None
-                if p.commit_after_last_word_ms is None
-                else round(p.commit_after_last_word_ms, 1),
-                "verdicts": p.verdicts,
-            }
-            for p in paused
-        ],
-    }
 
 
 def _report(runners: str, turns: list[Turn]) -> dict[str, Any]:

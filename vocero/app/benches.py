@@ -180,8 +180,18 @@ async def sessions(args: argparse.Namespace) -> dict[str, Any]:
 async def ttfs(args: argparse.Namespace) -> dict[str, Any]:
     from vocero.app.bench_ttfs import run_ttfs
 
+    half = getattr(args, "half", "tuning")
+    endpoints = {
+        name: getattr(args, name) for name in (
+            "llm_url", "llm_model", "stt_url", "stt_model", "tts_url", "tts_model", "tts_voice"
+        ) if getattr(args, name, "")
+    }
     return await run_ttfs(
-        args.runners, limit=args.limit, turn_rule=getattr(args, "turn_rule", "judge")
+        args.runners,
+        limit=args.limit,
+        turn_rule=getattr(args, "turn_rule", "judge"),
+        halves=("tuning", "heldout") if half == "both" else (half,),
+        endpoints=endpoints,
     )
 
 

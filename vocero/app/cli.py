@@ -8,7 +8,12 @@ from collections.abc import Sequence
 
 import anyio
 
-from vocero.app.settings import add_serve_arguments, db_url, settings_from
+from vocero.app.settings import (
+    add_endpoint_arguments,
+    add_serve_arguments,
+    db_url,
+    settings_from,
+)
 from vocero.contracts.errors import ConfigError
 
 
@@ -52,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_purge_arguments(commands.add_parser("purge", help="erase what retention no longer "
                                             "allows; print what was erased as JSON"))
+    from vocero.app.profiles_cli import add_profiles_arguments
+
+    add_profiles_arguments(commands.add_parser("profiles", help="versioned profiles and "
+                                               "catalogs: list, history, rollback (JSON)"))
     from vocero.evals.options import add_eval_arguments
 
     add_eval_arguments(commands.add_parser("eval", help="run conversation scenarios against a "
@@ -66,8 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--events", type=int, default=20_000, help="audit: events in the chain")
     bench.add_argument("--duration", type=float, default=10.0)
     bench.add_argument("--limit", type=int, default=None, help="first N requests only (ttfs)")
+    add_endpoint_arguments(bench)  # ttfs: a stage on a serving engine, as serve takes it
     bench.add_argument("--turn-rule", choices=["judge", "hangover"], default="judge",
                        help="ttfs: end turns with the end-of-turn judge or a fixed silence")
+    bench.add_argument("--half", choices=["tuning", "heldout", "both"], default="tuning",
+                       help="ttfs: which half of the turn corpus (fixtures/turns) to speak; "
+                       "the spoken requests run with the tuning half")
     bench.add_argument("--workers", type=int, default=1,
                        help="server processes (sessions, actions); more than one: PostgreSQL")
     bench.add_argument("--db", default="", help="database URL (sessions, actions)")
@@ -77,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "serve" and args.print_config:
+        from vocero.app.print_config import print_config
+
+        return print_config(settings_from(args), args.serve_argv)
     if args.command == "serve":
         from vocero.app.serve import serve
 
@@ -92,6 +109,10 @@ def _run(args: argparse.Namespace) -> int:
         from vocero.app.followups_runtime import tick_command
 
         return tick_command(args)
+    if args.command == "profiles":
+        from vocero.app.profiles_cli import profiles_command
+
+        return profiles_command(args)
     if args.command == "purge":
         from vocero.app.purge import purge_command
 

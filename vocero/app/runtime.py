@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import time
 from collections.abc import AsyncIterator, Callable
@@ -14,23 +15,26 @@ from typing import Any
 import anyio
 import structlog
 
+from vocero.app.endpoint_metrics import EndpointCollector
 from vocero.app.followups_runtime import (
     FollowupServices,
     builtin_tools,
     followup_services,
     run_ticks,
 )
+from vocero.app.profile_registry import ProfileRegistry
 from vocero.app.recorder import StoreRecorder
 from vocero.app.recovery import recover_interrupted_sessions
-from vocero.app.settings import Settings, db_url
+from vocero.app.settings import Settings, db_url, endpoint_keys
 from vocero.app.telemetry import MetricsPort
 from vocero.contracts.builtins import BuiltinSet
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import AgentProfile, Caller
-from vocero.contracts.errors import ErrorCode
+from vocero.contracts.errors import ConfigError, ErrorCode
 from vocero.contracts.ports import ToolGateway
 from vocero.identity.identities import IdentityDirectory, load_identities
 from vocero.identity.profiles import ProfileCatalog, load_profiles
+from vocero.inference.remote import Endpoint, with_endpoints
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.sim import SimScript, build_sim_runners, load_script
 from vocero.mcp_gateway import (
@@ -53,6 +57,7 @@ from vocero.store.audit import AuditLog
 from vocero.store.engine import Store, async_url, sqlite_file
 from vocero.store.leases import LeaseSettings, NodeLease
 from vocero.store.migrate import upgrade_async
+from vocero.store.profiles import ProfileVersions
 from vocero.store.repositories import Conversations
 from vocero.store.units import UnitRepository
 from vocero.voice_vault import VaultCipher, VoiceVault, load_key
@@ -73,7 +78,8 @@ def no_gateway(profile: AgentProfile, caller: Caller | None) -> ToolGateway | No
 class Runtime:
     settings: Settings
     identities: IdentityDirectory
-    profiles: ProfileCatalog
+    profiles: ProfileRegistry
+    """The head revision of every profile (vocero/app/profile_registry.py)."""
     store: Store
     audit: AuditLog
     conversations: Conversations
@@ -126,9 +132,18 @@ class Runtime:
 
 def build_runners(settings: Settings) -> tuple[RunnerSet, Callable[[], RunnerSet]]:
     """The shared runner set and a per-session factory (simulators keep per-session scripts)."""
+    remote = endpoints(settings)
     if settings.runners == "sim":
         script: SimScript = load_script(settings.sim_script or None)
-        return build_sim_runners(script), lambda: build_sim_runners(script)
+        shared = with_endpoints(build_sim_runners(script), **remote)
+
+        def per_session() -> RunnerSet:  # a fresh script per session, the shared endpoints
+            return dataclasses.replace(
+                build_sim_runners(script),
+                **{stage: getattr(shared, stage) for stage in shared.remote_stages()},
+            )
+
+        return shared, per_session
     if settings.runners == "gb10":
         from vocero.inference.gb10 import build_gb10_runners
 
@@ -137,12 +152,53 @@ def build_runners(settings: Settings) -> tuple[RunnerSet, Callable[[], RunnerSet
         from vocero.inference.cpu import build_cpu_runners
 
         shared = build_cpu_runners()
+    shared = with_endpoints(shared, **remote)
     return shared, lambda: shared
+
+
+def endpoints(settings: Settings) -> dict[str, Any]:
+    """Each stage's serving engine, from ``--llm-url`` and its twins (SPEC §1)."""
+    keys = endpoint_keys()
+    found: dict[str, Any] = {}
+    for stage in ("llm", "stt", "tts"):
+        url = getattr(settings, f"{stage}_url")
+        if not url:
+            continue
+        model = getattr(settings, f"{stage}_model")
+        if not model:
+            raise ConfigError("flags", f"--{stage}-model", f"required with --{stage}-url")
+        found[stage] = Endpoint(url=url, model=model, api_key=keys[stage])
+    if "tts" in found:
+        found["tts_voice"] = settings.tts_voice
+    return found
 
 
 def load_config(settings: Settings) -> tuple[IdentityDirectory, ProfileCatalog]:
     """Load and validate the identities and profiles; raises ConfigError naming file and field."""
     return load_identities(settings.identities_file), load_profiles(settings.profiles_dir)
+
+
+async def _profile_registry(
+    settings: Settings, store: Store, audit: AuditLog, knowledge: KnowledgeTools,
+    files: ProfileCatalog, metrics: Metrics,
+) -> ProfileRegistry:
+    """The profiles' heads, with every catalog loaded into the store (SPEC §8): the heads' as
+    they become heads, the other declared versions in the files' as they are."""
+    heads = ProfileRegistry(
+        settings.profiles_dir, ProfileVersions(store), audit,
+        on_change=lambda profile: _sync_catalog(knowledge, profile),
+        on_failure=metrics.profile_reload_failed,
+        on_rollback=metrics.profile_rollbacks_total.inc,
+    )
+    await heads.start()
+    others = [p for p in files if heads.revision(p.id) is None
+              or (heads.get(p.id) or p).version != p.version]
+    await knowledge.sync(others)
+    return heads
+
+
+async def _sync_catalog(knowledge: KnowledgeTools, profile: AgentProfile) -> None:
+    await knowledge.sync([profile])
 
 
 def vault_key_file(url: str) -> Path:
@@ -169,16 +225,19 @@ async def open_runtime(
     await node.register()  # a node of this host that is gone: what it held is free now
     conversations = Conversations(store, owner=node.id, lease_ttl_s=settings.lease_ttl_s)
     audit = AuditLog(store)
+    knowledge = KnowledgeTools(store)
+    heads = await _profile_registry(settings, store, audit, knowledge, profiles, metrics)
     recorder = StoreRecorder(
         conversations, on_drop=lambda reason: port.count("recorder_drops", reason=reason),
         units=UnitRepository(store), audit=audit,
         on_pending=lambda pending: port.gauge("queue_depth", pending, link="recorder"),
     )
     shared, per_session = build_runners(settings)
+    metrics.registry.register(EndpointCollector(shared))  # serving engines, by stage
     runtime = Runtime(
         settings=settings,
         identities=identities,
-        profiles=profiles,
+        profiles=heads,
         store=store,
         audit=audit,
         conversations=conversations,
@@ -209,15 +268,13 @@ async def open_runtime(
     runtime.gateway_for = lambda profile, caller: McpGateway(connections, profile, observer=port)
     followups = runtime.followups = followup_services(
         store, SystemClock(), conversations, recorder=recorder, metrics=port,
-        profiles=profiles.get,
+        profiles=heads.get,
     )
-    knowledge = KnowledgeTools(store)
-    await knowledge.sync(profiles)  # every profile's claim catalog, with versions (SPEC §8)
     runtime.builtins = BuiltinSet(builtin_tools(followups), knowledge)
     runtime.actions = ActionPlane(
         store,
         builtins=runtime.builtins,
-        profiles=profiles.get,
+        profiles=heads.get,
         metrics=port,
         gateway_for=lambda profile: runtime.gateway_for(profile, None),
         owner=node.id,
@@ -227,7 +284,7 @@ async def open_runtime(
             retry_delay_s=settings.outbox_retry_s,
         ),
     )
-    queue = followups.attach_queue(runtime.actions, profiles=profiles.get, directory=identities,
+    queue = followups.attach_queue(runtime.actions, profiles=heads.get, directory=identities,
                                    lease=node)
     try:
         runtime.vault = VoiceVault(

@@ -15,11 +15,19 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
-from vocero.app import console_api, followups_api, operator_api, units_api, voice_api
+from vocero.app import (
+    console_api,
+    followups_api,
+    operator_api,
+    profiles_api,
+    units_api,
+    voice_api,
+)
 from vocero.app.headers import SecurityHeaders
 from vocero.app.operators import load_operators
 from vocero.app.purge import purging
 from vocero.app.runtime import Runtime, open_runtime
+from vocero.app.scrape import refresh_gauges
 from vocero.app.sessions import SessionFactory
 from vocero.app.settings import Settings
 from vocero.app.telemetry import traces
@@ -40,13 +48,22 @@ async def healthz(request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
-    statuses = {name: s.health for name, s in runtime.shared_runners.statuses().items()}
+    runners = runtime.shared_runners.statuses()
+    statuses = {name: s.health for name, s in runners.items()}
     ready = runtime.ready.is_set() and not request.app.state.relay.draining
-    return JSONResponse({"ready": ready, "runners": statuses}, status_code=200 if ready else 503)
+    body: dict[str, object] = {"ready": ready, "runners": statuses}
+    remote = runtime.shared_runners.remote_stages()
+    if remote:  # each serving engine, by stage: its URL and model, health, last failure
+        body["endpoints"] = {
+            stage: {"health": runners[stage].health, "detail": runners[stage].detail}
+            for stage in remote
+        }
+    return JSONResponse(body, status_code=200 if ready else 503)
 
 
 async def metrics(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
+    await refresh_gauges(runtime)
     body, content_type = runtime.metrics.render()
     return Response(body, media_type=content_type)
 
@@ -75,7 +92,7 @@ def create_app(
             app.state.operators = operators
             app.state.relay = RelayConfig(
                 authenticate=runtime.authenticate,
-                select_profile=runtime.profiles.select,
+                select_profile=runtime.profiles.select_fresh,
                 factory=SessionFactory(runtime),
                 metrics=runtime.port,
                 max_sessions=settings.max_sessions,
@@ -97,6 +114,7 @@ def create_app(
         WebSocketRoute("/v1/realtime", realtime),
         *operator_api.routes(),
         *units_api.routes(),
+        *profiles_api.routes(),
         *followups_api.routes(),
         *voice_api.routes(),
         *console_api.routes(),

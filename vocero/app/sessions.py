@@ -264,6 +264,7 @@ class SessionFactory:
                     "voice_version": wanted.version,
                 },
             )
+            self.runtime.port.count("denials", reason_code="voice_unavailable")
             raise AuthError("voice unavailable", code=ErrorCode.PROFILE_DENIED)
         return voice, partial(vault.is_usable, voice.voice_profile_id, voice.voice_version)
 

@@ -72,6 +72,18 @@ class Settings:
     does): with the models loaded a full collection walks every object the process holds,
     240 ms with the event loop stopped, in the middle of whatever call was live."""
 
+    llm_url: str = ""
+    """An OpenAI-compatible chat completions endpoint for the LLM stage (SPEC §1); empty: the
+    in-process runner of ``runners``."""
+    llm_model: str = ""
+    stt_url: str = ""
+    """``/v1/audio/transcriptions`` endpoint for the STT stage; empty: in process."""
+    stt_model: str = ""
+    tts_url: str = ""
+    """``/v1/audio/speech`` endpoint for the TTS stage; empty: in process."""
+    tts_model: str = ""
+    tts_voice: str = ""
+
     def __post_init__(self) -> None:
         if not isinstance(self.operator_token, Secret):
             object.__setattr__(self, "operator_token", Secret(self.operator_token))
@@ -171,6 +183,29 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _number(parser, d, "max_pending_per_address", int,
             "connections one address may hold open before sending session.connect.v1")
+    parser.add_argument(
+        "--print-config", dest="print_config", action="store_true",
+        help="print the effective settings with their source (flag, env, default) as JSON, "
+        "secrets redacted, and exit",
+    )
+    add_endpoint_arguments(parser)
+
+
+def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
+    """Per-stage serving engines (SPEC §1): ``--llm-url URL --llm-model NAME`` and the STT and
+    TTS twins; keys only from ``VOCERO_LLM_API_KEY`` and its twins (:func:`endpoint_keys`)."""
+    d = Settings()
+    for name in ("llm_url", "llm_model", "stt_url", "stt_model", "tts_url", "tts_model",
+                 "tts_voice"):
+        parser.add_argument(
+            "--" + name.replace("_", "-"), dest=name, default=_env(name, getattr(d, name)),
+        )
+
+
+def endpoint_keys() -> dict[str, Secret]:
+    """The API key of each stage's endpoint, from the environment only (never a flag: every
+    local user can read a command line)."""
+    return {stage: Secret(_env(f"{stage}_api_key", "")) for stage in ("llm", "stt", "tts")}
 
 
 def add_retention_arguments(parser: argparse.ArgumentParser) -> None:

@@ -52,6 +52,8 @@ class MetricsPort:
                 m.finding(labels.get("kind", ""))
             case "units":
                 m.unit(labels.get("disposition", ""), labels.get("reason_code", ""))
+            case "audio_after_stop":
+                m.audio_after_stop_total.inc()
             case "recorder_drops":
                 m.frame_dropped("recorder", labels.get("reason", "queue_full"))
 

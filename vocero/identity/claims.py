@@ -12,6 +12,7 @@ evidence it rests on.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -33,9 +34,11 @@ class RawCatalog:
     entries: list[Any]
 
 
-def read_catalog(profile_file: Path, value: Any) -> RawCatalog:
+def read_catalog(
+    profile_file: Path, value: Any, reader: Callable[[Path], Any] = read_yaml
+) -> RawCatalog:
     """The ``claims:`` value of a profile: inline, or the file it names (relative paths resolve
-    against the profile's own directory)."""
+    against the profile's own directory), read with ``reader``."""
     if value is None:
         return RawCatalog(profile_file, [])
     if isinstance(value, list):
@@ -45,9 +48,9 @@ def read_catalog(profile_file: Path, value: Any) -> RawCatalog:
     path = Path(value)
     if not path.is_absolute():
         path = profile_file.parent / path
-    if not path.is_file():
+    if reader is read_yaml and not path.is_file():
         raise ConfigError(str(profile_file), FIELD, f"no such catalog file: {path.resolve()}")
-    document = read_yaml(path)
+    document = reader(path)
     if isinstance(document, dict) and set(document) == {FIELD}:
         document = document[FIELD]
     if document is None:

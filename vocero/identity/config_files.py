@@ -30,10 +30,19 @@ _NAMED_FIELD = re.compile(
 
 def read_yaml(path: Path) -> Any:
     """Parse one YAML file; unreadable or malformed files raise :class:`ConfigError`."""
+    return parse_yaml(path, read_text(path))
+
+
+def read_text(path: Path) -> str:
+    """The text of one configuration file; an unreadable file raises :class:`ConfigError`."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(str(path), ROOT, f"cannot read file: {exc.strerror}") from exc
+
+
+def parse_yaml(path: Path, text: str) -> Any:
+    """Parse YAML ``text`` read from ``path``; malformed text raises :class:`ConfigError`."""
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ class ProfileCatalog:
         """A profile by id, and by version when given (else its latest version)."""
         found = [p for p in self._profiles if p.id == profile_id]
         found = [p for p in found if version is None or p.version == version]
-        return max(found, key=lambda p: _version_key(p.version), default=None)
+        return max(found, key=lambda p: version_key(p.version), default=None)
 
     def select(self, caller: Caller) -> AgentProfile:
         """The most specific profile matching the caller's tenant and roles.
@@ -48,7 +48,7 @@ class ProfileCatalog:
             )
         best = min(_rank(p) for p in candidates)
         tied = [p for p in candidates if _rank(p) == best]
-        return max(tied, key=lambda p: _version_key(p.version))
+        return max(tied, key=lambda p: version_key(p.version))
 
 
 def load_profiles(directory: str | Path) -> ProfileCatalog:
@@ -71,14 +71,15 @@ def load_profiles(directory: str | Path) -> ProfileCatalog:
     return ProfileCatalog(profiles)
 
 
-def load_profile(file: Path) -> AgentProfile:
-    """Load and validate one profile file; problems raise ``ConfigError`` naming the field."""
-    data = read_yaml(file)
+def load_profile(file: Path, reader: Callable[[Path], Any] = read_yaml) -> AgentProfile:
+    """Load and validate one profile file (and its catalog) read with ``reader``; problems
+    raise ``ConfigError`` naming the field."""
+    data = reader(file)
     if not isinstance(data, dict):
         raise ConfigError(str(file), ROOT, "expected a mapping")
     data = _normalise_versions(data)
     data["mcp_servers"] = _convert_servers(file, data.get("mcp_servers", {}))
-    catalog = read_catalog(file, data.pop("claims", None))
+    catalog = read_catalog(file, data.pop("claims", None), reader)
     profile = convert(data, AgentProfile, file)
     check_profile(file, profile)
     claims = load_claims(catalog, word_budget=profile.word_budget)
@@ -122,7 +123,7 @@ def _rank(profile: AgentProfile) -> tuple[int, int, str]:
     return (0 if roles else 1, roles, profile.id)
 
 
-def _version_key(version: str) -> tuple[tuple[int, Any], ...]:
+def version_key(version: str) -> tuple[tuple[int, Any], ...]:
     """Natural order: ``"2" < "10"``; numeric parts before text parts of the same position."""
     parts = re.findall(r"\d+|[^\d.\-_]+", version)
     return tuple((1, int(p)) if p.isdigit() else (0, p) for p in parts)

@@ -34,5 +34,9 @@ class RunnerSet:
             runners["turn"] = self.turn
         return runners
 
+    def remote_stages(self) -> list[str]:
+        """The stages served by an endpoint (their runners' names end ``.remote``)."""
+        return [stage for stage, r in self._runners().items() if r.name.endswith(".remote")]
+
     def ready(self) -> bool:
         return all(s.health in ("ready", "degraded") for s in self.statuses().values())

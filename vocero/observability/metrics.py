@@ -115,6 +115,32 @@ class Metrics:
             ["disposition", "reason_code"],
             registry=reg,
         )
+        self.profile_reload_failures_total = Counter(
+            "vocero_profile_reload_failures_total",
+            "Profile directory edits that did not load (the current revision keeps serving).",
+            registry=reg,
+        )
+        self.profile_rollbacks_total = Counter(
+            "vocero_profile_rollbacks_total", "Profile rollbacks by an operator.", registry=reg
+        )
+        self.audio_after_stop_total = Counter(
+            "vocero_audio_after_stop_total",
+            "Audio frames of a stopped generation that reached the sender (dropped there).",
+            registry=reg,
+        )
+        self.runner_healthy = Gauge(
+            "vocero_runner_healthy", "1 when a model runner reports itself ready, else 0.",
+            ["runner"], registry=reg, multiprocess_mode="liveall",
+        )
+        self.followups_overdue = Gauge(
+            "vocero_followups_overdue",
+            "Follow-ups past their due time and not yet settled, by status.",
+            ["status"], registry=reg, multiprocess_mode="max",
+        )
+        self.series = Gauge(
+            "vocero_metric_series", "Series each metric family exports (label cardinality).",
+            ["family"], registry=reg, multiprocess_mode="max",
+        )
         self.active_sessions = Gauge("vocero_active_sessions", "Live sessions.", registry=reg,
                                      multiprocess_mode="livesum")
         self.queue_depth = Gauge("vocero_queue_depth", "Items queued.", ["link"], registry=reg,
@@ -167,12 +193,23 @@ class Metrics:
         """Count a speculative final: ``used`` as the turn's transcript, or ``stale``."""
         self.stt_speculations_total.labels(outcome=outcome).inc()
 
+    def profile_reload_failed(self) -> None:
+        """Count an edit of the profile directory that failed its checks."""
+        self.profile_reload_failures_total.inc()
+
     def set_queue_depth(self, link: str, depth: int) -> None:
         self.queue_depth.labels(link=link).set(depth)
+
+    def _count_series(self) -> None:
+        """Set :attr:`series`: how many samples each family of this process exports."""
+        for family in self.registry.collect():
+            if family.name != "vocero_metric_series":
+                self.series.labels(family=family.name).set(len(family.samples))
 
     def render(self) -> tuple[bytes, str]:
         """The Prometheus text exposition and its content type, for ``GET /metrics`` (of all
         workers together in multiprocess mode)."""
+        self._count_series()
         folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
         if not folder:
             return generate_latest(self.registry), CONTENT_TYPE_LATEST

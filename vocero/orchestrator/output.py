@@ -72,8 +72,13 @@ class OutputChannel:
         playout_acks: bool = False,
         monotonic: Callable[[], float] | None = None,
         clock: Timers | None = None,
+        on_after_stop: Callable[[], None] | None = None,
     ) -> None:
+        """``on_after_stop``: told of a data frame of a stopped generation that reached the
+        sending end (never expected: stopping removes them; the alert on it is in
+        deploy/prometheus/vocero-rules.yaml); the frame is dropped, not sent."""
         self.max_lead_ms = max_lead_ms
+        self._on_after_stop = on_after_stop
         self.playout_acks = playout_acks
         self._data_capacity = data_capacity
         self._low_water = data_capacity // 2
@@ -236,6 +241,11 @@ class OutputChannel:
         if not self._data:
             return None, None
         head = self._data[0]
+        if head.generation_id in self._stopped:
+            self._data.popleft()
+            if self._on_after_stop is not None:
+                self._on_after_stop()
+            return self._pick()
         wait_s = self._pacing_wait(head)
         if wait_s > 0:
             return None, wait_s if not self.playout_acks else None

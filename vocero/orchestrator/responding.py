@@ -11,7 +11,7 @@ from typing import Literal
 
 from vocero.contracts import events as ev
 from vocero.contracts.actions import ToolPlan, TurnRef
-from vocero.contracts.errors import CapacityError, ErrorCode
+from vocero.contracts.errors import CapacityError, ErrorCode, VoceroError
 from vocero.contracts.ports import (
     ClaimAnswer,
     IntentClassified,
@@ -73,6 +73,8 @@ class Responder:
                 failure = ErrorCode.LLM_TIMEOUT
             except* CapacityError:
                 failure = ErrorCode.CAPACITY_EXHAUSTED
+            except* VoceroError as failed:  # a runner's own code (a serving engine that failed)
+                failure = first_code(failed)
         await self._end(generation, failure)
 
     async def say(
@@ -257,3 +259,9 @@ class Responder:
         profile = self.core.ctx.profile
         system = "\n".join([profile.instructions, *profile.rules]).strip()
         return [Message(role="system", content=system), *self.core.history]
+
+
+def first_code(group: BaseExceptionGroup[VoceroError]) -> ErrorCode:
+    """The public code of a failed generation: its first runner error's."""
+    return group.exceptions[0].code if isinstance(group.exceptions[0], VoceroError) \
+        else ErrorCode.INTERNAL

@@ -162,7 +162,7 @@ class Connection:
         if not self._take_slot():
             await self._deny(ErrorCode.CAPACITY_EXHAUSTED, CloseCode.TRY_AGAIN_LATER, "capacity")
         try:
-            profile = config.select_profile(caller)
+            profile = await config.select_profile(caller)
         except AuthError:
             config.factory.audit(
                 "session.profile_denied",
@@ -201,7 +201,10 @@ class Connection:
 
     async def _run(self, caller: Any, profile: Any, resume_token: Secret | None) -> None:
         config = self.config
-        out = OutputChannel(max_lead_ms=profile.max_lead_ms, monotonic=config.monotonic)
+        out = OutputChannel(
+            max_lead_ms=profile.max_lead_ms, monotonic=config.monotonic,
+            on_after_stop=lambda: config.metrics.count("audio_after_stop"),
+        )
         self.out = out
         try:
             handle = await config.factory.open(
@@ -325,6 +328,7 @@ class Connection:
         """Answer a rejected frame; returns a close code once the client keeps misbehaving."""
         assert self.out is not None
         self.config.metrics.count("frames_rejected", reason=code.value)
+        self.config.metrics.count("errors", code=code.value)  # an error.v1 the client gets
         self.out.control(OutFrame(payload=error_payload(code)))
         if not self.strikes.hit():
             return None

@@ -92,7 +92,8 @@ class RelayMetrics(Protocol):
 @dataclass(slots=True)
 class RelayConfig:
     authenticate: Callable[[str], Awaitable[Caller | None]]
-    select_profile: Callable[[Caller], AgentProfile]
+    select_profile: Callable[[Caller], Awaitable[AgentProfile]]
+    """The profile a new session of ``caller`` gets (raises ``AuthError`` when none)."""
     factory: SessionFactory
     metrics: RelayMetrics
     limits: Limits = field(default_factory=Limits)

@@ -31,6 +31,7 @@ from vocero.store.models.knowledge import (
     schema_compared,
 )
 from vocero.store.models.leases import NODE_ENDINGS, LeaseRow, NodeRow
+from vocero.store.models.profiles import ProfileHeadRow, ProfileRevisionRow
 from vocero.store.models.tools import (
     McpOAuthConsentRow,
     McpOAuthTokenRow,
@@ -83,6 +84,8 @@ __all__ = [
     "OperationRow",
     "OperationStatus",
     "OutboxRow",
+    "ProfileHeadRow",
+    "ProfileRevisionRow",
     "ProposalRevisionRow",
     "ProposalRow",
     "SessionRow",

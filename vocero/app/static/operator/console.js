@@ -109,7 +109,7 @@ async function show(tab) {
   try {
     showError(null);
     await { sessions: loadSessions, needs: loadNeeds, denials: loadDenials,
-      latency: loadLatency, retention: loadRetention }[tab]();
+      latency: loadLatency, retention: loadRetention, profiles: loadProfiles }[tab]();
     document.body.dataset.loaded = tab;
   } catch (error) {
     showError(error);
@@ -416,4 +416,38 @@ async function loadRetention() {
     el("td", {}, el("code", {}, r.data_class)),
     el("td", {}, typeof r.period === "number" ? `${r.period} days` : r.period.replace("_", " ")),
     el("td", {}, r.stored))));
+}
+
+// ------------------------------------------------------------------------------- profiles
+
+async function loadProfiles() {
+  const { items } = await api("/v1/profiles");
+  fill($("#profiles tbody"), items.map((p) => el("tr", { dataset: { profile: p.profile_id } },
+    el("td", {}, el("button", { type: "button", class: "link", onclick: () => loadProfileHistory(p.profile_id) }, p.profile_id)),
+    el("td", {}, p.version), el("td", {}, `r${p.revision}`), el("td", {}, el("code", {}, p.content_hash.slice(0, 12))),
+    el("td", {}, `${p.change} by ${p.changed_by}, ${when(p.changed_at)}`))));
+}
+
+async function loadProfileHistory(profileId) {
+  const { items } = await api(`/v1/profiles/${encodeURIComponent(profileId)}/versions`);
+  $("#profile-history-title").hidden = false;
+  $("#profile-history-title").textContent = `${profileId}: every revision`;
+  $("#profile-history").hidden = false;
+  fill($("#profile-history tbody"), items.slice().reverse().map((r) => {
+    const button = el("button", { type: "button", onclick: async () => {
+      button.disabled = true;
+      try {
+        await api(`/v1/profiles/${encodeURIComponent(profileId)}/rollback`,
+          { method: "POST", body: { version: `r${r.revision}`, reason: "console" } });
+        await loadProfiles();
+        await loadProfileHistory(profileId);
+      } catch (error) {
+        button.disabled = false;
+        button.after(el("span", { class: "error" }, ` ${error.code}`));
+      }
+    } }, "Roll back to this");
+    return el("tr", { dataset: { revision: String(r.revision) } }, el("td", {}, `r${r.revision}`), el("td", {}, r.version),
+      el("td", {}, el("code", {}, r.content_hash.slice(0, 12))), el("td", {}, r.loaded_by), el("td", {}, when(r.loaded_at)),
+      el("td", {}, r.active ? el("strong", {}, "active") : button));
+  }));
 }

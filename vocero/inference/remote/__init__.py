@@ -1,0 +1,40 @@
+"""Runners that call a serving engine over the OpenAI HTTP API, one per stage.
+
+``--llm-url`` (chat completions, streaming, ``tools``), ``--stt-url``
+(``/v1/audio/transcriptions``), ``--tts-url`` (``/v1/audio/speech``): SPEC §1 "Serving engines".
+A stage given an endpoint replaces that stage's in-process runner, which is then never warmed,
+so its model is never loaded (docs/deployment.md, docs/adr/0031-remote-inference.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from vocero.inference.remote.endpoint import Endpoint, EndpointError
+from vocero.inference.remote.llm import RemoteLlm
+from vocero.inference.remote.stt import RemoteStt
+from vocero.inference.remote.tts import RemoteTts
+from vocero.inference.runner_set import RunnerSet
+
+__all__ = ["Endpoint", "EndpointError", "RemoteLlm", "RemoteStt", "RemoteTts", "with_endpoints"]
+
+
+def with_endpoints(
+    runners: RunnerSet,
+    *,
+    llm: Endpoint | None = None,
+    stt: Endpoint | None = None,
+    tts: Endpoint | None = None,
+    tts_voice: str = "",
+) -> RunnerSet:
+    """``runners`` with each stage that has an endpoint served by it instead."""
+    changes: dict[str, object] = {}
+    if llm is not None:
+        changes["llm"] = RemoteLlm(llm)
+    if stt is not None:
+        changes["stt"] = RemoteStt(stt)
+    if tts is not None:
+        changes["tts"] = RemoteTts(tts, voice=tts_voice)
+    if not changes:
+        return runners
+    return dataclasses.replace(runners, **changes)  # type: ignore[arg-type]

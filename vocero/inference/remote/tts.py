@@ -1,0 +1,104 @@
+"""The TTS stage on a serving engine: ``POST /v1/audio/speech``, streamed.
+
+Asks for ``response_format: "wav"``: the header says the engine's rate (``pcm`` has none; OpenAI
+means 24 kHz by it, Piper servers their voice's rate), and the body streams as raw PCM16 after
+it. Chunks are resampled to :attr:`sample_rate` (the session's output rate) as they arrive, so the
+first audio leaves before the unit is rendered whole. A synthesis is not retried:
+by the time it could fail audio may have been sent.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import AsyncIterator
+
+import httpx
+
+from vocero.contracts.domain import VoiceRef
+from vocero.contracts.errors import ErrorCode
+from vocero.contracts.ports import RunnerStatus
+from vocero.inference.cpu.audio import float_to_pcm16, pcm16_to_float, resample
+from vocero.inference.remote.endpoint import Endpoint, EndpointHealth
+
+OUTPUT_RATE = 24000
+_CHUNK = 4800
+
+
+class RemoteTts:
+    def __init__(self, endpoint: Endpoint, *, voice: str = "", sample_rate: int = OUTPUT_RATE):
+        self.name = "tts.remote"
+        self.endpoint = endpoint
+        self.voice = voice
+        self.sample_rate = sample_rate
+        self.health = EndpointHealth("tts", endpoint, ErrorCode.TTS_UNAVAILABLE)
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = self.endpoint.client()
+        return self._client
+
+    def status(self) -> RunnerStatus:
+        return self.health.status()
+
+    async def warm_up(self) -> None:
+        probe = VoiceRef(voice_profile_id="", voice_version="")
+        async for _chunk in self.synthesize("Ready.", probe):
+            pass
+
+    async def synthesize(self, text: str, voice: VoiceRef) -> AsyncIterator[bytes]:
+        body = {"model": self.endpoint.model, "input": text, "voice": self.voice or "default",
+                "response_format": "wav"}
+        self.health.in_flight += 1
+        try:
+            async with self.client.stream("POST", "/audio/speech", json=body) as response:
+                if response.is_error:
+                    raise self.health.failed(response.status_code, f"HTTP {response.status_code}")
+                async for pcm in _resampled(response.aiter_bytes(), self.sample_rate):
+                    yield pcm
+        except httpx.HTTPError as exc:
+            raise self.health.from_exception(exc) from exc
+        finally:
+            self.health.in_flight -= 1
+        self.health.ok()
+
+
+async def _resampled(body: AsyncIterator[bytes], rate: int) -> AsyncIterator[bytes]:
+    """PCM16 mono at ``rate`` from a streamed WAV body (header, then samples), in chunks of
+    about 100 ms."""
+    buffer = b""
+    source = 0
+    async for piece in body:
+        buffer += piece
+        if not source:
+            if len(buffer) < 44:
+                continue
+            source, start = _wav_header(buffer)
+            buffer = buffer[start:]
+        usable = len(buffer) - len(buffer) % 2
+        if usable >= _CHUNK:
+            yield _convert(buffer[:usable], source, rate)
+            buffer = buffer[usable:]
+    usable = len(buffer) - len(buffer) % 2
+    if source and usable:
+        yield _convert(buffer[:usable], source, rate)
+
+
+def _convert(pcm16: bytes, source: int, rate: int) -> bytes:
+    if source == rate:
+        return pcm16
+    return float_to_pcm16(resample(pcm16_to_float(pcm16), source, rate))
+
+
+def _wav_header(data: bytes) -> tuple[int, int]:
+    """The sample rate and where the samples start (the ``data`` chunk; its size may be a
+    streaming placeholder)."""
+    rate = struct.unpack_from("<I", data, 24)[0]
+    at = 12
+    while at + 8 <= len(data):
+        tag, size = data[at:at + 4], struct.unpack_from("<I", data, at + 4)[0]
+        if tag == b"data":
+            return int(rate), at + 8
+        at += 8 + size
+    return int(rate), 44
