@@ -3,7 +3,7 @@
 ``--llm-url`` (chat completions, streaming, ``tools``), ``--stt-url``
 (``/v1/audio/transcriptions``), ``--tts-url`` (``/v1/audio/speech``): SPEC §1 "Serving engines".
 A stage given an endpoint replaces that stage's in-process runner, which is then never warmed,
-so its model is never loaded (docs/deployment.md, docs/adr/0031-remote-inference.md).
+so its model is never loaded (docs/deployment.md, docs/adr/0021-remote-inference.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The LLM stage on a serving engine: OpenAI chat completions, streamed, with ``tools``.
 
 The model behind the endpoint does the LLM's whole job, as the GB10 Llama runner does in process
-(vocero/inference/gb10/llm.py; docs/adr/0031-remote-inference.md): the profile's tools go out as
+(vocero/inference/gb10/llm.py; docs/adr/0021-remote-inference.md): the profile's tools go out as
 ``tools`` with their model-facing JSON Schemas (the same bounded schemas, ``cpu/schema.py``) and
 ``tool_choice: auto``; a returned call becomes one :class:`ToolIntent`, validated against the
 tool's schema, which the orchestrator hands to policy like any other (the endpoint executes
