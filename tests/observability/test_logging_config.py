@@ -5,11 +5,13 @@ from __future__ import annotations
 import io
 import json
 import logging
+import logging.config
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import structlog
+import uvicorn.config
 from structlog.testing import capture_logs
 
 from vocero.observability.context import bind_session, bind_turn
@@ -156,6 +158,23 @@ def test_stdlib_records_can_be_routed_through_the_same_chain() -> None:
     logging.getLogger("uvicorn.error").info("server %s", "started")
     (line,) = _json_lines(out)
     assert (line["event"], line["level"]) == ("server started", "info")
+
+
+def test_server_loggers_set_up_by_uvicorn_itself_still_go_through_the_chain() -> None:
+    """uvicorn's default logging config stops its loggers propagating, with plain handlers of
+    their own: routed, their records (the access log's targets too) are redacted all the same."""
+    logging.config.dictConfig(uvicorn.config.LOGGING_CONFIG)
+    out = io.StringIO()
+    configure_logging("json", file=out, route_stdlib=True)
+    logging.getLogger("uvicorn.access").info(
+        '%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "GET", "/v1/realtime?token=demo-token",
+        "1.1", 101,
+    )
+    logging.getLogger("uvicorn.error").info("server %s", "started")
+    access, started = _json_lines(out)
+    assert "demo-token" not in json.dumps(access)
+    assert started["event"] == "server started"
+    assert not logging.getLogger("uvicorn").handlers
 
 
 def test_bad_settings_are_rejected() -> None:

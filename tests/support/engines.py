@@ -104,7 +104,9 @@ class ScriptedEngine:
         self.speech_rate = 22050
         self.transcript = "hello there"
         self._server = uvicorn.Server(
-            uvicorn.Config(app, port=self.port, log_level="warning", lifespan="off")
+            uvicorn.Config(
+                app, port=self.port, log_level="warning", lifespan="off", log_config=None
+            )
         )
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 

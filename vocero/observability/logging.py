@@ -137,6 +137,9 @@ class AccessTargets(logging.Filter):
         return True
 
 
+_SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "alembic")
+
+
 def _route_stdlib(
     fmt: LogFormat, threshold: int, *, allow_sensitive: bool, file: TextIO | None
 ) -> logging.Handler:
@@ -152,4 +155,14 @@ def _route_stdlib(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(threshold)
+    # A server configured with uvicorn's own logging (its default ``log_config``) gives these
+    # loggers their own plain handlers and stops them propagating: their records, the access
+    # log's request targets among them, would then reach the output unredacted. Routed means
+    # every record goes through the one chain above.
+    for name in _SERVER_LOGGERS:
+        own = logging.getLogger(name)
+        for old in list(own.handlers):
+            own.removeHandler(old)
+        own.propagate = True
+        own.disabled = False
     return handler

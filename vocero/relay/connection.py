@@ -159,8 +159,9 @@ class Connection:
         self._leave_pending()
         if config.wait_ready is not None and not await config.wait_ready():
             await self._deny(ErrorCode.CAPACITY_EXHAUSTED, CloseCode.TRY_AGAIN_LATER, "warming")
-        if not self._take_slot():
-            await self._deny(ErrorCode.CAPACITY_EXHAUSTED, CloseCode.TRY_AGAIN_LATER, "capacity")
+        # The profile first, then the slot: choosing a profile awaits the store (a reloaded
+        # file, a rollback), and a caller with no profile must never hold a slot meanwhile,
+        # or a burst of such connects would turn away callers who have one.
         try:
             profile = await config.select_profile(caller)
         except AuthError:
@@ -169,6 +170,8 @@ class Connection:
                 {"tenant_id": caller.tenant, "subject_ref": caller.subject_ref},
             )
             await self._deny(ErrorCode.PROFILE_DENIED, CloseCode.PROFILE_DENIED, "no_profile")
+        if not self._take_slot():
+            await self._deny(ErrorCode.CAPACITY_EXHAUSTED, CloseCode.TRY_AGAIN_LATER, "capacity")
         resume = connect.resume_token
         return caller, profile, Secret(resume, remember=False) if resume else None
 
