@@ -78,15 +78,25 @@ class Rule:
     arguments: dict[str, Any] = field(default_factory=dict)
     endless: bool = False
     """Stream words until the client goes away."""
+    delay_s: float = 0.0
+    """Wait this long before the first event (an engine that has stalled)."""
 
 
 class ScriptedEngine:
     """An OpenAI-compatible ``/v1/chat/completions`` (and ``/v1/models``) answering by rules
     matched against the last user message; ``tools=False`` refuses requests with ``tools``."""
 
-    def __init__(self, rules: list[Rule], *, tools: bool = True) -> None:
+    def __init__(
+        self, rules: list[Rule], *, tools: bool = True, json_schema: bool = True,
+        json_answer: dict[str, Any] | None = None,
+    ) -> None:
         self.rules = rules
         self.tools = tools
+        self.json_schema = json_schema
+        """``False``: ``response_format`` ``json_schema`` is refused the way llama-cpp-python's
+        server refuses it (a 500 naming the field); ``json_object`` with a schema is taken."""
+        self.json_answer = json_answer
+        """What a request with a ``response_format`` is answered (as the message's JSON)."""
         self.dead = False
         """Every request fails with 503 (the engine is down behind its proxy)."""
         self.requests: list[dict[str, Any]] = []
@@ -162,13 +172,23 @@ class ScriptedEngine:
             return JSONResponse({"error": {"message": "down"}}, status_code=503)
         if body.get("tools") and not self.tools:
             return JSONResponse({"error": {"message": "tools not supported"}}, status_code=400)
+        shape = (body.get("response_format") or {}).get("type")
+        if shape == "json_schema" and not self.json_schema:
+            return JSONResponse({"error": {"message": "1 validation error: ('body', "
+                                "'response_format', 'type'): Input should be 'text' or "
+                                "'json_object'"}}, status_code=500)
         if not body.get("stream"):
-            return JSONResponse({"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+            content = json.dumps(self.json_answer) if shape and self.json_answer else "OK"
+            return JSONResponse(
+                {"choices": [{"message": {"role": "assistant", "content": content}}]}
+            )
         said = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
         rule = next((r for r in self.rules if re.search(r.match, said, re.IGNORECASE)), None)
         return StreamingResponse(self._events(rule, request), media_type="text/event-stream")
 
     async def _events(self, rule: Rule | None, request: Request) -> AsyncIterator[str]:
+        if rule is not None and rule.delay_s:
+            await asyncio.sleep(rule.delay_s)
         if rule is not None and rule.tool:
             arguments = json.dumps(rule.arguments)
             yield _event({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",

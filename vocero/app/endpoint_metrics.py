@@ -1,8 +1,10 @@
 """Per-stage metrics of the serving engines (docs/deployment.md "Faults"), read at scrape time
 from each remote runner's :class:`~vocero.inference.remote.endpoint.EndpointHealth`:
-``vocero_endpoint_errors_total{stage,status}``, ``vocero_endpoint_in_flight{stage}`` and
-``vocero_endpoint_first_token_ms{stage,quantile}`` (LLM: time to the first streamed event, over
-the last 256 requests)."""
+``vocero_endpoint_errors_total{stage,status}`` (``status`` ``0``: no answer, ``open``: refused
+by the breaker), ``vocero_endpoint_in_flight{stage}``, ``vocero_endpoint_breaker_open{stage}``,
+``vocero_endpoint_first_token_ms{stage,quantile}`` (LLM: the first streamed event; TTS: the
+first audio) and ``vocero_endpoint_tokens_per_second{stage,quantile}`` (LLM: streamed content
+events per second after the first), both over the last 256 requests."""
 
 from __future__ import annotations
 
@@ -35,15 +37,27 @@ class EndpointCollector(Collector):
             "vocero_endpoint_first_token_ms", "Time to the first streamed event.",
             labels=["stage", "quantile"],
         )
+        breaker = GaugeMetricFamily(
+            "vocero_endpoint_breaker_open",
+            "1 while the endpoint's circuit breaker refuses requests.", labels=["stage"],
+        )
+        rate = GaugeMetricFamily(
+            "vocero_endpoint_tokens_per_second", "Streamed tokens per second after the first.",
+            labels=["stage", "quantile"],
+        )
         for health in self._healths:
             for status, count in health.errors.items():
                 errors.add_metric([health.stage, status], count)
             in_flight.add_metric([health.stage], health.in_flight)
-            times = sorted(health.first_token_ms)
-            for q in (0.5, 0.95):
-                if times:
-                    first.add_metric([health.stage, str(q)],
-                                     times[min(len(times) - 1, int(q * len(times)))])
+            breaker.add_metric([health.stage], 1.0 if health.breaker.state == "open" else 0.0)
+            for family, values in ((first, health.first_token_ms), (rate, health.tokens_per_s)):
+                ordered = sorted(values)
+                for q in (0.5, 0.95):
+                    if ordered:
+                        at = min(len(ordered) - 1, int(q * len(ordered)))
+                        family.add_metric([health.stage, str(q)], ordered[at])
         yield errors
         yield in_flight
+        yield breaker
         yield first
+        yield rate

@@ -167,9 +167,14 @@ def endpoints(settings: Settings) -> dict[str, Any]:
         model = getattr(settings, f"{stage}_model")
         if not model:
             raise ConfigError("flags", f"--{stage}-model", f"required with --{stage}-url")
-        found[stage] = Endpoint(url=url, model=model, api_key=keys[stage])
+        timeout_s = getattr(settings, f"{stage}_timeout_s")
+        if not timeout_s > 0:
+            raise ConfigError("flags", f"--{stage}-timeout-s", "must be a positive number")
+        found[stage] = Endpoint(url=url, model=model, api_key=keys[stage], timeout_s=timeout_s)
     if "tts" in found:
         found["tts_voice"] = settings.tts_voice
+    if "llm" in found:
+        found["llm_mode"] = settings.llm_mode
     return found
 
 

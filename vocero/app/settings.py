@@ -83,6 +83,14 @@ class Settings:
     """``/v1/audio/speech`` endpoint for the TTS stage; empty: in process."""
     tts_model: str = ""
     tts_voice: str = ""
+    llm_mode: str = "agent"
+    """``agent``: the model behind ``llm_url`` does the LLM's whole job, tools included
+    (ADR-0021); ``routed``: the CPU runners' dialogue manager keeps deciding and the endpoint
+    serves only as its language model (a small model on a llama.cpp server; ``--runners cpu``)."""
+    llm_timeout_s: float = 10.0
+    """Connect and per-read timeout of the LLM endpoint's requests."""
+    stt_timeout_s: float = 10.0
+    tts_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.operator_token, Secret):
@@ -200,6 +208,15 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--" + name.replace("_", "-"), dest=name, default=_env(name, getattr(d, name)),
         )
+    parser.add_argument(
+        "--llm-mode", dest="llm_mode", choices=["agent", "routed"],
+        default=_env("llm_mode", d.llm_mode),
+        help="agent: the endpoint's model chooses tools itself; routed: the CPU runners' "
+        "dialogue manager decides and the endpoint is its language model",
+    )
+    for stage in ("llm", "stt", "tts"):
+        _number(parser, d, f"{stage}_timeout_s", float,
+                f"connect and per-read timeout of the {stage.upper()} endpoint, in seconds")
 
 
 def endpoint_keys() -> dict[str, Secret]:

@@ -61,7 +61,7 @@ class LlmBase(RunnerShell):
     async def warm_up(self) -> None:
         await self._warm(
             ErrorCode.LLM_UNAVAILABLE,
-            lambda: threads.run(self._engine.load),
+            self._load_model,
             lambda: self._classify_with_model("yes"),
         )
 
@@ -99,15 +99,32 @@ class LlmBase(RunnerShell):
             {"role": "user", "content": answer},
         ]
         shape = schema.choice_schema("intent", list(_LABELS))
-        value = await threads.run(lambda: self._engine.json_object(messages, shape, max_tokens=16))
+        value = await self._json_object(messages, shape, max_tokens=16)
         return _LABELS.get(str(value.get("intent")), "uncertain")
 
     async def _reply(self, request: LlmRequest) -> AsyncIterator[TextChunk]:
         messages = replies.chat_messages(request)
-        max_tokens = request.max_words * 2 + 16
-        deltas = threads.iterate(lambda: self._engine.chat_stream(messages, max_tokens=max_tokens))
+        deltas = self._chat_stream(messages, max_tokens=request.max_words * 2 + 16)
         async for chunk in replies.within_budget(deltas, request.max_words):
             yield chunk
+
+    # The model calls, in process on worker threads; a runner that reaches its model over HTTP
+    # (vocero/inference/remote/routed.py) overrides these three and nothing else.
+
+    async def _load_model(self) -> None:
+        await threads.run(self._engine.load)
+
+    async def _json_object(
+        self, messages: list[dict[str, str]], shape: dict[str, Any], *, max_tokens: int = 160
+    ) -> dict[str, Any]:
+        return await threads.run(
+            lambda: self._engine.json_object(messages, shape, max_tokens=max_tokens)
+        )
+
+    def _chat_stream(
+        self, messages: list[dict[str, str]], *, max_tokens: int
+    ) -> AsyncIterator[str]:
+        return threads.iterate(lambda: self._engine.chat_stream(messages, max_tokens=max_tokens))
 
 
 FreeText = Literal["grounded", "model"]
@@ -123,8 +140,9 @@ class RoutedLlm(LlmBase):
         *,
         today: Callable[[], dt.date] = dt.date.today,
         free_text: FreeText = "grounded",
+        name: str = "llm.smollm2",
     ) -> None:
-        super().__init__("llm.smollm2", engine, queue)
+        super().__init__(name, engine, queue)
         self._today = today
         self._free_text = free_text
         self._intents = dialogue.IntentModels()
@@ -177,7 +195,7 @@ class RoutedLlm(LlmBase):
             {"role": "system", "content": instruction},
             {"role": "user", "content": replies.last_user_text(request)},
         ]
-        return await threads.run(lambda: self._engine.json_object(messages, shape))
+        return await self._json_object(messages, shape)
 
     def _date(self, request: LlmRequest) -> dt.date:
         """The caller's today: in their timezone, by the session clock (a system line that

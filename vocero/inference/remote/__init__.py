@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 
+from vocero.contracts.errors import ConfigError
+from vocero.inference.cpu.llm import RoutedLlm
 from vocero.inference.remote.endpoint import Endpoint, EndpointError
 from vocero.inference.remote.llm import RemoteLlm
+from vocero.inference.remote.routed import RemoteRoutedLlm
 from vocero.inference.remote.stt import RemoteStt
 from vocero.inference.remote.tts import RemoteTts
 from vocero.inference.runner_set import RunnerSet
 
-__all__ = ["Endpoint", "EndpointError", "RemoteLlm", "RemoteStt", "RemoteTts", "with_endpoints"]
+__all__ = [
+    "Endpoint", "EndpointError", "RemoteLlm", "RemoteRoutedLlm", "RemoteStt", "RemoteTts",
+    "with_endpoints",
+]
 
 
 def with_endpoints(
@@ -26,10 +32,19 @@ def with_endpoints(
     stt: Endpoint | None = None,
     tts: Endpoint | None = None,
     tts_voice: str = "",
+    llm_mode: str = "agent",
 ) -> RunnerSet:
-    """``runners`` with each stage that has an endpoint served by it instead."""
+    """``runners`` with each stage that has an endpoint served by it instead. ``llm_mode``
+    ``routed`` keeps the CPU runners' dialogue manager and serves only its model from ``llm``
+    (:mod:`.routed`); ``agent`` gives the endpoint's model the whole job (:class:`RemoteLlm`)."""
     changes: dict[str, object] = {}
-    if llm is not None:
+    if llm is not None and llm_mode == "routed":
+        if not isinstance(runners.llm, RoutedLlm):
+            raise ConfigError(
+                "flags", "--llm-mode", f"routed needs --runners cpu (got {runners.kind})"
+            )
+        changes["llm"] = RemoteRoutedLlm(runners.llm, llm)
+    elif llm is not None:
         changes["llm"] = RemoteLlm(llm)
     if stt is not None:
         changes["stt"] = RemoteStt(stt)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
 import httpx
@@ -36,7 +36,8 @@ from vocero.contracts.ports import (
 )
 from vocero.inference.cpu import confirmation, replies, schema
 from vocero.inference.remote import sse
-from vocero.inference.remote.endpoint import Endpoint, EndpointHealth, ms_since
+from vocero.inference.remote.completions import JsonCalls
+from vocero.inference.remote.endpoint import Endpoint, EndpointHealth
 
 log = structlog.get_logger(__name__)
 _LABELS = ("confirm", "reject", "uncertain")
@@ -58,17 +59,19 @@ class ToolsUnsupportedError(VoceroError):
 
 
 class RemoteLlm:
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(
+        self, endpoint: Endpoint, *, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
         self.name = "llm.remote"
         self.endpoint = endpoint
-        self.health = EndpointHealth("llm", endpoint, ErrorCode.LLM_UNAVAILABLE)
-        self._client: httpx.AsyncClient | None = None
+        self.health = EndpointHealth(
+            "llm", endpoint, ErrorCode.LLM_UNAVAILABLE, monotonic=monotonic
+        )
+        self._calls = JsonCalls(endpoint, self.health)
 
     @property
     def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = self.endpoint.client()
-        return self._client
+        return self._calls.client
 
     def status(self) -> RunnerStatus:
         return self.health.status()
@@ -109,8 +112,7 @@ class RemoteLlm:
             yield output
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
+        await self._calls.aclose()
 
     def _body(self, messages: list[dict[str, Any]], *, max_tokens: int) -> dict[str, Any]:
         return {"model": self.endpoint.model, "messages": messages, "max_tokens": max_tokens}
@@ -130,7 +132,8 @@ class RemoteLlm:
 
     async def _stream(self, body: dict[str, Any], calls: sse.ToolCalls) -> AsyncIterator[str]:
         """Text deltas of one streamed completion; tool-call deltas gather into ``calls``."""
-        start, first = time.perf_counter(), True
+        start = time.perf_counter()
+        first, events = 0.0, 0
         self.health.in_flight += 1
         try:
             async with self.client.stream("POST", "/chat/completions", json=body) as response:
@@ -139,18 +142,19 @@ class RemoteLlm:
                         response.status_code, f"HTTP {response.status_code}"
                     )
                 async for choice in sse.choices(response.aiter_lines()):
-                    if first:
-                        self.health.first_token_ms.append(ms_since(start))
-                        del self.health.first_token_ms[:-256]
-                        first = False
+                    if not first:
+                        self.health.first_event(start)
+                        first = time.perf_counter()
                     calls.add(choice)
                     content = choice.get("delta", {}).get("content")
                     if content:
+                        events += 1
                         yield content
         except httpx.HTTPError as exc:
             raise self.health.from_exception(exc) from exc
         finally:
             self.health.in_flight -= 1
+        self.health.streamed(events, first)
         self.health.ok()
 
     async def _classify(self, request: LlmRequest) -> IntentClassified:
@@ -158,25 +162,13 @@ class RemoteLlm:
         intent = confirmation.classify(answer)
         if intent is not None:
             return IntentClassified(intent=intent)
-        body = self._body(
-            [{"role": "system", "content": _CLASSIFY_PROMPT}, {"role": "user", "content": answer}],
-            max_tokens=16,
+        messages = [
+            {"role": "system", "content": _CLASSIFY_PROMPT}, {"role": "user", "content": answer},
+        ]
+        value = await self._calls.json_object(
+            messages, schema.choice_schema("intent", [*_LABELS]), max_tokens=16
         )
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": "answer", "schema": schema.choice_schema("intent", [*_LABELS])},
-        }
-        try:
-            response = await self.client.post("/chat/completions", json=body)
-            response.raise_for_status()
-        except httpx.HTTPError as exc:
-            raise self.health.from_exception(exc) from exc
-        self.health.ok()
-        content = response.json()["choices"][0]["message"].get("content") or "{}"
-        try:
-            label = json.loads(content).get("intent")
-        except (json.JSONDecodeError, AttributeError):
-            label = None
+        label = value.get("intent")
         return IntentClassified(intent=label if label in _LABELS else "uncertain")
 
 

@@ -33,7 +33,7 @@ class RemoteStt:
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = self.endpoint.client()
+            self._client = self.health.client()
         return self._client
 
     def status(self) -> RunnerStatus:

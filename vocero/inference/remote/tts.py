@@ -10,6 +10,7 @@ by the time it could fail audio may have been sent.
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -36,7 +37,7 @@ class RemoteTts:
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = self.endpoint.client()
+            self._client = self.health.client()
         return self._client
 
     def status(self) -> RunnerStatus:
@@ -50,12 +51,16 @@ class RemoteTts:
     async def synthesize(self, text: str, voice: VoiceRef) -> AsyncIterator[bytes]:
         body = {"model": self.endpoint.model, "input": text, "voice": self.voice or "default",
                 "response_format": "wav"}
+        start, first = time.perf_counter(), True
         self.health.in_flight += 1
         try:
             async with self.client.stream("POST", "/audio/speech", json=body) as response:
                 if response.is_error:
                     raise self.health.failed(response.status_code, f"HTTP {response.status_code}")
                 async for pcm in _resampled(response.aiter_bytes(), self.sample_rate):
+                    if first:
+                        self.health.first_event(start)
+                        first = False
                     yield pcm
         except httpx.HTTPError as exc:
             raise self.health.from_exception(exc) from exc
