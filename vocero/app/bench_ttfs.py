@@ -218,7 +218,7 @@ async def run_ttfs(
     limit: int | None = None,
     turn_rule: str = "judge",
     halves: tuple[str, ...] = ("tuning",),
-    endpoints: dict[str, str] | None = None,
+    endpoints: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``halves``: which halves of the turn corpus (:data:`~.bench_halves.HALVES`) to speak;
     the spoken requests of ``fixtures/bench/ttfs.yaml`` run with the tuning half."""
@@ -287,6 +287,7 @@ async def run_ttfs(
             spoken_clips[half] = heard
     report = _report(runners, turns)
     report["turn_rule"] = turn_rule
+    report["endpoints"] = remote  # URLs, models, --llm-mode, timeouts (keys come from the env)
     report["halves"] = {
         half: {
             "corpus": str(HALVES[half].relative_to(REPO_ROOT)),

@@ -183,7 +183,8 @@ async def ttfs(args: argparse.Namespace) -> dict[str, Any]:
     half = getattr(args, "half", "tuning")
     endpoints = {
         name: getattr(args, name) for name in (
-            "llm_url", "llm_model", "stt_url", "stt_model", "tts_url", "tts_model", "tts_voice"
+            "llm_url", "llm_model", "stt_url", "stt_model", "tts_url", "tts_model", "tts_voice",
+            "llm_mode", "llm_timeout_s", "stt_timeout_s", "tts_timeout_s",
         ) if getattr(args, name, "")
     }
     return await run_ttfs(
