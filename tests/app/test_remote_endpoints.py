@@ -121,6 +121,8 @@ def test_a_dead_endpoint_degrades_the_turn_shows_in_readyz_and_recovers(tmp_path
         scraped = client.get("/metrics").text
         assert 'vocero_endpoint_errors_total{stage="llm",status="503"} 1.0' in scraped
         assert 'vocero_endpoint_first_token_ms{quantile="0.5",stage="llm"}' in scraped
+        assert 'vocero_endpoint_tokens_per_second{quantile="0.95",stage="llm"}' in scraped
+        assert 'vocero_endpoint_breaker_open{stage="llm"} 0.0' in scraped
 
 
 def test_the_flags_read_their_environment_twins_and_a_url_needs_its_model(
