@@ -164,6 +164,7 @@ def test_server_loggers_set_up_by_uvicorn_itself_still_go_through_the_chain() ->
     """uvicorn's default logging config stops its loggers propagating, with plain handlers of
     their own: routed, their records (the access log's targets too) are redacted all the same."""
     logging.config.dictConfig(uvicorn.config.LOGGING_CONFIG)
+    logging.getLogger("uvicorn.error").setLevel(logging.WARNING)  # as log_level="warning" does
     out = io.StringIO()
     configure_logging("json", file=out, route_stdlib=True)
     logging.getLogger("uvicorn.access").info(

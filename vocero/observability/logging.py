@@ -165,4 +165,5 @@ def _route_stdlib(
             own.removeHandler(old)
         own.propagate = True
         own.disabled = False
+        own.setLevel(logging.NOTSET)  # the chain's threshold, not one a server config set
     return handler

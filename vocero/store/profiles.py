@@ -11,13 +11,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import structlog
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.ports import Clock
 from vocero.store.engine import Store
 from vocero.store.models import ProfileHeadRow, ProfileRevisionRow
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +69,24 @@ class ProfileVersions:
 
         Returns the revision holding it and whether the head moved to it. The head moves only
         when the file's content changed since the last load (an edit), never because an
-        unchanged file is read again after a rollback."""
+        unchanged file is read again after a rollback.
+
+        Workers and nodes starting together on one database load the same files at once: the
+        one whose insert loses (a unique key the other took first) reads again and finds the
+        winner's revision."""
+        for attempt in range(3):
+            try:
+                return await self._loaded(profile_id, version, content_hash, snapshot, by=by)
+            except IntegrityError:
+                if attempt == 2:
+                    raise
+                log.info("profiles.load_raced", profile_id=profile_id)
+        raise AssertionError("unreachable")
+
+    async def _loaded(
+        self, profile_id: str, version: str, content_hash: str, snapshot: dict[str, Any],
+        *, by: str,
+    ) -> tuple[Revision, bool]:
         now = self._now()
         async with self._store.write() as session:
             head = await self._head_row(session, profile_id)
