@@ -22,7 +22,7 @@ from vocero.inference.cpu.audio import float_to_pcm16, pcm16_to_float, resample
 from vocero.inference.remote.endpoint import Endpoint, EndpointHealth
 
 OUTPUT_RATE = 24000
-_CHUNK = 4800
+_CHUNK_MS = 100
 
 
 class RemoteTts:
@@ -71,20 +71,25 @@ class RemoteTts:
 
 async def _resampled(body: AsyncIterator[bytes], rate: int) -> AsyncIterator[bytes]:
     """PCM16 mono at ``rate`` from a streamed WAV body (header, then samples), in chunks of
-    about 100 ms."""
+    :data:`_CHUNK_MS` however the body arrives: an engine sends a sentence in one piece, and
+    the session paces its output by the chunk (a chunk longer than the output's lead can never
+    be sent once the client has played all before it)."""
     buffer = b""
     source = 0
+    chunk = 0
     async for piece in body:
         buffer += piece
         if not source:
             if len(buffer) < 44:
                 continue
             source, start = _wav_header(buffer)
+            chunk = max(2, source * _CHUNK_MS // 1000 * 2)
             buffer = buffer[start:]
-        usable = len(buffer) - len(buffer) % 2
-        if usable >= _CHUNK:
-            yield _convert(buffer[:usable], source, rate)
-            buffer = buffer[usable:]
+        at = 0
+        while len(buffer) - at >= chunk:
+            yield _convert(buffer[at:at + chunk], source, rate)
+            at += chunk
+        buffer = buffer[at:]
     usable = len(buffer) - len(buffer) % 2
     if source and usable:
         yield _convert(buffer[:usable], source, rate)
