@@ -556,11 +556,28 @@ def test_after_a_pause_words_that_do_not_go_on_commit_at_resumed_silence_ms() ->
     s = msgspec_replace(FINISHED, resumed_silence_ms=700)
     policy = TurnPolicy(s)
     _pause_and_resume(policy, GOING_ON)
-    ask = _next_ask(policy, 2520, 2700)
-    assert policy.verdict(ask.ticket, WORDS_OK, now_ms=ask.at_ms + 30) is None  # 0.6 < 0.9
-    decisions = [policy.frame(now, voiced=False) for now in range(ask.at_ms + 40, 3300, 20)]
+    for now in range(2520, 2661, 20):
+        policy.frame(now, voiced=False)
+    policy.transcribing()
+    ask = policy.words(now_ms=2680)
+    if not isinstance(ask, AskJudge):  # an audio judgement was pending: its verdict first
+        assert policy.pending is not None
+        ask = policy.verdict(policy.pending, UNSURE, now_ms=2680)
+    assert isinstance(ask, AskJudge)
+    assert policy.verdict(ask.ticket, WORDS_OK, now_ms=2700) is None  # 0.6 < 0.9
+    decisions = [policy.frame(now, voiced=False) for now in range(2720, 3300, 20)]
     commits = [d for d in decisions if isinstance(d, Commit)]
     assert commits[0] == Commit(reason="resumed", at_ms=3200, speech_end_ms=2500)
+
+
+def test_after_a_pause_the_audio_alone_never_commits_at_resumed_silence_ms() -> None:
+    policy = TurnPolicy(msgspec_replace(FINISHED, resumed_silence_ms=700))
+    _pause_and_resume(policy, GOING_ON)
+    ask = _next_ask(policy, 2520, 2700)
+    assert policy.verdict(ask.ticket, UNSURE, now_ms=ask.at_ms + 30) is None  # no words
+    decisions = [policy.frame(now, voiced=False) for now in range(ask.at_ms + 40, 4200, 20)]
+    commits = [d for d in decisions if isinstance(d, Commit)]
+    assert commits[0].reason == "max_silence"
 
 
 def test_after_a_pause_words_that_go_on_wait_for_max_silence() -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from vocero.inference.turn import (
     GOING_ON_CAP,
+    IDENTIFIER_CONFIDENCE,
     MIN_CONFIDENCE,
     SURE_CONFIDENCE,
     capped,
@@ -230,8 +231,11 @@ def test_a_hindi_or_telugu_sentence_ending_on_its_verb_is_left_to_the_audio(
 
 
 def test_an_identifier_given_with_a_sure_recogniser_reads_as_finished() -> None:
-    assert words_kind("My order number is C19.", confidence=SURE_CONFIDENCE) == "finished"
-    assert words_kind("My order number is C19.", confidence=SURE_CONFIDENCE - 0.01) == "open"
+    sure = IDENTIFIER_CONFIDENCE
+    assert words_kind("My order number is C19.", confidence=sure) == "finished"
+    assert words_kind("My order number is C19.", confidence=sure - 0.01) == "open"
+    # a code cut in parts at a pause scored up to 0.85 on the tuning half: not finished there
+    assert words_kind("The reference is B4.", confidence=0.85) == "open"
     assert words_kind("My order number is C19.") == "open"  # no confidence: not sure
     assert words_kind("The code is 4729.", confidence=0.9) == "finished"
     assert words_kind("B4.", confidence=0.9) == "open"  # a lone code is left to the audio

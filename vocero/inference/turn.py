@@ -13,7 +13,7 @@ Words can also say the sentence is over, or say nothing about it: :func:`words_k
 transcript into going on, open (not closed by the recogniser, a statement ending on a code the
 recogniser was not sure of, or words it was unsure of), closed, and finished (a closed clause of
 at least :data:`MIN_FINISHED_WORDS` words, or an identifier just given with
-:data:`SURE_CONFIDENCE`). The audio model, trained on prosody alone, often doubts a finished
+:data:`IDENTIFIER_CONFIDENCE`). The audio model, trained on prosody alone, often doubts a finished
 question ("Which appointments do I have?"); the turn policy then ends the turn at a lower
 probability (``TurnTaking.finished_probability``), and lower still when the recogniser was sure
 of its words (:func:`words_sure`). A lone greeting ("Hello,") is a caller about to say why they
@@ -43,11 +43,16 @@ on the early transcripts of ``fixtures/turns``: the endings it made up for sente
 pause ("It was supposed to rhyme one.") scored 0.28-0.63; the spoken requests of ``bench
 ttfs`` 0.70-0.92. Finished corpus clips range from 0.48 to 0.96: those under it are left to
 the audio (docs/protocol.md "Turn-taking")."""
-SURE_CONFIDENCE = 0.75
-"""At or above this confidence the recogniser's words are sure (:func:`words_sure`): a closed
-statement that ends on an identifier ("My order number is C19.") reads as finished, and the
-turn policy ends a finished transcript at ``TurnTaking.sure_probability``. Tuned on the tuning
-half of ``fixtures/turns`` only (docs/adr/0018-words-carry-the-end-of-a-turn.md)."""
+SURE_CONFIDENCE = 0.85
+"""At or above this confidence the recogniser's words are sure (:func:`words_sure`): the turn
+policy ends a finished transcript at ``TurnTaking.sure_probability``. Chosen on the tuning half
+of ``fixtures/turns`` only: the highest confidence Whisper gave an ending it made up at a pause
+there was 0.83 ("I want to change them.", audio 0.61)."""
+IDENTIFIER_CONFIDENCE = 0.9
+"""A closed statement that ends on an identifier ("My order number is C19.") reads as finished
+only at or above this confidence: on the tuning half a code cut in parts at a pause ("The
+reference is B4.", "My post code is SW1.") scored up to 0.85, with the audio sure it was over
+(0.94-0.96)."""
 MIN_FINISHED_WORDS = 4
 """Fewer words than this never read as finished ("Can you help?" at a pause is often the start
 of "Can you help me with ..."; a short answer is left to the audio)."""
@@ -160,11 +165,11 @@ def words_kind(
     ".", "?" or "!") or a closed statement ends on a code the recogniser was not sure of (read
     out in parts, with pauses); ``finished``: a closed clause of at least
     :data:`MIN_FINISHED_WORDS` words that does not end on Whisper's trailing "you", or a closed
-    statement ending on an identifier the recogniser was sure of (:func:`words_sure`: "My order
-    number is C19."); ``closed``: any other closed sentence. Words the recogniser was unsure
-    of (``confidence`` below :data:`MIN_CONFIDENCE`) may still say the sentence goes on, but
-    never vouch for its end: on a sentence cut at a pause Whisper often makes up a plausible
-    ending. Hindi and Telugu words are only ever ``going_on`` or ``none``.
+    statement ending on an identifier the recogniser was sure of (:data:`IDENTIFIER_CONFIDENCE`:
+    "My order number is C19."); ``closed``: any other closed sentence. Words the recogniser
+    was unsure of (``confidence`` below :data:`MIN_CONFIDENCE`) may still say the sentence goes
+    on, but never vouch for its end: on a sentence cut at a pause Whisper often makes up a
+    plausible ending. Hindi and Telugu words are only ever ``going_on`` or ``none``.
     """
     text = transcript.strip()
     lexicon = for_locale(locale)
@@ -182,7 +187,8 @@ def words_kind(
     if not text.endswith("?") and _ends_on_code(words, lexicon):
         # "The code is 47." may be a code read out in parts: left to the audio, unless the
         # recogniser was sure of it and the statement names it (an identifier just given).
-        return "finished" if words_sure(confidence) and len(words) >= 3 else "open"
+        sure = confidence is not None and confidence >= IDENTIFIER_CONFIDENCE
+        return "finished" if sure and len(words) >= 3 else "open"
     if len(words) < MIN_FINISHED_WORDS or _trailing_you(words):
         return "closed"
     return "finished"

@@ -137,6 +137,10 @@ class TurnPolicy:
         self._words_fresh = False
         self._words_waiting = False
         self._words_coming = False
+        self._have_words = False
+        """A transcript of this pause is ready: every judgement from now on weighs it."""
+        self._asked_words = False
+        """The pending judgement weighs that transcript."""
         self._judged_words = False
         """A verdict of this pause weighed words that do not go on."""
 
@@ -194,6 +198,7 @@ class TurnPolicy:
             return None  # the transcript is of a pause that has ended, or silence decides
         self._words_coming = False
         self._words_fresh = True
+        self._have_words = True
         if now_ms - self.last_voiced_ms < self.settings.words_pause_ms:
             return None  # judged once the pause is that long (:meth:`frame`)
         if self.state in ("speaking", "paused"):
@@ -207,7 +212,7 @@ class TurnPolicy:
         if ticket != self.pending or self.state != "judging":
             return None
         self.pending = None
-        if verdict.heard_words and not verdict.words_going_on:
+        if self._asked_words and not verdict.words_going_on:
             self._judged_words = True
         threshold = self._threshold(verdict)
         if verdict.probability >= threshold:
@@ -273,6 +278,7 @@ class TurnPolicy:
         self.pending = self._tickets
         self._heard_until_ms = self._audio_end(now_ms)
         self._words_fresh = False
+        self._asked_words = self._have_words
         return AskJudge(
             ticket=self._tickets,
             at_ms=now_ms,
