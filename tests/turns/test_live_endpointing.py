@@ -106,13 +106,16 @@ async def test_a_pause_judged_unfinished_keeps_listening_until_the_caller_goes_o
         assert finals(h) == [], "a pause the judge calls unfinished is not the end of the turn"
         asked = len(judge.calls)
         assert asked >= 2  # at the pause, and again once its transcription was ready
-        await speak(h, tone_frames(300) + silence_frames(1580))
+        resumed = TurnTaking().resumed_silence_ms
+        await speak(h, tone_frames(300) + silence_frames(resumed - 20))
         assert finals(h) == []
         assert len({c.utterance_id for c in judge.calls}) == 1, "one utterance, both parts"
-        await speak(h, silence_frames(20))  # 1.6 s of silence: the turn ends whatever was said
+        # The caller went on after a pause and stopped again, and the words judged at this
+        # pause do not go on: resumed_silence_ms ends the turn, not max_silence_ms.
+        await speak(h, silence_frames(20))
         await h.until_frame("transcript.final.v1")
         assert finals(h) == ["my order number is C nineteen"]
-        assert metrics.values["turn_endpointing_ms"] == [1600.0]
+        assert metrics.values["turn_endpointing_ms"] == [float(resumed)]
         assert len(set(stt.calls)) == 1
 
 

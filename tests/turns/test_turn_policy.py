@@ -490,3 +490,119 @@ def test_transcribing_outside_an_utterance_changes_nothing() -> None:
     assert policy.state == "idle"
     asks = _speak_then_listen(policy, speech_ms=1000, until_ms=1300)
     assert [d.at_ms for d in asks if isinstance(d, AskJudge)] == [1300]
+
+
+# ------------------------------------------- issue #29: the words carry more of the decision
+
+
+def _pause_and_resume(policy: TurnPolicy, verdict: TurnVerdict) -> None:
+    """Speech 0-1000 ms, a pause the judge is asked about (``verdict``), speech again from
+    1500 to 2500 ms."""
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    assert policy.verdict(ask.ticket, verdict, now_ms=1180) is None
+    for now in range(1180, 1500, 20):
+        assert not isinstance(policy.frame(now, voiced=False), Commit)
+    for now in range(1500, 2501, 20):
+        assert policy.frame(now, voiced=True) is None
+
+
+def _next_ask(policy: TurnPolicy, start_ms: int, until_ms: int) -> AskJudge:
+    for now in range(start_ms, until_ms + 1, 20):
+        decision = policy.frame(now, voiced=False)
+        if isinstance(decision, AskJudge):
+            return decision
+    raise AssertionError("no judgement asked")
+
+
+def test_words_that_go_on_never_commit_whatever_the_audio_says() -> None:
+    policy = TurnPolicy(FINISHED)
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    sure_audio = TurnVerdict(probability=1.0, heard_words=True, words_going_on=True)
+    assert policy.verdict(ask.ticket, sure_audio, now_ms=1180) is None
+    decisions = [policy.frame(now, voiced=False) for now in range(1200, 2601, 20)]
+    commits = [d for d in decisions if isinstance(d, Commit)]
+    assert commits == [Commit(reason="max_silence", at_ms=2600, speech_end_ms=1000)]
+
+
+def test_a_finished_transcript_the_recogniser_was_sure_of_commits_though_the_audio_doubts() -> None:
+    policy = TurnPolicy(msgspec_replace(FINISHED, sure_probability=0.1))
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    sure = TurnVerdict(probability=0.12, heard_words=True, words_finished=True, words_sure=True)
+    commit = policy.verdict(ask.ticket, sure, now_ms=1180)
+    assert commit == Commit(reason="judged", at_ms=1180, speech_end_ms=1000, probability=0.12)
+    policy = TurnPolicy(msgspec_replace(FINISHED, sure_probability=0.1))
+    ask = _ask(_speak_then_listen(policy, speech_ms=1000, until_ms=1160))
+    unsure_words = TurnVerdict(probability=0.12, heard_words=True, words_finished=True)
+    assert policy.verdict(ask.ticket, unsure_words, now_ms=1180) is None
+
+
+def test_after_a_pause_a_finished_statement_commits_at_the_resumed_probability() -> None:
+    statement = TurnVerdict(probability=0.3, heard_words=True, words_finished=True)
+    fresh = TurnPolicy(msgspec_replace(FINISHED, resumed_probability=0.25))
+    ask = _ask(_speak_then_listen(fresh, speech_ms=1000, until_ms=1160))
+    assert fresh.verdict(ask.ticket, statement, now_ms=1180) is None  # 0.3 < 0.7: no pause yet
+
+    policy = TurnPolicy(msgspec_replace(FINISHED, resumed_probability=0.25))
+    _pause_and_resume(policy, GOING_ON)
+    assert policy.resumed
+    ask = _next_ask(policy, 2520, 2700)
+    assert ask.silence_ms <= 180  # judged as soon as any pause
+    commit = policy.verdict(ask.ticket, statement, now_ms=ask.at_ms + 30)
+    assert isinstance(commit, Commit) and commit.reason == "judged"
+    assert commit.speech_end_ms == 2500
+
+
+def test_after_a_pause_words_that_do_not_go_on_commit_at_resumed_silence_ms() -> None:
+    s = msgspec_replace(FINISHED, resumed_silence_ms=700)
+    policy = TurnPolicy(s)
+    _pause_and_resume(policy, GOING_ON)
+    for now in range(2520, 2661, 20):
+        policy.frame(now, voiced=False)
+    policy.transcribing()
+    ask = policy.words(now_ms=2680)
+    if not isinstance(ask, AskJudge):  # an audio judgement was pending: its verdict first
+        assert policy.pending is not None
+        ask = policy.verdict(policy.pending, UNSURE, now_ms=2680)
+    assert isinstance(ask, AskJudge)
+    assert policy.verdict(ask.ticket, WORDS_OK, now_ms=2700) is None  # 0.6 < 0.9
+    decisions = [policy.frame(now, voiced=False) for now in range(2720, 3300, 20)]
+    commits = [d for d in decisions if isinstance(d, Commit)]
+    assert commits[0] == Commit(reason="resumed", at_ms=3200, speech_end_ms=2500)
+
+
+def test_after_a_pause_the_audio_alone_never_commits_at_resumed_silence_ms() -> None:
+    policy = TurnPolicy(msgspec_replace(FINISHED, resumed_silence_ms=700))
+    _pause_and_resume(policy, GOING_ON)
+    ask = _next_ask(policy, 2520, 2700)
+    assert policy.verdict(ask.ticket, UNSURE, now_ms=ask.at_ms + 30) is None  # no words
+    decisions = [policy.frame(now, voiced=False) for now in range(ask.at_ms + 40, 4200, 20)]
+    commits = [d for d in decisions if isinstance(d, Commit)]
+    assert commits[0].reason == "max_silence"
+
+
+def test_after_a_pause_words_that_go_on_wait_for_max_silence() -> None:
+    policy = TurnPolicy(FINISHED)
+    _pause_and_resume(policy, GOING_ON)
+    ask = _next_ask(policy, 2520, 2700)
+    assert policy.verdict(ask.ticket, GOING_ON_VERDICT, now_ms=ask.at_ms + 30) is None
+    decisions = [policy.frame(now, voiced=False) for now in range(ask.at_ms + 40, 4200, 20)]
+    commits = [d for d in decisions if isinstance(d, Commit)]
+    assert commits[0] == Commit(reason="max_silence", at_ms=4100, speech_end_ms=2500)
+
+
+def test_a_new_utterance_is_not_resumed_and_a_pause_never_asked_about_does_not_resume() -> None:
+    policy = TurnPolicy(FINISHED)
+    _pause_and_resume(policy, GOING_ON)
+    policy.begin(5000)
+    assert not policy.resumed
+    short = TurnPolicy(FINISHED)
+    short.begin(0)
+    for now in range(20, 1001, 20):
+        short.frame(now, voiced=True)
+    for now in range(1020, 1101, 20):  # 100 ms: shorter than judge_pause_ms, nothing asked
+        assert short.frame(now, voiced=False) is None
+    short.frame(1120, voiced=True)
+    assert not short.resumed
+
+
+GOING_ON_VERDICT = TurnVerdict(probability=0.9, heard_words=True, words_going_on=True)

@@ -6,11 +6,14 @@ import pytest
 
 from vocero.inference.turn import (
     GOING_ON_CAP,
+    IDENTIFIER_CONFIDENCE,
     MIN_CONFIDENCE,
+    SURE_CONFIDENCE,
     capped,
     is_question,
     words_go_on,
     words_kind,
+    words_sure,
 )
 
 
@@ -141,7 +144,7 @@ def test_only_english_words_read_as_finished() -> None:
         ("Can you?", "going_on"),  # "Can you, uh, ... check my order?"
         ("Could I,", "going_on"),
         ("book it first", "open"),  # Whisper did not close it
-        ("My post code is SW1", "open"),
+        ("My post code is SW1", "going_on"),  # a code being spelled out, not closed
         ("The reference is B4.", "open"),  # a code read out in parts
         ("The code is four seven.", "open"),
         ("Yes, that's right.", "closed"),
@@ -170,3 +173,79 @@ def test_questions_are_told_from_statements() -> None:
     assert is_question("which appointments do I have.")
     assert not is_question("I'd like to cancel.")
     assert not is_question("")
+
+
+# ------------------------------------------------- issue #29: open words, numbers, identifiers
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Can you check whether my refund for",  # a preposition
+        "It is about the boiler inspection that",  # a relative word
+        "I'd like to know which",
+        "I'll call back if",
+        "It's under my wife's name and",  # a list in progress
+        "Two towels, a bath mat and",
+        "The problem is that",
+        "I was told by your colleague that",
+        "Um",
+        "The code is 47",  # a number being spelled out, not closed by the recogniser
+        "My phone number is 07912",
+        "My customer number is seven three double",
+    ],
+)
+def test_a_transcript_ending_on_an_open_word_or_a_number_in_progress_goes_on(text: str) -> None:
+    assert words_go_on(text)
+    assert words_kind(text, confidence=0.95) == "going_on"
+
+
+@pytest.mark.parametrize(
+    ("text", "locale"),
+    [
+        ("mujhe apne order ke baare mein", "hi-IN"),  # postposition: the verb is still to come
+        ("मुझे अपने ऑर्डर के बारे में", "hi-IN"),
+        ("मेरा ऑर्डर आया नहीं क्योंकि", "hi-IN"),
+        ("naa order gurinchi", "te-IN"),
+        ("నా ఆర్డర్ గురించి", "te-IN"),
+        ("ఆర్డర్ రాలేదు ఎందుకంటే", "te-IN"),
+    ],
+)
+def test_hindi_and_telugu_open_words_hold_the_turn(text: str, locale: str) -> None:
+    assert words_go_on(text, locale)
+    assert words_kind(text, locale) == "going_on"
+
+
+@pytest.mark.parametrize(
+    ("text", "locale"),
+    [
+        ("मेरा ऑर्डर नहीं आया", "hi-IN"),  # ends on the verb
+        ("mera order nahi aaya", "hi-IN"),
+        ("నా ఆర్డర్ రాలేదు", "te-IN"),
+    ],
+)
+def test_a_hindi_or_telugu_sentence_ending_on_its_verb_is_left_to_the_audio(
+    text: str, locale: str
+) -> None:
+    assert words_kind(text, locale) == "none"
+
+
+def test_an_identifier_given_with_a_sure_recogniser_reads_as_finished() -> None:
+    sure = IDENTIFIER_CONFIDENCE
+    assert words_kind("My order number is C19.", confidence=sure) == "finished"
+    assert words_kind("My order number is C19.", confidence=sure - 0.01) == "open"
+    # a code cut in parts at a pause scored up to 0.85 on the tuning half: not finished there
+    assert words_kind("The reference is B4.", confidence=0.85) == "open"
+    assert words_kind("My order number is C19.") == "open"  # no confidence: not sure
+    assert words_kind("The code is 4729.", confidence=0.9) == "finished"
+    assert words_kind("B4.", confidence=0.9) == "open"  # a lone code is left to the audio
+
+
+def test_sure_means_at_or_above_the_threshold() -> None:
+    assert words_sure(SURE_CONFIDENCE) and words_sure(0.99)
+    assert not words_sure(SURE_CONFIDENCE - 0.01) and not words_sure(None)
+
+
+def test_a_finished_clause_ending_on_a_time_or_a_pronoun_one_is_no_number_in_progress() -> None:
+    assert not words_go_on("I need to reschedule for next Friday at 10")
+    assert not words_go_on("No, the other one")

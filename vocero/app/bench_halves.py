@@ -1,6 +1,6 @@
 """The corpus part of ``vocero bench ttfs``: each half of ``fixtures/turns`` spoken into sessions.
 
-Two halves (docs/adr/0018-words-carry-the-end-of-a-turn.md): ``tuning`` (``fixtures/turns``, the
+Two halves (docs/adr/0022-words-carry-the-end-of-a-turn.md): ``tuning`` (``fixtures/turns``, the
 clips the turn policy's thresholds were chosen on) and ``heldout``
 (``fixtures/turns/heldout``, sentences written by someone who never saw the policy; never tuned
 on). Each is reported on its own:

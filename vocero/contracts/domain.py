@@ -204,6 +204,20 @@ class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     finished_statement_probability: float = 0.7
     """The same for a finished statement: "I want to change them." is what Whisper makes of "I
     want to change the ..." cut at a pause, and the audio model's doubt then counts."""
+    sure_probability: float = 0.3
+    """A judgement whose words read as finished and which the recogniser was sure of
+    (``TurnVerdict.words_sure``: a request with its object, a question, an identifier just
+    given) ends the turn at this probability or above, though the audio model is unsure: the
+    words carry the decision, and a wrong end is cut short by barge-in (issue #29)."""
+    resumed_probability: float = 0.0
+    """After the caller paused and went on (a pause the judge was asked about), a finished
+    statement ends the turn at this probability or above: the words now cover the whole
+    utterance, and the audio model hears the earlier pause in its window and doubts (on the
+    tuning half it gave such endings 0.01-0.37)."""
+    resumed_silence_ms: int = 600
+    """After the caller paused and went on, a pause whose words were judged and do not go on
+    (open, closed or finished) ends the turn after this much silence, whatever the judge says:
+    ``max_silence_ms`` is kept for words that go on."""
     audio_probability: float = 0.97
     """A judgement of the audio alone must reach this; above 1: never (wait for the words)."""
     audio_min_speech_ms: int = 600

@@ -237,6 +237,13 @@ class TurnVerdict(msgspec.Struct, frozen=True, kw_only=True):
     probability. (Added by issue #13 with a default: judges that do not weigh words omit it.)"""
     words_question: bool = False
     """That finished clause is a question (the audio model doubts those most)."""
+    words_going_on: bool = False
+    """The transcript visibly stops mid-sentence (it ends on an open word of its language, or a
+    number being spelled out): the turn policy never ends the turn on this verdict. (Added by
+    issue #29 with a default.)"""
+    words_sure: bool = False
+    """The recogniser was sure of the words of that finished clause: the turn policy may end
+    the turn even when the audio is unsure (issue #29)."""
     model_ms: float = 0.0
     """Time the judge itself took (its queue wait excluded)."""
 

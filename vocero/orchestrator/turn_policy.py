@@ -18,7 +18,14 @@ verdicts of the judge it asked for, it decides (seed 004 §12.1 endpointing, §1
   silence (an audio turn model trained on turns cut shortly after speech grows surer with
   every extra 100 ms of silence, mid-sentence too), so once that window is heard only new
   words are worth a new judgement;
-* commit after ``max_silence_ms`` of silence whatever was said, and after
+* words that visibly go on (``TurnVerdict.words_going_on``: an open word, a number being
+  spelled out) never commit, whatever the audio says; words the recogniser was sure of that
+  read as finished commit at ``sure_probability`` (the words carry the decision);
+* once the caller has paused (a pause the judge was asked about) and gone on, the utterance is
+  *resumed*: its next pause is judged with the whole utterance's words and audio as quickly as
+  any, a finished statement commits at ``resumed_probability``, and a pause whose words were
+  judged and do not go on commits after ``resumed_silence_ms`` of silence;
+* commit after ``max_silence_ms`` of silence whatever was said (the last resort), and after
   ``fallback_silence_ms`` when the judge failed or was busy this pause.
 
 A verdict for a ticket that is no longer outstanding (speech resumed after it was asked, or a
@@ -38,7 +45,7 @@ TurnState = Literal["idle", "speaking", "paused", "judging", "committed"]
 TurnEvent = Literal[
     "begin", "speech", "quiet", "due", "timeout", "finished", "going_on", "failed", "words"
 ]
-CommitReason = Literal["judged", "max_silence", "fallback"]
+CommitReason = Literal["judged", "max_silence", "fallback", "resumed"]
 
 TRANSITIONS: dict[tuple[TurnState, TurnEvent], TurnState] = {
     **{(state, "begin"): "speaking" for state in ("idle", "speaking", "paused", "judging")},
@@ -115,6 +122,8 @@ class TurnPolicy:
         self.state: TurnState = "idle"
         self._tickets = 0
         self._begun_ms = 0.0
+        self.resumed = False
+        """The caller paused (the judge was asked about the pause) and went on."""
         self._reset_utterance(0.0)
 
     def _reset_utterance(self, now_ms: float) -> None:
@@ -128,6 +137,12 @@ class TurnPolicy:
         self._words_fresh = False
         self._words_waiting = False
         self._words_coming = False
+        self._have_words = False
+        """A transcript of this pause is ready: every judgement from now on weighs it."""
+        self._asked_words = False
+        """The pending judgement weighs that transcript."""
+        self._judged_words = False
+        """A verdict of this pause weighed words that do not go on."""
 
     # ------------------------------------------------------------------------------ inputs
 
@@ -135,6 +150,7 @@ class TurnPolicy:
         """Speech started: a new utterance (the previous one, if any, is forgotten)."""
         self._move("begin")
         self._begun_ms = now_ms
+        self.resumed = False
         self._reset_utterance(now_ms)
 
     def frame(self, now_ms: float, voiced: bool) -> Decision | None:
@@ -143,12 +159,16 @@ class TurnPolicy:
         if self.state in ("idle", "committed"):
             return None
         if voiced:
+            if self._heard_until_ms > self.last_voiced_ms:
+                self.resumed = True  # the judge was asked about the pause that just ended
             self._move("speech")
             self._reset_utterance(now_ms)
             return None
         silence = now_ms - self.last_voiced_ms
         if silence >= self.settings.max_silence_ms:
             return self._commit(now_ms, "max_silence")
+        if self.resumed and self._judged_words and silence >= self.settings.resumed_silence_ms:
+            return self._commit(now_ms, "resumed")
         if self._fallback and silence >= self.settings.fallback_silence_ms:
             return self._commit(now_ms, "fallback")
         if self._judgement_due(now_ms):
@@ -178,6 +198,7 @@ class TurnPolicy:
             return None  # the transcript is of a pause that has ended, or silence decides
         self._words_coming = False
         self._words_fresh = True
+        self._have_words = True
         if now_ms - self.last_voiced_ms < self.settings.words_pause_ms:
             return None  # judged once the pause is that long (:meth:`frame`)
         if self.state in ("speaking", "paused"):
@@ -191,6 +212,8 @@ class TurnPolicy:
         if ticket != self.pending or self.state != "judging":
             return None
         self.pending = None
+        if self._asked_words and not verdict.words_going_on:
+            self._judged_words = True
         threshold = self._threshold(verdict)
         if verdict.probability >= threshold:
             return self._commit(now_ms, "judged", verdict.probability)
@@ -216,13 +239,18 @@ class TurnPolicy:
     # ----------------------------------------------------------------------------- effects
 
     def _threshold(self, verdict: TurnVerdict) -> float:
+        s = self.settings
+        if verdict.words_going_on:
+            return float("inf")  # words that cannot end a turn never end one
         if verdict.words_finished:
             finished = (
-                self.settings.finished_probability
+                s.finished_probability
                 if verdict.words_question
-                else self.settings.finished_statement_probability
+                else (s.resumed_probability if self.resumed else s.finished_statement_probability)
             )
-            return min(finished, self.settings.complete_probability)
+            if verdict.words_sure:
+                finished = min(finished, s.sure_probability)
+            return min(finished, s.complete_probability)
         if verdict.heard_words:
             return self.settings.complete_probability
         if self.last_voiced_ms - self._begun_ms < self.settings.audio_min_speech_ms:
@@ -250,6 +278,7 @@ class TurnPolicy:
         self.pending = self._tickets
         self._heard_until_ms = self._audio_end(now_ms)
         self._words_fresh = False
+        self._asked_words = self._have_words
         return AskJudge(
             ticket=self._tickets,
             at_ms=now_ms,

@@ -31,7 +31,7 @@ from vocero.inference.cpu import mel, threads
 from vocero.inference.cpu.audio import Float32, pcm16_to_float, resample
 from vocero.inference.cpu.settings import ModelNotFoundError, QueueSettings
 from vocero.inference.cpu.shell import RunnerShell
-from vocero.inference.turn import capped, is_question, words_kind
+from vocero.inference.turn import capped, is_question, words_kind, words_sure
 
 log = structlog.get_logger(__name__)
 TURN_QUEUE = QueueSettings(capacity=1, max_queue=8, deadline_s=0.25)
@@ -85,6 +85,8 @@ class EndOfTurnJudge(RunnerShell):
             heard_words=kind in ("going_on", "closed", "finished"),
             words_finished=kind == "finished",
             words_question=kind == "finished" and is_question(transcript),
+            words_going_on=kind == "going_on",
+            words_sure=kind == "finished" and words_sure(confidence),
             model_ms=model_ms,
         )
 
