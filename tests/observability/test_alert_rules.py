@@ -15,7 +15,9 @@ from typing import Any
 import yaml
 
 from tests.support.promql import selectors
+from vocero.app.endpoint_metrics import EndpointCollector
 from vocero.app.settings import REPO_ROOT
+from vocero.inference.sim import build_sim_runners, load_script
 from vocero.observability.metrics import Metrics
 
 RULES = REPO_ROOT / "deploy" / "prometheus" / "vocero-rules.yaml"
@@ -74,7 +76,8 @@ def test_every_alert_links_a_runbook_that_exists() -> None:
 
 def test_rules_read_only_series_vocero_exports() -> None:
     exported = set()
-    for family in Metrics().registry.collect():
+    serving_engines = EndpointCollector(build_sim_runners(load_script(None))).collect()
+    for family in [*Metrics().registry.collect(), *serving_engines]:
         exported |= {sample.name for sample in family.samples} | {family.name}
         if family.type == "counter":
             exported.add(f"{family.name}_total")
