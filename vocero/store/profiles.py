@@ -2,7 +2,8 @@
 
 :meth:`ProfileVersions.loaded` records what the profile directory holds now; :meth:`rollback`
 moves a head back to an earlier revision. Both are single transactions, so two processes that
-load at once never number two contents alike (PostgreSQL locks the head row first).
+load at once never number two contents alike: PostgreSQL locks the head row first, and while a
+profile has no head yet the process whose insert loses on the unique keys reads again.
 """
 
 from __future__ import annotations
