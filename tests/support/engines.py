@@ -188,6 +188,8 @@ class ScriptedEngine:
 
     async def _events(self, rule: Rule | None, request: Request) -> AsyncIterator[str]:
         if rule is not None and rule.delay_s:
+            # Not a wait for the test: the stall is the engine's behaviour under test (a read
+            # timeout must fire while it lasts).
             await asyncio.sleep(rule.delay_s)
         if rule is not None and rule.tool:
             arguments = json.dumps(rule.arguments)
@@ -200,6 +202,8 @@ class ScriptedEngine:
             try:
                 while True:
                     yield _event({"content": "and so on, "})
+                    # The engine's own token pace (100 a second), so the endless stream
+                    # does not flood the socket; nothing in a test waits on it.
                     await asyncio.sleep(0.01)
             finally:
                 self.closed_at.append(time.perf_counter())
