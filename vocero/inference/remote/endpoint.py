@@ -204,6 +204,30 @@ class EndpointHealth:
         return self.failed(0, type(exc).__name__)
 
 
+class EndpointRunner:
+    """What a stage's runner on an endpoint holds: its name, health and one pooled client whose
+    requests pass the endpoint's breaker."""
+
+    def __init__(self, stage: str, endpoint: Endpoint, code: ErrorCode) -> None:
+        self.name = f"{stage}.remote"
+        self.endpoint = endpoint
+        self.health = EndpointHealth(stage, endpoint, code)
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = self.health.client()
+        return self._client
+
+    def status(self) -> RunnerStatus:
+        return self.health.status()
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+
 def ms_since(start: float) -> float:
     return (time.perf_counter() - start) * 1000.0
 

@@ -17,27 +17,15 @@ from collections.abc import Sequence
 import httpx
 
 from vocero.contracts.errors import ErrorCode
-from vocero.contracts.ports import RunnerStatus, Transcription
-from vocero.inference.remote.endpoint import Endpoint, EndpointError, EndpointHealth
+from vocero.contracts.ports import Transcription
+from vocero.inference.remote.endpoint import Endpoint, EndpointError, EndpointRunner
 
 
-class RemoteStt:
+class RemoteStt(EndpointRunner):
     partial_interval_ms = 0
 
     def __init__(self, endpoint: Endpoint) -> None:
-        self.name = "stt.remote"
-        self.endpoint = endpoint
-        self.health = EndpointHealth("stt", endpoint, ErrorCode.STT_UNAVAILABLE)
-        self._client: httpx.AsyncClient | None = None
-
-    @property
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = self.health.client()
-        return self._client
-
-    def status(self) -> RunnerStatus:
-        return self.health.status()
+        super().__init__("stt", endpoint, ErrorCode.STT_UNAVAILABLE)
 
     async def warm_up(self) -> None:
         """One transcription of a short silence: the endpoint answers, with this model."""

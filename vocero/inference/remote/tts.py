@@ -17,31 +17,18 @@ import httpx
 
 from vocero.contracts.domain import VoiceRef
 from vocero.contracts.errors import ErrorCode
-from vocero.contracts.ports import RunnerStatus
 from vocero.inference.cpu.audio import float_to_pcm16, pcm16_to_float, resample
-from vocero.inference.remote.endpoint import Endpoint, EndpointHealth
+from vocero.inference.remote.endpoint import Endpoint, EndpointRunner
 
 OUTPUT_RATE = 24000
 _CHUNK_MS = 100
 
 
-class RemoteTts:
+class RemoteTts(EndpointRunner):
     def __init__(self, endpoint: Endpoint, *, voice: str = "", sample_rate: int = OUTPUT_RATE):
-        self.name = "tts.remote"
-        self.endpoint = endpoint
+        super().__init__("tts", endpoint, ErrorCode.TTS_UNAVAILABLE)
         self.voice = voice
         self.sample_rate = sample_rate
-        self.health = EndpointHealth("tts", endpoint, ErrorCode.TTS_UNAVAILABLE)
-        self._client: httpx.AsyncClient | None = None
-
-    @property
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = self.health.client()
-        return self._client
-
-    def status(self) -> RunnerStatus:
-        return self.health.status()
 
     async def warm_up(self) -> None:
         probe = VoiceRef(voice_profile_id="", voice_version="")
