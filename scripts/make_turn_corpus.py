@@ -9,7 +9,7 @@ pause keep the prosody of a sentence that goes on; the short gap the comma leave
 widened to the pause. What is committed is the clean speech, trimmed, as 16 kHz mono FLAC
 (silence compresses to nothing, so the corpus stays small), and ``corpus.yaml`` with its labels:
 where the caller's last word ends, where the pause is, and how the clip is heard (the lead-in,
-the level and the noise, which ``vocero.app.turn_corpus`` adds when it loads a clip, from the
+the level and the noise, which ``vocero.bench.turn_corpus`` adds when it loads a clip, from the
 seed written here). Deterministic: the same tools give the same files.
 
 The held-out half (issue #29) is rendered from sentences written by someone who never saw the

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import select
 
 from tests.support.pg import fresh_db, requires_pg
-from vocero.app.benches_actions import actions
 from vocero.app.settings import REPO_ROOT, db_url
+from vocero.bench.actions import actions
 from vocero.store import Store
 from vocero.store.models import NodeRow
 

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from vocero.app.benches_audit import PAGE, audit
+from vocero.bench.audit import PAGE, audit
 
 pytestmark = pytest.mark.anyio
 

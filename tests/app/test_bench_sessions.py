@@ -10,8 +10,8 @@ from datetime import datetime
 import anyio
 import pytest
 
-from vocero.app import bench_client as bc
-from vocero.app.bench_sessions import default_workers, run_sessions, split
+from vocero.bench import client as bc
+from vocero.bench.sessions import default_workers, run_sessions, split
 from vocero.contracts import codec
 from vocero.contracts import events as ev
 from vocero.inference.sim.vad import EnergyVad

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from vocero.app import bench_ttfa
+from vocero.bench import ttfa as bench_ttfa
 from vocero.evals.client import TurnResult
 from vocero.evals.format import load_files
 from vocero.evals.runner import ScenarioResult

@@ -13,8 +13,8 @@ import pytest
 
 from tests.app.test_profile_rollback import profile_copy
 from tests.support.pg import BACKENDS, fresh_db
-from vocero.app import profile_versions as pv
-from vocero.app.profile_registry import ProfileRegistry
+from vocero.app.adapters import profile_versions as pv
+from vocero.app.adapters.profile_registry import ProfileRegistry
 from vocero.app.settings import db_url
 from vocero.contracts.domain import AgentProfile
 from vocero.speech.knowledge import KnowledgeTools

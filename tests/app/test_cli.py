@@ -17,7 +17,7 @@ import websockets.sync.client as ws_client
 from websockets.exceptions import ConnectionClosed
 
 from tests.support.wsclient import envelope
-from vocero.app.schemas import schema_drift
+from vocero.app.commands.schema import schema_drift
 from vocero.app.settings import add_serve_arguments, settings_from
 
 

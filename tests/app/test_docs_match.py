@@ -9,9 +9,9 @@ import argparse
 import re
 import shlex
 
-from vocero.app.bench import _registry
 from vocero.app.cli import build_parser
 from vocero.app.settings import REPO_ROOT, Settings
+from vocero.bench.command import _registry
 
 README = (REPO_ROOT / "README.md").read_text()
 SCALING = (REPO_ROOT / "docs" / "scaling.md").read_text()

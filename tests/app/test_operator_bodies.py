@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 
 from tests.conftest import DEMO_SCRIPT
 from tests.support.voices import make_wav
-from vocero.app.bodies import BodyError, instant
+from vocero.app.http.bodies import BodyError, instant
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
 

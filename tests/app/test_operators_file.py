@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vocero.app.operators import load_operators
+from vocero.app.http.operators import load_operators
 from vocero.contracts.errors import ConfigError
 
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from sqlalchemy.exc import DBAPIError
 
-from vocero.app.recorder import RetrySettings, StoreRecorder
+from vocero.app.adapters.recorder import RetrySettings, StoreRecorder
 from vocero.contracts.clock import VirtualClock
 from vocero.store import AuditLog, Conversations, Store, upgrade
 
@@ -208,7 +208,7 @@ async def test_a_write_failing_past_the_give_up_time_is_dropped_and_counted(
 async def test_writes_beyond_the_queue_and_after_stop_are_counted_not_blocking(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("vocero.app.recorder.QUEUE", 2)
+    monkeypatch.setattr("vocero.app.adapters.recorder.QUEUE", 2)
     flaky = Flaky(store)
     drops: list[str] = []
     recorder = StoreRecorder(flaky, drops.append, retry=FAST)

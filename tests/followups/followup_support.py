@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from vocero.app.followups_runtime import builtin_tools, followup_services
+from vocero.app.adapters.followups import builtin_tools, followup_services
 from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import AgentProfile, Caller, FollowupSettings, McpServerSpec
 from vocero.contracts.ports import Message

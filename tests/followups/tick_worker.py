@@ -21,7 +21,7 @@ import anyio
 import msgspec
 from followup_support import People, plant, queue_profile
 
-from vocero.app.followups_runtime import OffsetClock
+from vocero.app.adapters.followups import OffsetClock
 from vocero.contracts.domain import Caller
 
 

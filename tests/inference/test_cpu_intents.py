@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from vocero.app.bench_dialogue import score_all
+from vocero.bench.dialogue import score_all
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic
 from vocero.inference.cpu.intents import ACTS, OUT_OF_SCOPE, IntentModel

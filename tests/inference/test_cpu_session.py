@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from vocero.app.bench_ttfs import run_ttfs
+from vocero.bench.ttfs import run_ttfs
 
 pytestmark = [pytest.mark.models, pytest.mark.anyio]
 

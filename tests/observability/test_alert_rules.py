@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from tests.support.promql import selectors
-from vocero.app.endpoint_metrics import EndpointCollector
+from vocero.app.adapters.endpoint_metrics import EndpointCollector
 from vocero.app.settings import REPO_ROOT
 from vocero.inference.sim import build_sim_runners, load_script
 from vocero.observability.metrics import Metrics

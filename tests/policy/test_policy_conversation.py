@@ -16,6 +16,7 @@ from policy_support import FixtureServers
 from starlette.testclient import TestClient
 
 from tests.support.wsclient import ProtocolClient
+from vocero.app.runtime import no_gateway
 from vocero.app.server import create_app
 from vocero.app.settings import REPO_ROOT, Settings
 from vocero.contracts.clock import VirtualClock
@@ -106,14 +107,12 @@ def app(tmp_path: Path, servers: FixtureServers, *, gateway: bool = True,
     config = Settings(runners="sim", db=db or f"sqlite+aiosqlite:///{tmp_path}/vocero.db",
                       sim_script=str(script), operator_token="op-admin-token",
                       identities=identities_file, profiles=profiles(tmp_path, servers))
-    with TestClient(create_app(config)) as client:
+    with TestClient(create_app(config, gateway_for=None if gateway else no_gateway)) as client:
         runtime = client.app.state.runtime  # type: ignore[attr-defined]
         clock = VirtualClock(start=time.time())  # confirmation lifetimes pass when told to
         runtime.actions.clock = runtime.actions.repo.clock = clock
         if settings is not None:
             runtime.actions.settings = settings
-        if not gateway:
-            runtime.gateway_for = lambda _profile, _caller: None
         yield App(client, servers, subjects, clock)
 
 

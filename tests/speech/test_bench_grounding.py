@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from vocero.app.bench import _registry
-from vocero.app.benches_grounding import GOAL_P95_MS, grounding
+from vocero.bench.command import _registry
+from vocero.bench.grounding import GOAL_P95_MS, grounding
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.speech.support import DECEMBER_1, planner
 from vocero.app.cli import main
-from vocero.app.review import RUBRIC_DIMENSIONS, review
+from vocero.app.commands.review import RUBRIC_DIMENSIONS, review
 from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import AgentProfile
 from vocero.speech.admission import Decision
@@ -191,7 +191,7 @@ async def test_the_command_line(tmp_path: Path, demo: AgentProfile,
 def test_an_interruption_after_the_answer_was_self_contained() -> None:
     from datetime import UTC, datetime
 
-    from vocero.app.review import ReviewData, interruption_points
+    from vocero.app.commands.review import ReviewData, interruption_points
     from vocero.store.records import GenerationRecord, SessionRecord
     from vocero.store.units import UnitView
 
@@ -223,7 +223,7 @@ def test_what_a_caller_typed_is_never_a_formula_in_the_rubric(tmp_path: Path) ->
     with a leading ``'``; everything else, and every other column, as it was."""
     from datetime import UTC, datetime
 
-    from vocero.app.review import ReviewData, write_review
+    from vocero.app.commands.review import ReviewData, write_review
     from vocero.store.records import GenerationRecord, SessionRecord, TurnRecord
     from vocero.store.units import UnitView
 

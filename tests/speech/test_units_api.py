@@ -13,7 +13,7 @@ import yaml
 from starlette.testclient import TestClient
 
 from tests.speech.support import DECEMBER_1, planner, stream
-from vocero.app.recorder import StoreRecorder
+from vocero.app.adapters.recorder import StoreRecorder
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
 from vocero.speech.admission import Decision

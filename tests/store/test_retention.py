@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from vocero.app.purge import run_purges
+from vocero.app.commands.purge import run_purges
 from vocero.contracts.clock import VirtualClock
 from vocero.contracts.errors import ConfigError
 from vocero.store import Store

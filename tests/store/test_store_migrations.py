@@ -80,5 +80,5 @@ def test_missing_migrations_directory_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(migrate, "MIGRATIONS_DIR", tmp_path / "nowhere")
-    with pytest.raises(MigrationsNotFoundError, match="pip install -e"):
+    with pytest.raises(MigrationsNotFoundError, match="carries them"):
         upgrade(f"sqlite:///{tmp_path / 'x.db'}")

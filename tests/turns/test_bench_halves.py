@@ -1,8 +1,8 @@
-"""What `vocero bench ttfs` reports per half of the turn corpus (vocero/app/bench_halves.py)."""
+"""What `vocero bench ttfs` reports per half of the turn corpus (vocero/bench/halves.py)."""
 
 from __future__ import annotations
 
-from vocero.app.bench_halves import (
+from vocero.bench.halves import (
     HALVES,
     PausedTurn,
     complete_report,

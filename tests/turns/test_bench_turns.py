@@ -7,9 +7,9 @@ import functools
 import anyio
 import pytest
 
-from vocero.app import bench_turns as bt
-from vocero.app.bench import _registry
-from vocero.app.turn_corpus import Clip, load_corpus
+from vocero.bench import turns as bt
+from vocero.bench.command import _registry
+from vocero.bench.turn_corpus import Clip, load_corpus
 from vocero.contracts.domain import TurnTaking
 from vocero.contracts.ports import Transcription, TurnVerdict
 from vocero.inference.sim.turn import SimTurnJudge

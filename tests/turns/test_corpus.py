@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vocero.app.turn_corpus import CORPUS, active_rms, hear, load_labels, read_flac
+from vocero.bench.turn_corpus import CORPUS, active_rms, hear, load_labels, read_flac
 
 MS = 16  # samples per ms
 

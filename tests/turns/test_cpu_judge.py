@@ -9,7 +9,7 @@ import anyio
 import numpy as np
 import pytest
 
-from vocero.app.turn_corpus import Clip, load_corpus
+from vocero.bench.turn_corpus import Clip, load_corpus
 from vocero.contracts.errors import CapacityError, ErrorCode, VoceroError
 from vocero.inference.cpu import CpuSettings, build_cpu_runners
 from vocero.inference.cpu.audio import Float32

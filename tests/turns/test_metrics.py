@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from vocero.app.telemetry import MetricsPort
+from vocero.app.adapters.telemetry import MetricsPort
 from vocero.observability.metrics import Metrics
 
 

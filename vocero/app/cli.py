@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-
-import anyio
+from collections.abc import Callable, Mapping, Sequence
 
 from vocero.app.settings import (
     add_endpoint_arguments,
@@ -16,13 +14,20 @@ from vocero.app.settings import (
 )
 from vocero.contracts.errors import ConfigError
 
+Command = Callable[[argparse.Namespace], int]
+"""A command that runs outside the composition root, handed in by :mod:`vocero.__main__`."""
 
-def main(argv: Sequence[str] | None = None) -> int:
+
+def main(argv: Sequence[str] | None = None, commands: Mapping[str, Command] | None = None) -> int:
+    """Parse ``argv`` and run its command. ``commands`` runs those declared here but built above
+    the composition root (``bench``); without it they are refused with a configuration error."""
     parser = build_parser()
     args = parser.parse_args(argv)
     arguments = list(sys.argv[1:] if argv is None else argv)
     args.serve_argv = arguments[arguments.index("serve") + 1:] if "serve" in arguments else []
     try:
+        if args.command in (commands or {}):
+            return (commands or {})[args.command](args)
         return _run(args)
     except ConfigError as exc:
         print(f"vocero: configuration error: {exc}", file=sys.stderr)
@@ -50,14 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("--check", action="store_true", help="fail if the committed files differ")
     followups = commands.add_parser("followups", help="the follow-up queue (SPEC §9)")
     followup_commands = followups.add_subparsers(dest="followups_command", required=True)
-    from vocero.app.followups_cli import add_tick_arguments
+    from vocero.app.commands.followups import add_tick_arguments
 
     add_tick_arguments(followup_commands.add_parser("tick", help="one pass of the queue"))
-    from vocero.app.purge import add_purge_arguments
+    from vocero.app.commands.purge import add_purge_arguments
 
     add_purge_arguments(commands.add_parser("purge", help="erase what retention no longer "
                                             "allows; print what was erased as JSON"))
-    from vocero.app.profiles_cli import add_profiles_arguments
+    from vocero.app.commands.profiles import add_profiles_arguments
 
     add_profiles_arguments(commands.add_parser("profiles", help="versioned profiles and "
                                                "catalogs: list, history, rollback (JSON)"))
@@ -91,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "serve" and args.print_config:
-        from vocero.app.print_config import print_config
+        from vocero.app.commands.print_config import print_config
 
         return print_config(settings_from(args), args.serve_argv)
     if args.command == "serve":
@@ -106,33 +111,31 @@ def _run(args: argparse.Namespace) -> int:
         print("database at head")
         return 0
     if args.command == "followups":
-        from vocero.app.followups_runtime import tick_command
+        from vocero.app.commands.followups import tick_command
 
         return tick_command(args)
     if args.command == "profiles":
-        from vocero.app.profiles_cli import profiles_command
+        from vocero.app.commands.profiles import profiles_command
 
         return profiles_command(args)
     if args.command == "purge":
-        from vocero.app.purge import purge_command
+        from vocero.app.commands.purge import purge_command
 
         return purge_command(args)
     if args.command == "review":
-        from vocero.app.review import review_command
+        from vocero.app.commands.review import review_command
         from vocero.app.settings import Settings
 
         return review_command(args, db_url(args.db or _env_db() or Settings().db))
     if args.command == "schema":
-        from vocero.app.schemas import check_schemas, write_schemas
+        from vocero.app.commands.schema import check_schemas, write_schemas
 
         return check_schemas(args.out) if args.check else write_schemas(args.out)
     if args.command == "eval":
         from vocero.evals.command import eval_command
 
         return eval_command(args)
-    from vocero.app.bench import run_bench
-
-    return anyio.run(run_bench, args)
+    raise ConfigError("vocero", args.command, "runs only through the `vocero` command")
 
 
 def _env_db() -> str:

@@ -15,18 +15,19 @@ from typing import Any
 import anyio
 import structlog
 
-from vocero.app.endpoint_metrics import EndpointCollector
-from vocero.app.followups_runtime import (
+from vocero.app.adapters.endpoint_metrics import EndpointCollector
+from vocero.app.adapters.followups import (
     FollowupServices,
     builtin_tools,
     followup_services,
     run_ticks,
 )
-from vocero.app.profile_registry import ProfileRegistry
-from vocero.app.recorder import StoreRecorder
-from vocero.app.recovery import recover_interrupted_sessions
+from vocero.app.adapters.profile_registry import ProfileRegistry
+from vocero.app.adapters.recorder import StoreRecorder
+from vocero.app.adapters.recovery import recover_interrupted_sessions
+from vocero.app.adapters.sessions import GatewayFor
+from vocero.app.adapters.telemetry import MetricsPort
 from vocero.app.settings import Settings, db_url, endpoint_keys
-from vocero.app.telemetry import MetricsPort
 from vocero.contracts.builtins import BuiltinSet
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import AgentProfile, Caller
@@ -64,22 +65,30 @@ from vocero.voice_vault import VaultCipher, VoiceVault, load_key
 
 log = structlog.get_logger("vocero.runtime")
 
-GatewayFor = Callable[[AgentProfile, Caller | None], ToolGateway | None]
-"""The MCP gateway of a session (``caller`` is ``None`` when the outbox worker resumes an
-operation after a restart and no caller is connected). ``None``: MCP tools are denied with
-``authorization_unavailable``."""
-
-
 def no_gateway(profile: AgentProfile, caller: Caller | None) -> ToolGateway | None:
     return None
 
 
 @dataclass
+class StoreOutage:
+    """A store outage as this process lives through it (see ``_store_lost``)."""
+
+    down: bool = False
+    """The last renewal did not reach the store."""
+    told: dict[str, bool] = field(default_factory=dict)
+    """The live sessions told of the outage, each with whether it has gone ``DEGRADED`` yet."""
+
+
+@dataclass(frozen=True)
 class Runtime:
+    """Everything a running server holds, built once by :func:`open_runtime` and never
+    reassigned. What changes while it runs lives in the objects it holds: the live sessions, the
+    store outage, readiness."""
+
     settings: Settings
     identities: IdentityDirectory
     profiles: ProfileRegistry
-    """The head revision of every profile (vocero/app/profile_registry.py)."""
+    """The head revision of every profile (vocero/app/adapters/profile_registry.py)."""
     store: Store
     audit: AuditLog
     conversations: Conversations
@@ -88,28 +97,23 @@ class Runtime:
     port: MetricsPort
     runners_for_session: Callable[[], RunnerSet]
     shared_runners: RunnerSet
-    monotonic: Callable[[], float] = time.monotonic
-    gateway_for: GatewayFor = no_gateway
-    actions: ActionPlane | None = None
-    builtins: BuiltinSet | None = None
-    """Vocero's own tools (``server: vocero``), one provider per plane that implements them."""
-    followups: FollowupServices | None = None
-    connections: McpConnections | None = None
-    consents: OperatorConsent | None = None
-    """The MCP authorizations waiting for an operator (docs/mcp.md "OAuth")."""
-    vault: VoiceVault | None = None
-    node: NodeLease | None = None
+    node: NodeLease
     """This process's lease on the store: what it holds (sessions, outbox rows) and renews."""
-    store_down: bool = False
-    """The last renewal did not reach the store (live sessions are told, see ``_store_lost``)."""
-    store_outage: dict[str, bool] = field(default_factory=dict)
-    """During a store outage, the live sessions told of it, each with whether it has gone
-    ``DEGRADED`` yet."""
+    connections: McpConnections
+    consents: OperatorConsent
+    """The MCP authorizations waiting for an operator (docs/mcp.md "OAuth")."""
+    gateway_for: GatewayFor
+    actions: ActionPlane
+    builtins: BuiltinSet
+    """Vocero's own tools (``server: vocero``), one provider per plane that implements them."""
+    followups: FollowupServices
+    vault: VoiceVault
+    monotonic: Callable[[], float] = time.monotonic
+    outage: StoreOutage = field(default_factory=StoreOutage)
     live: dict[str, Session] = field(default_factory=dict)
     released: dict[str, anyio.Event] = field(default_factory=dict)
     """Set once a live session's connection has let go of it (see ``SessionFactory``)."""
     ready: anyio.Event = field(default_factory=anyio.Event)
-    tg: anyio.abc.TaskGroup | None = None
 
     async def wait_ready(self, timeout_s: float = 30.0) -> bool:
         with anyio.move_on_after(timeout_s):
@@ -213,12 +217,19 @@ def vault_key_file(url: str) -> Path:
     return (database.parent if database is not None else Path("var")) / "vault.key"
 
 
+Runners = tuple[RunnerSet, Callable[[], RunnerSet]]
+"""The runners every session shares, and how a session gets its own (see :func:`build_runners`)."""
+
+
 @asynccontextmanager
 async def open_runtime(
-    settings: Settings, config: tuple[IdentityDirectory, ProfileCatalog] | None = None
+    settings: Settings, config: tuple[IdentityDirectory, ProfileCatalog] | None = None, *,
+    runners: Runners | None = None, gateway_for: GatewayFor | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open everything the server holds. ``config`` is the already loaded identities and
-    profiles (``serve`` loads them before binding, to fail fast); otherwise they load here."""
+    profiles (``serve`` loads them before binding, to fail fast); otherwise they load here.
+    ``runners`` replaces the ones ``settings`` names (a benchmark's variant of them);
+    ``gateway_for`` replaces the sessions' MCP gateways (``no_gateway``: MCP tools denied)."""
     identities, profiles = config or load_config(settings)
     url = db_url(settings.db)
     await upgrade_async(url)
@@ -237,51 +248,36 @@ async def open_runtime(
         units=UnitRepository(store), audit=audit,
         on_pending=lambda pending: port.gauge("queue_depth", pending, link="recorder"),
     )
-    shared, per_session = build_runners(settings)
+    shared, per_session = runners or build_runners(settings)
     metrics.registry.register(EndpointCollector(shared))  # serving engines, by stage
-    runtime = Runtime(
-        settings=settings,
-        identities=identities,
-        profiles=heads,
-        store=store,
-        audit=audit,
-        conversations=conversations,
-        recorder=recorder,
-        metrics=metrics,
-        port=port,
-        runners_for_session=per_session,
-        shared_runners=shared,
-        node=node,
-    )
     vault_key = load_key(vault_key_file(url))  # one key, read once, never printed
     # MCP OAuth tokens are sealed with the vault key (docs/mcp.md "OAuth").
     cipher = VaultCipher(vault_key)
-    runtime.consents = OperatorConsent(  # an operator authorizes a server in a browser
-        SqlConsentRepository(store), cipher, node_id=node.id,
-        audit=partial(record_safely, runtime.audit),
+    consents = OperatorConsent(  # an operator authorizes a server in a browser
+        SqlConsentRepository(store), cipher, node_id=node.id, audit=partial(record_safely, audit),
     )
     mcp_auth = AuthOptions(
-        sealer=cipher,
-        repository=SqlOAuthTokenRepository(store),
-        operator=runtime.consents,
+        sealer=cipher, repository=SqlOAuthTokenRepository(store), operator=consents,
     )
     connections = McpConnections.from_profiles(
-        list(profiles), audit=runtime.audit, pins=SqlPinRepository(store), auth=mcp_auth,
+        list(profiles), audit=audit, pins=SqlPinRepository(store), auth=mcp_auth,
         settings=GatewaySettings(input_timeout_s=settings.mcp_input_timeout_s),
     )
-    runtime.connections = connections
-    runtime.gateway_for = lambda profile, caller: McpGateway(connections, profile, observer=port)
-    followups = runtime.followups = followup_services(
+    if gateway_for is None:
+        def gateway_for(profile: AgentProfile, caller: Caller | None) -> ToolGateway | None:
+            return McpGateway(connections, profile, observer=port)
+    sessions_gateway = gateway_for
+    followups = followup_services(
         store, SystemClock(), conversations, recorder=recorder, metrics=port,
         profiles=heads.get,
     )
-    runtime.builtins = BuiltinSet(builtin_tools(followups), knowledge)
-    runtime.actions = ActionPlane(
+    builtins = BuiltinSet(builtin_tools(followups), knowledge)
+    actions = ActionPlane(
         store,
-        builtins=runtime.builtins,
+        builtins=builtins,
         profiles=heads.get,
         metrics=port,
-        gateway_for=lambda profile: runtime.gateway_for(profile, None),
+        gateway_for=lambda profile: sessions_gateway(profile, None),
         owner=node.id,
         lease_ttl_s=settings.lease_ttl_s,
         executor_settings=ExecutorSettings(
@@ -289,37 +285,38 @@ async def open_runtime(
             retry_delay_s=settings.outbox_retry_s,
         ),
     )
-    queue = followups.attach_queue(runtime.actions, profiles=heads.get, directory=identities,
-                                   lease=node)
+    queue = followups.attach_queue(actions, profiles=heads.get, directory=identities, lease=node)
+    vault = VoiceVault(store, key=vault_key, on_revoked=getattr(shared.tts, "forget_voice", None))
+    runtime = Runtime(
+        settings=settings, identities=identities, profiles=heads, store=store, audit=audit,
+        conversations=conversations, recorder=recorder, metrics=metrics, port=port,
+        runners_for_session=per_session, shared_runners=shared, node=node,
+        connections=connections, consents=consents, gateway_for=sessions_gateway,
+        actions=actions, builtins=builtins, followups=followups, vault=vault,
+    )
     try:
-        runtime.vault = VoiceVault(
-            store,
-            key=vault_key,
-            on_revoked=getattr(shared.tts, "forget_voice", None),
-        )
-        await runtime.vault.load()
+        await vault.load()
         # sessions a crash left live are closed (and stay resumable) before any connection;
         # those of live peers are theirs
         await recover_interrupted_sessions(
-            conversations, runtime.audit, window_s=settings.resume_window_s,
+            conversations, audit, window_s=settings.resume_window_s,
             on_closed=followups.session_ended,
         )
         async with anyio.create_task_group() as tg:
-            runtime.tg = tg
             await tg.start(partial(node.run, on_beat=partial(_heartbeat, runtime),
                                    on_failure=partial(_store_lost, runtime)))
             await tg.start(recorder.run)
-            await tg.start(runtime.actions.run)
+            await tg.start(actions.run)
             await tg.start(followups.reviews.run)
             tick = partial(run_ticks, queue, SystemClock(), settings.followups_tick_s)
             await tg.start(partial(tick, ready=runtime.ready))
-            tg.start_soon(_warm_up, runtime)
+            tg.start_soon(_warm_up, runtime, tg)
             try:
                 yield runtime
             finally:
                 for session in list(runtime.live.values()):
                     session.close("shutdown")
-                await runtime.actions.drain(5)
+                await actions.drain(5)
                 with anyio.move_on_after(5, shield=True):
                     await recorder.flush()
                     await runtime.audits_settled()
@@ -336,10 +333,10 @@ async def _store_lost(runtime: Runtime) -> None:
     as it is idle (one busy answering when the store went away, at a later failed renewal);
     writes fail closed meanwhile (nothing is sent without its durable record). Speech or a
     turn takes a degraded session back to listening, as after a recogniser outage."""
-    if not runtime.store_down:
-        runtime.store_down = True
+    if not runtime.outage.down:
+        runtime.outage.down = True
         log.warning("store.unavailable", sessions=len(runtime.live))
-    outage = runtime.store_outage
+    outage = runtime.outage.told
     for session_id, session in list(runtime.live.items()):
         if outage.get(session_id):
             continue
@@ -352,8 +349,8 @@ async def _store_lost(runtime: Runtime) -> None:
 
 
 def _store_back(runtime: Runtime) -> None:
-    runtime.store_down = False
-    runtime.store_outage.clear()
+    runtime.outage.down = False
+    runtime.outage.told.clear()
     log.info("store.available", sessions=len(runtime.live))
     for session in list(runtime.live.values()):
         if session.machine.state == "DEGRADED" and not session.core.stt_down():
@@ -364,7 +361,7 @@ async def _heartbeat(runtime: Runtime) -> None:
     """After each renewal: leave a store outage, let go of live sessions another process took
     over (a resume there), and take over sessions whose holder is gone (closed as ended by a
     crash, resumable anywhere)."""
-    if runtime.store_down:
+    if runtime.outage.down:
         _store_back(runtime)
     lost = await runtime.conversations.not_held(list(runtime.live))
     for session_id in lost:
@@ -374,7 +371,7 @@ async def _heartbeat(runtime: Runtime) -> None:
             session.close("replaced")
     await recover_interrupted_sessions(
         runtime.conversations, runtime.audit, window_s=runtime.settings.resume_window_s,
-        on_closed=runtime.followups.session_ended if runtime.followups is not None else None,
+        on_closed=runtime.followups.session_ended,
     )
 
 
@@ -402,17 +399,16 @@ def _warm_locales(locales: list[str]) -> None:
         warm_locale(tag)
 
 
-async def _warm_up(runtime: Runtime) -> None:
-    """Ready once every runner is warm and every MCP server had its first connection attempt."""
+async def _warm_up(runtime: Runtime, tg: anyio.abc.TaskGroup) -> None:
+    """Ready once every runner is warm and every MCP server had its first connection attempt
+    (the connections then run in ``tg``, the runtime's own task group)."""
     started = time.monotonic()
-    assert runtime.tg is not None
     locales = sorted({profile.locale for profile in runtime.profiles} | {"en-US"})
     async with anyio.create_task_group() as warming:
         warming.start_soon(runtime.shared_runners.warm_up)
         # The spoken forms' CLDR data, off the event loop (its first use blocks for ~0.25 s).
         warming.start_soon(anyio.to_thread.run_sync, _warm_locales, locales)
-        if runtime.connections is not None:
-            await runtime.tg.start(runtime.connections.run)
+        await tg.start(runtime.connections.run)
     if runtime.settings.freeze_heap:
         freeze_heap()
     runtime.ready.set()

@@ -14,7 +14,7 @@ import anyio
 import structlog
 import uvicorn
 
-from vocero.app.operator_api import CALLBACK_PATH
+from vocero.app.http.operator_api import CALLBACK_PATH
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
 from vocero.observability.logging import configure_logging

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -15,7 +14,11 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
-from vocero.app import (
+from vocero.app.adapters.scrape import refresh_gauges
+from vocero.app.adapters.sessions import GatewayFor, SessionFactory
+from vocero.app.adapters.telemetry import traces
+from vocero.app.commands.purge import purging
+from vocero.app.http import (
     console_api,
     followups_api,
     operator_api,
@@ -23,14 +26,10 @@ from vocero.app import (
     units_api,
     voice_api,
 )
-from vocero.app.headers import SecurityHeaders
-from vocero.app.operators import load_operators
-from vocero.app.purge import purging
+from vocero.app.http.headers import SecurityHeaders
+from vocero.app.http.operators import load_operators
 from vocero.app.runtime import Runtime, open_runtime
-from vocero.app.scrape import refresh_gauges
-from vocero.app.sessions import SessionFactory
 from vocero.app.settings import Settings
-from vocero.app.telemetry import traces
 from vocero.contracts.clock import SystemClock
 from vocero.identity.identities import IdentityDirectory
 from vocero.identity.profiles import ProfileCatalog
@@ -38,8 +37,7 @@ from vocero.relay.connection import Connection
 from vocero.relay.limits import PendingConnections
 from vocero.relay.origins import OriginPolicy
 from vocero.relay.ports import RelayConfig
-
-STATIC = Path(__file__).parent / "static"
+from vocero.web import STATIC
 
 
 async def healthz(request: Request) -> Response:
@@ -63,7 +61,7 @@ async def readyz(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
-    await refresh_gauges(runtime)
+    await refresh_gauges(runtime.metrics, runtime.shared_runners, runtime.store)
     body, content_type = runtime.metrics.render()
     return Response(body, media_type=content_type)
 
@@ -77,15 +75,19 @@ async def realtime(websocket: WebSocket) -> None:
 
 
 def create_app(
-    settings: Settings, config: tuple[IdentityDirectory, ProfileCatalog] | None = None
+    settings: Settings, config: tuple[IdentityDirectory, ProfileCatalog] | None = None, *,
+    gateway_for: GatewayFor | None = None,
 ) -> Starlette:
+    """The application ``serve`` runs. ``gateway_for`` replaces the sessions' MCP gateways
+    (:func:`vocero.app.runtime.no_gateway`: every MCP tool is denied, as when no gateway is
+    reachable)."""
     operators = load_operators(settings.operators, settings.operator_token)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with (
             traces(settings.otlp_endpoint),
-            open_runtime(settings, config) as runtime,
+            open_runtime(settings, config, gateway_for=gateway_for) as runtime,
             purging(runtime.store, settings.retention, settings.purge_every_s, SystemClock()),
         ):
             app.state.runtime = runtime

@@ -10,11 +10,17 @@ from pathlib import Path
 from vocero.contracts.secrets import NO_SECRET, Secret
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+"""The source checkout, when running from one (benchmarks and ``vocero schema`` need it)."""
 
 
-def _fixtures() -> Path:
-    shipped = REPO_ROOT / "fixtures"
-    return shipped if shipped.is_dir() else Path.cwd() / "fixtures"
+def shipped(relative: str) -> Path:
+    """A file the defaults need (the demo's profiles, identities and MCP servers): read in place
+    in a source checkout, else from the copy the wheel carries under ``vocero/_data/``
+    (``setup.py``), so an installed wheel runs the demo from any directory."""
+    in_checkout = REPO_ROOT / relative
+    if in_checkout.exists():
+        return in_checkout
+    return Path(__file__).resolve().parents[1] / "_data" / relative
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +104,11 @@ class Settings:
 
     @property
     def profiles_dir(self) -> Path:
-        return Path(self.profiles) if self.profiles else _fixtures() / "profiles"
+        return Path(self.profiles) if self.profiles else shipped("fixtures/profiles")
 
     @property
     def identities_file(self) -> Path:
-        return Path(self.identities) if self.identities else _fixtures() / "identities.yaml"
+        return Path(self.identities) if self.identities else shipped("fixtures/identities.yaml")
 
 
 def _env(name: str, default: str) -> str:

@@ -9,11 +9,19 @@ import anyio.to_thread
 from alembic import command
 from alembic.config import Config
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+def _migrations_dir() -> Path:
+    """``migrations/`` of the source checkout, else the copy a wheel carries (``setup.py``)."""
+    package = Path(__file__).resolve().parents[1]
+    in_checkout = package.parent / "migrations"
+    return in_checkout if in_checkout.is_dir() else package / "_data" / "migrations"
+
+
+MIGRATIONS_DIR = _migrations_dir()
 
 
 class MigrationsNotFoundError(RuntimeError):
-    """The ``migrations/`` directory is not beside the package (a non-editable install)."""
+    """Neither the checkout's ``migrations/`` nor a wheel's copy of it is there."""
 
 
 def alembic_config(url: str) -> Config:
@@ -21,7 +29,7 @@ def alembic_config(url: str) -> Config:
     if not (MIGRATIONS_DIR / "env.py").is_file():
         raise MigrationsNotFoundError(
             f"Alembic migrations not found at {MIGRATIONS_DIR}; install Vocero from its source "
-            "tree (pip install -e .) so migrations/ sits beside the vocero package"
+            "tree or from a wheel built by its setup.py, which carries them"
         )
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))

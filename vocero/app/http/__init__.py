@@ -1,0 +1,2 @@
+"""The HTTP surface of the composition root: the operator API (SPEC §3), the routes the console
+needs, their request bodies and query parameters, operator authentication and security headers."""
