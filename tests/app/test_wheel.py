@@ -68,14 +68,15 @@ def test_an_installed_wheel_serves_the_demo_from_an_empty_directory(tmp_path: Pa
     env_dir = _install(tmp_path, _build_wheel(tmp_path))
     home = tmp_path / "elsewhere"
     home.mkdir()
+    # as a user's shell would be: no checkout on the path, no Vocero settings
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("VOCERO_") and k != "PYTHONPATH"}
     located = subprocess.run([str(env_dir / "bin" / "python"), "-c",
                               "import vocero; print(vocero.__file__)"],
-                             cwd=home, capture_output=True, text=True, check=True)
+                             cwd=home, env=env, capture_output=True, text=True, check=True)
     assert Path(located.stdout.strip()).is_relative_to(env_dir), located.stdout
 
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOCERO_")}
-    env.pop("PYTHONPATH", None)
     proc = subprocess.Popen(
         [str(env_dir / "bin" / "vocero"), "serve", "--port", str(port)],
         cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
