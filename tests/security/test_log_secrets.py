@@ -26,7 +26,7 @@ from tests.security.support import (
 from tests.support.wsclient import ProtocolClient
 from vocero.app.server import create_app
 from vocero.observability.logging import LogFormat
-from vocero.relay import connection
+from vocero.relay import dispatch
 
 
 def _fail_the_session(client: TestClient) -> tuple[str, int]:
@@ -51,7 +51,7 @@ def test_a_failed_session_logs_none_of_the_secrets_in_play(
 
     # A server bug on the session's path (the original trigger, a deeply nested update, is
     # refused since finding 2): the relay's catch-all logs it with its traceback.
-    monkeypatch.setattr(connection, "sanitize", broken)
+    monkeypatch.setattr(dispatch, "sanitize", broken)
     with captured_logs(fmt) as out, TestClient(create_app(settings(tmp_path))) as client:
         resume_token, close = _fail_the_session(client)
         assert client.get("/healthz").status_code == 200
