@@ -332,11 +332,5 @@ class _Reader:
                 return
 
 
-_MONTH_ABBREVIATIONS = {"jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8,
-                        "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12}
-
-
 def _month(word: str) -> int | None:
-    if word in lx.MONTHS:
-        return lx.MONTHS.index(word) + 1
-    return _MONTH_ABBREVIATIONS.get(word)
+    return lx.MONTHS.get(word)

@@ -1,6 +1,6 @@
 """What a caller's spoken answer says for the fields of a server's question, and how a value is
 said back: dates, times, numbers (in words or digits), choices and yes/no. Free text is never
-guessed from speech."""
+guessed from speech. Number words are the English lexicon's (:mod:`vocero.contracts.lexicon`)."""
 
 from __future__ import annotations
 
@@ -9,17 +9,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from vocero.contracts.lexicon.en import LEXICON
 from vocero.inference.cpu import confirmation, slots
 from vocero.policy.readback import speak_date
 
-_UNITS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
-    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
-    "nineteen": 19,
-}  # fmt: skip
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
-         "eighty": 80, "ninety": 90}  # fmt: skip
+_UNITS = {w: v for w, v in LEXICON.numbers.cardinals.items() if v < 20}
+"""Zero to nineteen, the English lexicon's (:mod:`vocero.contracts.lexicon`)."""
+_TENS = {w: v for w, v in LEXICON.numbers.cardinals.items() if v >= 20}
 
 
 def values_in(

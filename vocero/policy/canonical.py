@@ -1,16 +1,18 @@
 """Canonical arguments: what a proposal binds to, resolved before the caller is asked.
 
 The model's arguments are a draft. Before a proposal exists, every consequential value is made
-explicit in application terms (seed 001, "an ambiguous spoken date or amount must be resolved
-before it can become a meaningful proposal"): dates become ISO dates in the caller's IANA
-timezone, times ``HH:MM`` (24 h), amounts a decimal string with an ISO 4217 currency, ids are
-trimmed, upper-cased and matched against the tool's pinned schema, strings have their whitespace
-collapsed. A value that cannot be resolved without guessing raises :class:`CanonicalError` with a
-question the conversation can ask; nothing is proposed.
+explicit in application terms (docs/adr/0009-policy-outside-the-llm.md: arguments are canonicalised
+before they are hashed; an ambiguous spoken date or amount is resolved before it can become a
+proposal): dates become ISO dates in the caller's IANA timezone, times ``HH:MM`` (24 h), amounts a
+decimal string with an ISO 4217 currency, ids are trimmed, upper-cased and matched against the
+tool's pinned schema, strings have their whitespace collapsed. Month, weekday, relative-day and
+named-time words are the English lexicon's (:mod:`vocero.contracts.lexicon`). A value that cannot be
+resolved without guessing raises :class:`CanonicalError` with a question the conversation can ask;
+nothing is proposed.
 
 The principal never comes from here: keys naming a subject, scopes or ``_meta`` are dropped (the
-model can never set them), and a tenant key naming another tenant is reported as a claim the
-gate turns into ``cross_tenant_target``.
+model can never set them), and a tenant key naming another tenant is reported as a claim the gate
+turns into ``cross_tenant_target``.
 """
 
 from __future__ import annotations
@@ -23,17 +25,23 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vocero.contracts.builtins import Canonical, CanonicalError, Context, zone_of
+from vocero.contracts.lexicon.en import LEXICON
 
 __all__ = [
     "Canonical", "CanonicalError", "Context", "canonicalize", "observed_versions",
     "zone_of",
 ]
 
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-MONTHS = (
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december",
-)
+WEEKDAYS = LEXICON.calendar.weekdays
+"""Weekday names → 0 (Monday) … 6: the English lexicon's (:mod:`vocero.contracts.lexicon`)."""
+MONTHS = LEXICON.calendar.months
+"""Month names → 1 … 12; a prefix of three letters or more names a month too ("sept")."""
+RELATIVE_DAYS = {
+    **{word: ahead for word, ahead in LEXICON.calendar.relative_days.items() if ahead >= 0},
+    "the day after tomorrow": 2,
+}
+"""Days named from today; a proposal's date is never resolved from "yesterday": it is asked."""
+NAMED_TIMES = {word: f"{h:02d}:{m:02d}" for word, (h, m) in LEXICON.clock.named_times.items()}
 TENANT_KEYS = frozenset({"tenant", "tenant_id"})
 PRINCIPAL_KEYS = frozenset({"subject", "subject_ref", "principal", "scopes", "_meta", "caller"})
 VERSION_KEYS = ("expected_version", "version")
@@ -204,15 +212,13 @@ def resolve_date(key: str, value: Any, ctx: Context) -> date:
             return date.fromisoformat(text[:10])
         except ValueError:
             pass
-    relative = {"today": 0, "tomorrow": 1, "day after tomorrow": 2,
-                "the day after tomorrow": 2}
-    if text in relative:
-        return today + timedelta(days=relative[text])
+    if text in RELATIVE_DAYS:
+        return today + timedelta(days=RELATIVE_DAYS[text])
     words = text.split()
     if words and words[-1] in WEEKDAYS and len(words) <= 2 and words[0] in (
         words[-1], "this", "next", "coming"
     ):
-        ahead = (WEEKDAYS.index(words[-1]) - today.weekday()) % 7
+        ahead = (WEEKDAYS[words[-1]] - today.weekday()) % 7
         return today + timedelta(days=ahead or 7)
     found = _month_date(text, today)
     if found is not None:
@@ -267,17 +273,16 @@ def _month_date(text: str, today: date) -> date | None:
 
 
 def _month(word: str) -> int | None:
-    for index, name in enumerate(MONTHS, start=1):
+    for name, month in MONTHS.items():
         if len(word) >= 3 and name.startswith(word):
-            return index
+            return month
     return None
 
 
 def resolve_time(key: str, value: Any) -> str:
     text = str(value).strip().lower().removeprefix("at ").strip()
-    named = {"noon": "12:00", "midday": "12:00", "midnight": "00:00"}
-    if text in named:
-        return named[text]
+    if text in NAMED_TIMES:
+        return NAMED_TIMES[text]
     match = _HHMM.match(text)
     if match:
         return f"{int(match.group(1)):02d}:{match.group(2)}"

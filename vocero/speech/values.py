@@ -1,5 +1,5 @@
-"""Critical values (SPEC §8): the numbers, amounts, dates, times, weekdays and identifiers of a
-text, each in a canonical form, and its restriction words.
+"""Critical values (docs/grounding.md "Planning units"): the numbers, amounts, dates, times,
+weekdays and identifiers of a text, each in a canonical form, and its restriction words.
 
 The check is lexical by design: every critical value of a spoken unit must be found, by its
 canonical form, in the unit's evidence (its claims' text, this turn's tool results, the caller's
@@ -10,6 +10,8 @@ it needs the same words in the evidence.
 
 Extraction goes from the most specific shape to the least (times, dates, amounts, identifiers,
 numbers) and a matched span is not read again, so "10:30" is one time and not two numbers.
+Month, weekday, relative-day, number and named-time words are the English lexicon's
+(:mod:`vocero.contracts.lexicon`).
 """
 
 from __future__ import annotations
@@ -22,44 +24,22 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, Literal
 
+from vocero.contracts.lexicon.base import WEEKDAY_CODES, alternation
+from vocero.contracts.lexicon.en import LEXICON
+
 ValueKind = Literal["number", "amount", "date", "time", "weekday", "identifier"]
 
 RESTRICTION_WORDS = ("not", "no", "never", "only", "unless", "except", "without")
 
-MONTHS = {
-    name: index
-    for index, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
-         ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
-         ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-         ("december", "dec")],
-        start=1,
-    )
-    for name in names
-}  # fmt: skip
-WEEKDAYS = {
-    "monday": 0, "mon": 0, "tuesday": 1, "tue": 1, "tues": 1, "wednesday": 2, "wed": 2,
-    "thursday": 3, "thu": 3, "thur": 3, "thurs": 3, "friday": 4, "fri": 4, "saturday": 5,
-    "sat": 5, "sunday": 6, "sun": 6,
-}  # fmt: skip
-WEEKDAY_CODES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-RELATIVE_DAYS = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}
-UNITS_WORDS = {
-    "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
-    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
-}  # fmt: skip
+_EN = LEXICON.calendar
+MONTHS = {**_EN.months, **_EN.month_abbreviations}
+WEEKDAYS = {**_EN.weekdays, **_EN.weekday_abbreviations}
+RELATIVE_DAYS = _EN.relative_days
+UNITS_WORDS = {w: v for w, v in LEXICON.numbers.cardinals.items() if v < 20 and w != "one"}
 """"one" is left out on purpose: "one of our team", "the one on Friday" carry no quantity."""
-TENS_WORDS = {
-    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
-    "eighty": 80, "ninety": 90,
-}  # fmt: skip
-ORDINAL_WORDS = {
-    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
-    "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13,
-    "fourteenth": 14, "fifteenth": 15, "sixteenth": 16, "seventeenth": 17, "eighteenth": 18,
-    "nineteenth": 19, "twentieth": 20, "thirtieth": 30,
-}  # fmt: skip
+TENS_WORDS = {w: v for w, v in LEXICON.numbers.cardinals.items() if v >= 20}
+ORDINAL_WORDS = LEXICON.numbers.ordinals
+NAMED_TIMES = LEXICON.clock.named_times
 _MEASURES = """second minute hour day night week month year inch foot feet mile meter metre km kg
 pound degree step page piece pack seat room person star point time"""
 MEASURE_WORDS = frozenset(_MEASURES.split())
@@ -70,11 +50,15 @@ CURRENCIES = {
     "₹": "INR", "inr": "INR", "rupee": "INR", "rupees": "INR",
 }  # fmt: skip
 
-_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
-_WEEKDAY = "|".join(sorted(WEEKDAYS, key=len, reverse=True))
-_NUMBER_WORD = "|".join(sorted([*UNITS_WORDS, *TENS_WORDS], key=len, reverse=True))
-_ORDINAL_WORD = "|".join(sorted(ORDINAL_WORDS, key=len, reverse=True))
-_DAY = rf"(?:\d{{1,2}}(?:st|nd|rd|th)?|(?:(?:twenty|thirty)[\s-])?(?:{_ORDINAL_WORD}))"
+_MONTH = alternation(MONTHS)
+_WEEKDAY = alternation(WEEKDAYS)
+_RELATIVE = alternation(RELATIVE_DAYS)
+_NAMED_TIME = alternation(NAMED_TIMES)
+_NUMBER_WORD = alternation([*UNITS_WORDS, *TENS_WORDS])
+_ORDINAL_WORD = alternation(ORDINAL_WORDS)
+_DAY_TENS = alternation(w for w, v in TENS_WORDS.items() if v <= 30)
+"""Tens a day of the month is said with ("twenty-first", "thirtieth")."""
+_DAY = rf"(?:\d{{1,2}}(?:st|nd|rd|th)?|(?:(?:{_DAY_TENS})[\s-])?(?:{_ORDINAL_WORD}))"
 _MERIDIEM = r"(?P<mer>a\.?\s?m\.?|p\.?\s?m\.?)(?![a-z])"
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
@@ -84,14 +68,14 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("time", re.compile(
         rf"\b(?P<h>[01]?\d|2[0-3])(?::(?P<m>[0-5]\d))?\s?{_MERIDIEM}", re.IGNORECASE)),
     ("time", re.compile(r"\b(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?::[0-5]\d)?\b")),
-    ("time", re.compile(r"\b(?P<word>noon|midday|midnight)\b", re.IGNORECASE)),
+    ("time", re.compile(rf"\b(?P<word>{_NAMED_TIME})\b", re.IGNORECASE)),
     ("md", re.compile(
         rf"\b(?P<mo>{_MONTH})\.?\s+(?P<d>{_DAY})\b(?:,?\s+(?P<y>\d{{4}}))?", re.IGNORECASE)),
     ("dm", re.compile(
         rf"\b(?P<d>{_DAY})\s+(?:of\s+)?(?P<mo>{_MONTH})\b\.?(?:,?\s+(?P<y>\d{{4}}))?",
         re.IGNORECASE)),
     ("slash", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?P<y>\d{2,4}))?\b")),
-    ("relative", re.compile(r"\b(?P<rel>today|tonight|tomorrow|yesterday)\b", re.IGNORECASE)),
+    ("relative", re.compile(rf"\b(?P<rel>{_RELATIVE})\b", re.IGNORECASE)),
     ("weekday", re.compile(rf"\b(?P<wd>{_WEEKDAY})(?:s|'s)?\b\.?", re.IGNORECASE)),
     ("amount", re.compile(
         r"(?P<cur>[$€£₹])\s?(?P<v>\d[\d,]*(?:\.\d+)?)|"
@@ -108,7 +92,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"(?P<word>{_NUMBER_WORD}))\b(?:\s+(?P<mul>hundred|thousand))?", re.IGNORECASE)),
 ]  # fmt: skip
 _MAYBE = re.compile(
-    rf"\d|[$€£₹]|\b(?:noon|midday|midnight|today|tonight|tomorrow|yesterday|{_WEEKDAY}|"
+    rf"\d|[$€£₹]|\b(?:{_NAMED_TIME}|{_RELATIVE}|{_WEEKDAY}|"
     rf"{_MONTH}|{_NUMBER_WORD})",
     re.IGNORECASE,
 )
@@ -241,8 +225,8 @@ def _read(shape: str, match: re.Match[str], today: date | None) -> Iterator[Valu
 def _time(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
     groups = match.groupdict()
     if groups.get("word"):
-        word = groups["word"].casefold()
-        yield ("time", "00:00" if word == "midnight" else "12:00")
+        hour, minute = NAMED_TIMES[groups["word"].casefold()]
+        yield ("time", f"{hour:02d}:{minute:02d}")
         return
     hour, minute = int(groups["h"]), int(groups.get("m") or 0)
     meridiem = (groups.get("mer") or "").casefold().replace(".", "").replace(" ", "")
@@ -289,7 +273,7 @@ def _slash(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, st
 
 
 def _relative(match: re.Match[str], today: date | None) -> Iterator[tuple[ValueKind, str]]:
-    word = match["rel"].casefold()
+    word = " ".join(match["rel"].casefold().split())
     if today is None:
         yield ("date", word)
         return
@@ -298,7 +282,7 @@ def _relative(match: re.Match[str], today: date | None) -> Iterator[tuple[ValueK
 
 def _weekday(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
     word = match["wd"].casefold()
-    if word in ("sat", "sun", "wed", "mon", "fri", "thu", "tue") and match["wd"].islower():
+    if word in _EN.capitalised_only and match["wd"].islower():
         return  # "sat down", "sun", "wed": short forms count only when capitalised
     yield ("weekday", WEEKDAY_CODES[WEEKDAYS[word]])
 

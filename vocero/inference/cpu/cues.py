@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from vocero.contracts.builtins import KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.lexicon.en import LEXICON
 from vocero.contracts.ports import ClaimTopic
 from vocero.inference.cpu import router, schema, slots
 
@@ -29,9 +30,7 @@ _QUESTION = re.compile(
     r"should|am)\b|\b(?:what|who|how) (?:do|should|can) (?:i|we)\b",
     re.I,
 )
-_DAYS = frozenset(
-    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-)
+_DAYS = frozenset(LEXICON.calendar.weekdays)
 _MINE = re.compile(r"\b(?:my|our|mine)\s+(?:\w+\s+){0,2}?(\w+)", re.I)
 
 

@@ -34,6 +34,8 @@ import structlog
 
 from vocero.contracts.builtins import FOLLOWUPS_TOOL, KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.lexicon.base import alternation
+from vocero.contracts.lexicon.en import LEXICON
 from vocero.contracts.ports import ClaimTopic, LlmRequest, ToolIntent
 from vocero.inference.cpu import (
     confirmation,
@@ -57,13 +59,17 @@ question because "close" is one of their topics)."""
 CATALOG_OVER_TOOL = 0.6
 """The probability for the catalog search at which a line the rules took for an incomplete
 tool request asks the catalog instead."""
+_CLOCK_NUMBERS = alternation(
+    w for w, v in LEXICON.numbers.cardinals.items() if 1 <= v <= 12 or v in (15, 30)
+)
+"""Number words of a clock time: the hours, "fifteen" and "thirty" minutes."""
 _VALUE_WORDS = re.compile(
     r"\b(?:\d\S*|[a-z]{1,3}-?\d\S*|a\.?m\.?|p\.?m\.?|at|on|in|the|by|around|of|and|or|"
     r"next|this|coming|today|tonight|tomorrow|morning|afternoon|evening|noon|midday|week|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|o'?clock|half|quarter|past|to|"
-    r"january|february|march|april|may|june|july|august|september|october|november|december|"
-    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirty|fifteen|"
-    r"forty-?five|please|ok|okay|yes|no|it'?s|it|is|make|say|let's|lets|how|about)\b",
+    rf"{alternation(LEXICON.calendar.weekdays)}|o'?clock|half|quarter|past|to|"
+    rf"{alternation(LEXICON.calendar.months)}|"
+    rf"{_CLOCK_NUMBERS}|forty-?five|"
+    r"please|ok|okay|yes|no|it'?s|it|is|make|say|let's|lets|how|about)\b",
     re.I,
 )
 

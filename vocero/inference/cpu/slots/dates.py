@@ -1,0 +1,159 @@
+"""Calendar dates and moments in an utterance: month days ("March 10", "the fourteenth of
+March"), "the 14th" alone, relative days ("tomorrow", "tmrw"), weekdays ("next Tuesday") and
+"in 3 days", resolved against the caller's today; a moment is a date and a clock time in the
+caller's zone. Month, weekday and relative-day words are the English lexicon's
+(:mod:`vocero.contracts.lexicon`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from vocero.contracts.lexicon.base import alternation
+from vocero.contracts.lexicon.en import LEXICON
+from vocero.inference.cpu.slots.numbers import ORDINAL_WORDS, TENS_WORDS, small_number
+from vocero.inference.cpu.slots.times import PART_DEFAULT_HOURS, part_of_day
+from vocero.inference.cpu.slots.times import clock as clock_in
+
+_CALENDAR = LEXICON.calendar
+MONTHS = {**_CALENDAR.months, **_CALENDAR.month_abbreviations}
+WEEKDAYS = _CALENDAR.weekdays
+"""Weekdays by their full names: a short form ("sat", "wed") is too often another word."""
+_RELATIVE_DAYS = [
+    (re.compile(rf"\b(?:{alternation([word])})\b"), ahead)
+    for word, ahead in sorted(_CALENDAR.relative_days.items(), key=lambda p: (-p[1], -len(p[0])))
+    if ahead >= 0
+]
+"""Days named from today, the furthest first ("the day after tomorrow" is not tomorrow)."""
+_DAY_TENS = alternation(w for w, v in TENS_WORDS.items() if v <= 30)
+"""Tens a day of the month is said with ("twenty-first", "thirtieth")."""
+_THIS_PART = re.compile(r"\bthis\s+(?:morning|afternoon|evening)\b")
+
+MONTH_RE = alternation(MONTHS)
+_DAY_RE = r"(\d{1,2})(?:st|nd|rd|th)?"
+ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?=T\d|\b)")
+MONTH_DAY = re.compile(rf"\b({MONTH_RE})\.?\s+(?:the\s+)?{_DAY_RE}\b", re.IGNORECASE)
+DAY_OF_MONTH = re.compile(rf"\b(?:the\s+)?{_DAY_RE}\s+(?:of\s+)?({MONTH_RE})\b", re.IGNORECASE)
+ORDINAL_DAY = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)\b", re.IGNORECASE)
+_BARE_DAY = re.compile(
+    r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)\b(?=\s*(?:$|[,.?!;]|(?:at|in|around|by|from|please"
+    r"|instead|then|would|works|is|if|or|and|for|of\s+(?:this|next|the)\s+month)\b))",
+    re.IGNORECASE,
+)
+_WEEKDAY = re.compile(rf"\b(next\s+|this\s+|on\s+)?({alternation(WEEKDAYS)})\b", re.IGNORECASE)
+_IN_DAYS = re.compile(r"\bin\s+(\d+|[a-z]+)\s+days?\b", re.IGNORECASE)
+
+
+def date_in(text: str, today: dt.date) -> str | None:
+    """The first calendar date the utterance names, as ``YYYY-MM-DD``.
+
+    Month names with a day in digits or ordinal words ("March 10", "the fourteenth of March"),
+    "the 14th" alone (the next such day of a month), relative days, weekdays ("next Tuesday",
+    "Friday morning" is Friday) and "in 3 days".
+    """
+    found = ISO_DATE.search(text)
+    if found:
+        return found.group(0)
+    lowered = _ordinal_days(text.lower())
+    for pattern, month_group, day_group in ((MONTH_DAY, 1, 2), (DAY_OF_MONTH, 2, 1)):
+        match = pattern.search(lowered)
+        if match:
+            return _next_date(today, MONTHS[match.group(month_group)], int(match.group(day_group)))
+    bare = _BARE_DAY.search(lowered)
+    if bare:
+        return _next_day_of_month(today, int(bare.group(1)))
+    for said, ahead in _RELATIVE_DAYS:
+        if said.search(lowered):
+            return (today + dt.timedelta(days=ahead)).isoformat()
+    if _THIS_PART.search(lowered):
+        return today.isoformat()
+    weekday = _WEEKDAY.search(lowered)
+    if weekday:
+        return _weekday_date(today, WEEKDAYS[weekday.group(2)], weekday.group(1) or "")
+    days = _IN_DAYS.search(lowered)
+    if days:
+        count = small_number(days.group(1))
+        return (today + dt.timedelta(days=count)).isoformat() if count is not None else None
+    return None
+
+
+def _ordinal_days(lowered: str) -> str:
+    """Ordinal words next to a month, or after "on the", as digits ("fourteenth" -> "14th").
+
+    Elsewhere an ordinal word is not a day ("the second one", "wait a second")."""
+    ordinal = rf"((?:(?:{_DAY_TENS})[\s-])?(?:{alternation(ORDINAL_WORDS)}))"
+
+    def digits(words: str) -> str:
+        parts = re.split(r"[\s-]+", words)
+        return f"{sum(TENS_WORDS.get(p, 0) + ORDINAL_WORDS.get(p, 0) for p in parts)}th"
+
+    lowered = re.sub(
+        rf"\b({MONTH_RE})\s+(?:the\s+)?{ordinal}\b",
+        lambda m: f"{m.group(1)} {digits(m.group(2))}",
+        lowered,
+    )
+    lowered = re.sub(
+        rf"\b{ordinal}\s+of\s+({MONTH_RE})\b",
+        lambda m: f"{digits(m.group(1))} of {m.group(2)}",
+        lowered,
+    )
+    return re.sub(rf"\bon\s+the\s+{ordinal}\b", lambda m: f"on the {digits(m.group(1))}", lowered)
+
+
+def moment_in(text: str, now: dt.datetime) -> str | None:
+    """The moment the utterance names, as ISO 8601 with the offset of ``now``'s zone
+    ("2026-12-08T14:00:00+01:00"), or ``None`` unless both a day and a time were said.
+
+    ``now`` is the caller's clock, aware, in the caller's zone (a ``zoneinfo.ZoneInfo``; a naive
+    ``now`` is read as UTC): the day resolves against its date, and the offset is the zone's on
+    that day, summer time included. A part of day stands for a default hour: morning 09:00,
+    afternoon 15:00, evening (and "tonight") 18:00. A wall time that does not exist (in the
+    hour a summer-time change skips) moves forward by that hour.
+    """
+    zone = now.tzinfo or dt.UTC
+    day = date_in(text, now.date())
+    clock = clock_in(text)
+    if clock is None:
+        clock = PART_DEFAULT_HOURS.get(part_of_day(text) or "")
+    if day is None or not clock:
+        return None
+    wall = dt.datetime.combine(dt.date.fromisoformat(day), dt.time.fromisoformat(clock), zone)
+    return wall.astimezone(dt.UTC).astimezone(zone).isoformat(timespec="seconds")
+
+
+# ------------------------------------------------------------------ calendar arithmetic
+
+
+def _next_date(today: dt.date, month: int, day: int) -> str | None:
+    for year in (today.year, today.year + 1):
+        try:
+            candidate = dt.date(year, month, day)
+        except ValueError:
+            return None
+        if candidate >= today:
+            return candidate.isoformat()
+    return None
+
+
+def _next_day_of_month(today: dt.date, day: int) -> str | None:
+    """The day of a month said alone ("the 14th"): this month's if still ahead, else the next
+    month that has that day."""
+    year, month = today.year, today.month
+    for _ in range(3):
+        try:
+            candidate = dt.date(year, month, day)
+        except ValueError:
+            candidate = None
+        if candidate and candidate >= today:
+            return candidate.isoformat()
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return None
+
+
+def _weekday_date(today: dt.date, weekday: int, qualifier: str) -> str:
+    ahead = (weekday - today.weekday()) % 7 or 7
+    target = today + dt.timedelta(days=ahead)
+    if qualifier.strip() == "next" and target.isocalendar()[1] == today.isocalendar()[1]:
+        target += dt.timedelta(days=7)
+    return target.isoformat()

@@ -1,0 +1,74 @@
+"""Free-text phrases of an utterance, in the caller's words: when ("tomorrow at 10 am", "next
+Tuesday at half past two") and what about ("about my refund")."""
+
+from __future__ import annotations
+
+import re
+
+from vocero.contracts.lexicon.base import alternation
+from vocero.contracts.lexicon.en import LEXICON
+from vocero.inference.cpu.slots.dates import MONTH_DAY, WEEKDAYS
+from vocero.inference.cpu.slots.times import (
+    CLOCK,
+    HOUR_WORD,
+    MERIDIEM,
+    MINUTE_WORDS,
+    OCLOCK,
+    RELATIVE_TIME,
+)
+
+_WEEKDAY = alternation(WEEKDAYS)
+_RELATIVE = alternation(w for w, ahead in LEXICON.calendar.relative_days.items() if ahead >= 0)
+_WHEN_WORDS = re.compile(
+    rf"\b(?:{_RELATIVE}|this (?:morning|afternoon|evening|week)|next (?:week|month|\w+day)"
+    rf"|(?:on |this )?(?:{_WEEKDAY})(?: (?:morning|afternoon|evening))?|morning|afternoon|evening"
+    r"|in (?:\d+|[a-z]+) (?:minutes?|hours?|days?|weeks?)|later today"
+    r"|end of (?:the )?(?:day|week))\b",
+    re.IGNORECASE,
+)
+_SPOKEN_CLOCK_SPAN = re.compile(
+    rf"{RELATIVE_TIME.pattern}|{OCLOCK.pattern}"
+    rf"|\b(?:{HOUR_WORD})(?:[\s-]+{MINUTE_WORDS})?\s*{MERIDIEM}(?=\W|$)",
+    re.IGNORECASE,
+)
+_REASON = re.compile(
+    r"\b(?:about|regarding|concerning|re|to discuss|to talk about|on the subject of|because|"
+    r"since|due to)\s+(.+)",
+    re.IGNORECASE,
+)
+
+
+def when_phrase(text: str) -> str | None:
+    """The span that says when, in the caller's words ("tomorrow at 10 am", "next week", "on
+    Monday at 3 pm", "next Tuesday at half past two")."""
+    spans = [m.span() for m in _WHEN_WORDS.finditer(text)]
+    spans += [m.span() for m in CLOCK.finditer(text)]
+    spans += [m.span() for m in _SPOKEN_CLOCK_SPAN.finditer(text)]
+    spans += [m.span() for m in MONTH_DAY.finditer(text)]
+    spans += [m.span() for m in re.finditer(r"\b(?:noon|midday)\b", text, re.IGNORECASE)]
+    if not spans:
+        return None
+    spans.sort()
+    start, end = spans[0]
+    for s, e in spans[1:]:
+        if re.fullmatch(r"[\s,]*(?:at|on|in the|around|by)?[\s,]*", text[end:s], re.IGNORECASE):
+            end = max(end, e)
+    phrase = text[start:end]
+    before = text[:start].rstrip().split(" ")[-1].lower()
+    if before in ("on", "at", "by", "around"):
+        phrase = f"{before} {phrase}"
+    return phrase.strip(" ,.")
+
+
+def reason_phrase(text: str) -> str | None:
+    """What a call-back is about: the words after "about", "regarding", "to discuss" ..."""
+    match = _REASON.search(text)
+    if not match:
+        return None
+    reason = match.group(1)
+    when = _WHEN_WORDS.search(reason)
+    if when and when.start() > 0:
+        reason = reason[: when.start()]
+    reason = re.sub(r"^(?:to\s+)?(?:talk about|about)\s+", "", reason.strip(), flags=re.IGNORECASE)
+    reason = re.split(r"[.?!]", reason)[0]
+    return reason.strip(" ,") or None

@@ -1,0 +1,87 @@
+"""A call that gave no answer, said in words the caller can act on, and a recorded follow-up said
+as the promise its record backs."""
+
+from __future__ import annotations
+
+import re
+
+from vocero.contracts.domain import ToolSpec
+from vocero.speech.model import ToolEvidence
+from vocero.speech.readout.context import Readout, ReadoutContext, TemplateError
+from vocero.speech.readout.records import used_identifier
+from vocero.speech.readout.spoken import moment_words
+from vocero.speech.readout.templates import fill
+from vocero.speech.readout.words import noun_of, sentence
+
+_ERROR_CODE = re.compile(r"^\s*([a-z][a-z0-9_]+)\b")
+
+
+NO_ANSWER = {
+    "input_timeout": "I didn't get an answer to my question in time, so I stopped there.",
+    "input_not_completed": "I didn't hear back that the page was finished, so I stopped there.",
+}
+"""A server's question that got no answer in time (the caller's, or the server's word that its
+page was done): the call ended without doing anything."""
+
+
+WRITE_FAILURES = {
+    "stale_version": "That changed in the meantime, so I didn't make the change. "
+    "Shall I check it again?",
+    "already_cancelled": "That appointment was already cancelled.",
+    "caller_limit": "You already have as many call-backs waiting as we can book, so no more "
+    "can be booked until one of them is done. Nothing was booked.",
+    "session_limit": "No more follow-ups can be booked in this call. Nothing was booked.",
+}
+
+
+def failure(call: ToolEvidence, spec: ToolSpec | None, ctx: ReadoutContext) -> str:
+    """Why a call did not give an answer, in words the caller can act on."""
+    reason = _error_code(call)
+    writes = spec is not None and spec.action_class != "read"
+    if call.status == "unknown":
+        if writes:
+            return "Sorry, I could not confirm whether that went through. Please check again later."
+        return "I couldn't get an answer just now. Please try again in a moment."
+    if reason in NO_ANSWER:
+        return NO_ANSWER[reason] + (" Nothing was changed." if writes else "")
+    if writes and reason in WRITE_FAILURES:
+        return WRITE_FAILURES[reason]
+    named = used_identifier(call, ctx)
+    if named and (reason == "not_found" or (not writes and reason in ("refused", ""))):
+        noun = noun_of(call.tool)
+        return (
+            f"I couldn't find {noun} {named} on your account — could you check the "
+            f"{'number' if any(c.isdigit() for c in named) else 'name'}?"
+        )
+    if reason == "not_found":
+        return f"I couldn't find that {noun_of(call.tool)} on your account."
+    return "Sorry, I could not complete that."
+
+
+def _error_code(call: ToolEvidence) -> str:
+    error = (call.result or {}).get("error")
+    if isinstance(error, str):
+        found = _ERROR_CODE.match(error)
+        if found and found[1] not in ("refused", "error"):
+            return found[1]
+    return call.reason_code or (error if isinstance(error, str) else "")
+
+
+def followup(spec: ToolSpec | None, call: ToolEvidence, ctx: ReadoutContext) -> Readout:
+    """A recorded follow-up is a promise backed by its record (what the store answered: the
+    write's receipt); an unrecorded one never is."""
+    result = dict(call.answer)
+    if not result.get("followup_id") or result.get("recorded") is False:
+        return Readout("I haven't booked a call back yet.", "fallback")
+    due = result.get("due_at")
+    when = moment_words(due, ctx) if isinstance(due, str) else "later"
+    if result.get("channel") == "task":
+        return Readout(f"I've passed that on to the team, due {when}.", "promise")
+    if result.get("duplicate"):
+        return Readout(f"You already have a call back booked for {when}.", "promise")
+    if spec is not None and spec.readout:
+        try:
+            return Readout(sentence(fill(spec.readout, [result, call.arguments], ctx)), "promise")
+        except TemplateError:
+            pass
+    return Readout(f"I've booked a call back for {when}.", "promise")
