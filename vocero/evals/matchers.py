@@ -8,8 +8,11 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from vocero.contracts.lexicon.en import CALENDAR
+
 FORMS = ("equals", "contains", "pattern", "datetime")
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+WEEKDAYS = CALENDAR.weekdays
+"""Weekday name → 0 (Monday) … 6, from the shared lexicon."""
 _PUNCTUATION = str.maketrans({c: " " for c in string.punctuation if c not in "-:'"})
 
 
@@ -98,7 +101,7 @@ def resolve_moment(words: str, zone: ZoneInfo, now: datetime) -> datetime:
     elif parts[0] == "tomorrow":
         day = today + timedelta(days=1)
     elif parts[0] in WEEKDAYS:
-        ahead = (WEEKDAYS.index(parts[0]) - today.weekday()) % 7 or 7
+        ahead = (WEEKDAYS[parts[0]] - today.weekday()) % 7 or 7
         day = today + timedelta(days=ahead)
     else:
         try:
