@@ -49,7 +49,6 @@ from vocero.mcp_gateway import (
 from vocero.mcp_gateway.oauth_store import SqlConsentRepository, SqlOAuthTokenRepository
 from vocero.mcp_gateway.pin_store import SqlPinRepository
 from vocero.observability.metrics import Metrics
-from vocero.orchestrator.machine import Event
 from vocero.orchestrator.session import Session
 from vocero.policy import ActionPlane, ExecutorSettings
 from vocero.speech.forms import warm_locale
@@ -342,8 +341,7 @@ async def _store_lost(runtime: Runtime) -> None:
             continue
         if session_id not in outage:
             session.core.error(ErrorCode.STORE_UNAVAILABLE)
-        outage[session_id] = session.machine.allows(Event.DEPENDENCY_FAILED) and (
-            session.core.fire(Event.DEPENDENCY_FAILED).state == "DEGRADED")  # busy: no change
+        outage[session_id] = session.dependency_failed()  # busy: not taken yet
     for session_id in set(outage) - set(runtime.live):
         del outage[session_id]
 
@@ -353,8 +351,7 @@ def _store_back(runtime: Runtime) -> None:
     runtime.outage.told.clear()
     log.info("store.available", sessions=len(runtime.live))
     for session in list(runtime.live.values()):
-        if session.machine.state == "DEGRADED" and not session.core.stt_down():
-            session.core.fire(Event.DEPENDENCY_RECOVERED)
+        session.dependency_recovered()
 
 
 async def _heartbeat(runtime: Runtime) -> None:

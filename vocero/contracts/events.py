@@ -17,8 +17,6 @@ TYPE_PREFIX = "vocero."
 P = TypeVar("P")
 
 SessionState = Literal[
-    "CONNECTING",
-    "AUTHENTICATING",
     "CONFIGURING",
     "LISTENING",
     "TRANSCRIBING",
@@ -32,6 +30,11 @@ SessionState = Literal[
     "CLOSING",
     "FAILED",
 ]
+"""The states of a session, declared once: the session machine
+(:mod:`vocero.orchestrator.machine`) holds one of them, the store keeps it, the wire reports it."""
+ReportedState = Literal["CONNECTING", "AUTHENTICATING", SessionState]
+"""What ``session.state.v1`` may carry: the protocol also names the two states before a session
+exists, which are never sent (docs/protocol.md, "States")."""
 TurnMode = Literal["server_vad", "push_to_talk"]
 CompletionStatus = Literal["completed", "interrupted", "canceled", "failed"]
 ToolStatus = Literal[
@@ -173,8 +176,8 @@ class ConfigurationApplied(msgspec.Struct, kw_only=True):
 
 
 class StateChanged(msgspec.Struct, kw_only=True):
-    state: SessionState
-    previous: SessionState | None = None
+    state: ReportedState
+    previous: ReportedState | None = None
 
 
 class Transcript(msgspec.Struct, kw_only=True):

@@ -13,8 +13,9 @@ fields a caller may answer; secrets never reach here) and waits for the
 * for a write, the answers are read back and only a "yes" heard after every value sends them: a
   changed value ("no, five people") is a new answer revision, read back again; a "no" declines;
 * then the call carries on, and the turn that answered waits for its result and says it;
-* a question nobody answers before the gateway's ``input_timeout_s`` is cancelled there, and,
-  if the session is idle, the agent takes the turn to say what became of the call
+* a question nobody answers before the gateway's ``input_timeout_s`` is cancelled there, and the
+  session is told (:attr:`Asking.on_unanswered`): its machine decides whether the agent takes
+  the turn to say what became of the call
   (:meth:`~vocero.orchestrator.responding.Responder.unanswered`).
 """
 
@@ -84,8 +85,8 @@ class Asking:
         self.posted = anyio.Event()
         """Set when a question is waiting to be said (the answer in progress ends with it)."""
         self.on_unanswered: Callable[[], None] | None = None
-        """Called when a question's time ran out with the session idle (nobody was answering
-        it): the session then says what became of the call."""
+        """Called when a question's time ran out with nobody answering it (it has closed): the
+        session's machine decides whether the agent says what became of the call."""
 
     # ----------------------------------------------------------------------- the gateway
 
@@ -123,8 +124,8 @@ class Asking:
             if self.open is question:  # not answered in time (the call ends input_timeout)
                 self.open = None
                 core.fire(Event.QUESTION_CLOSED)
-                if self.on_unanswered is not None and core.machine.state == "LISTENING":
-                    self.on_unanswered()  # nobody is speaking: the agent may take the turn
+                if self.on_unanswered is not None:
+                    self.on_unanswered()
         assert question.response is not None
         return question.response
 

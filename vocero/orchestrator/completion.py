@@ -16,7 +16,6 @@ from typing import Literal
 import anyio
 
 from vocero.contracts import events as ev
-from vocero.contracts.errors import ErrorCode
 from vocero.contracts.ports import Message
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.generation import Generation
@@ -82,8 +81,8 @@ class Completion:
         core.fire(Event.OUTPUT_STOPPED if stopped else Event.RESPONSE_COMPLETED)
         if stopped and core.caller_speaking:  # the caller who took the turn is still talking
             core.fire(Event.SPEECH_STARTED)
-        if core.machine.state == "LISTENING" and core.stt_down():
-            core.degrade(ErrorCode.STT_UNAVAILABLE)
+        if core.stt_down():  # the table says whether the session goes to text mode now
+            core.fire(Event.STT_DOWN)
 
     def _complete(
         self,

@@ -4,8 +4,9 @@ The parts (listening, turns, responding, acting, answers, completion) each hold 
 :class:`SessionCore` of their session and nothing of each other. Events go through
 :meth:`SessionCore.fire`, which asks the machine, performs the effects that cannot wait (tell the
 client the new state; stop the output) through handlers the session registers, and returns the
-step so the caller performs the rest. Every structure that grows with the call is bounded here,
-with its rule next to it.
+step so the caller performs the rest. Nothing here reads the machine's state to decide; the last
+state told to the client (:attr:`SessionCore.state_name`) is kept for display and records.
+Every structure that grows with the call is bounded here, with its rule next to it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from vocero.contracts.actions import ActionCoordinator
 from vocero.contracts.builtins import zone_of
 from vocero.contracts.domain import ToolSpec
 from vocero.contracts.errors import CODES, ErrorCode
+from vocero.contracts.events import SessionState
 from vocero.contracts.ports import ClaimTopic, Message, Timers
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.context import NullMetrics, SessionContext, SessionMetrics, Timeouts
@@ -171,7 +173,11 @@ class SessionCore:
         self._values: frozenset[tuple[str, str]] = frozenset()
         self._values_key: tuple[object, int] = (None, -1)
         self._speech_config: tuple[str, PlannerSettings, dict[str, ToolSpec]] | None = None
-        self._handlers: dict[Effect, Callable[..., None]] = {}
+        self._handlers: dict[Effect, Callable[..., None]] = {
+            Effect.REPORT_STT_DOWN: self._report_stt_down
+        }
+        self.state_name: SessionState = "CONFIGURING"
+        """The state last told to the client (and the store): for display and records only."""
         self.barge_ins = 0
         self.false_barge_ins = 0
         self.caller_speaking = False
@@ -207,6 +213,7 @@ class SessionCore:
         step = self.machine.process(event)
         for effect in step.effects:
             if effect is Effect.EMIT_STATE:
+                self.state_name = step.state
                 self.control(ev.StateChanged(state=step.state, previous=step.previous))
                 self.recorder.state(self.ctx.session_id, step.state)
             else:
@@ -284,6 +291,12 @@ class SessionCore:
 
     def stt_down(self) -> bool:
         return self.runners.stt.status().health == "unavailable"
+
+    def stt_ready(self) -> bool:
+        return self.runners.stt.status().health in ("ready", "degraded")
+
+    def _report_stt_down(self, **_: str) -> None:
+        self.error(ErrorCode.STT_UNAVAILABLE)
 
     def degrade(self, code: ErrorCode) -> None:
         """The recogniser is down: say so once, drop the speech in progress, go to text mode."""

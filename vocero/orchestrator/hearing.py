@@ -14,7 +14,8 @@
   transcription weighed once ready); without one, the VAD's own fixed hangover does.
 
 The handlers never await: a barge-in takes effect before the handler returns. Barge-in events
-are sent only while a generation is live; the machine says what they do.
+are sent only while a generation is live (a client's speech hint with none live is its own
+event); the machine says what they do.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from vocero.contracts.ports import Transcription
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.endpointing import Endpointer
 from vocero.orchestrator.listening import Listener, Speculation, Utterance, is_backchannel
-from vocero.orchestrator.machine import ANSWERING, Effect, Event
+from vocero.orchestrator.machine import Effect, Event
 from vocero.orchestrator.output import OutFrame
 from vocero.orchestrator.turn_policy import Commit
 
@@ -112,7 +113,8 @@ class Hearing:
         """Client-side VAD: speech began. While answering this is a barge-in at once."""
         self._speech_detected_at = self.core.monotonic()
         self.core.caller_speaking = True
-        self._interrupt(Event.SPEECH_HINT)
+        live = self.core.generations.live() is not None
+        self._interrupt(Event.SPEECH_HINT if live else Event.SPEECH_HINT_NO_OUTPUT)
 
     def commit(self) -> Utterance | None:
         self.core.caller_speaking = False
@@ -143,8 +145,6 @@ class Hearing:
 
     def _interrupt(self, event: Event) -> None:
         core = self.core
-        if core.generations.live() is None and core.machine.state in ANSWERING:
-            return  # nothing is speaking yet: the speech will be a turn of its own
         step = core.fire(event)
         if Effect.STOP_OUTPUT in step.effects:
             started = self._speech_detected_at or core.monotonic()

@@ -1,4 +1,4 @@
-"""The session state machine of seed 004 §7.1, sans-IO: it decides, the shell performs.
+"""The session state machine (docs/protocol.md, "States"), sans-IO: it decides, the shell performs.
 
 Like h11's ``_state.py``: one table of ``(state, event) -> rule`` in one file, no awaits and no
 effects here. :meth:`SessionMachine.process` returns a :class:`Step` naming the effects the async
@@ -17,7 +17,16 @@ Two targets and one effect depend on the flag, and are resolved here, not in the
 * :attr:`Effect.TAKE_TURN` is ``CLASSIFY_ANSWER`` while a question is open (is the turn an answer,
   or a new request?), ``RESPOND`` otherwise.
 
-``CONNECTING`` and ``AUTHENTICATING`` are not session states here: the relay authenticates a
+The shell never reads the state to decide: it reports what happened (a frame of caller audio, a
+turn, a dependency lost or back, a server's question that ran out) and performs the effects of the
+step. What happens outside a caller's turn is decided here too: a dependency down or back
+(``DEPENDENCY_FAILED``, ``STT_DOWN``, ``DEPENDENCY_RECOVERED``; ``DEGRADED`` is text mode, where
+caller audio only asks whether the recogniser is back) and the agent speaking unasked (a server's
+question nobody answered: ``QUESTION_EXPIRED`` queues the agent's turn, ``QUESTION_UNANSWERED``
+starts it when its turn comes).
+
+The states are declared once, in :mod:`vocero.contracts.events` (the wire reports them).
+``CONNECTING`` and ``AUTHENTICATING`` are not session states: the relay authenticates a
 connection before any session exists (no ``session_id`` to report a state for); see
 ``docs/protocol.md``. ``FAILED`` is entered for real when a session's own work fails.
 """
@@ -28,30 +37,26 @@ import enum
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
-State = Literal[
-    "CONFIGURING",
-    "LISTENING",
-    "TRANSCRIBING",
-    "THINKING",
-    "TOOL_PENDING",
-    "AWAITING_CONFIRMATION",
-    "TOOL_RUNNING",
-    "SPEAKING",
-    "INTERRUPTING",
-    "DEGRADED",
-    "CLOSING",
-    "FAILED",
-]
+from vocero.contracts.events import SessionState as State
+
 STATES: Final[tuple[State, ...]] = get_args(State)
 TERMINAL: Final[frozenset[State]] = frozenset({"CLOSING", "FAILED"})
 
 
 class Event(enum.StrEnum):
     CONFIGURED = "configured"
+    AUDIO = "audio"
+    """A frame of caller audio arrived: heard (``HEAR``), except in text mode (``DEGRADED``),
+    where it only asks whether the recogniser is back (``PROBE_RECOVERY``)."""
     SPEECH_STARTED = "speech_started"
     """Server VAD heard the caller begin (while answering: a possible barge-in, judged later)."""
     SPEECH_HINT = "speech_hint"
-    """The client's VAD says the caller began: while answering, that is a barge-in at once."""
+    """The client's VAD says the caller began while a generation is live: while answering,
+    that is a barge-in at once."""
+    SPEECH_HINT_NO_OUTPUT = "speech_hint_no_output"
+    """The client's VAD says the caller began while no generation is live: a turn of its own
+    from an idle session; while an answer is still being prepared there is nothing to stop yet
+    (the speech will be a turn of its own)."""
     INTERRUPTION = "interruption"
     """Caller speech long enough (and not a backchannel) to take the turn."""
     BARGE_IN = "barge_in"
@@ -76,14 +81,25 @@ class Event(enum.StrEnum):
     """The caller's answer to a server's question was sent (or declined): its call carries on."""
     QUESTION_CLOSED = "question_closed"
     """The open question ended without an answer that binds (expired, given up, withdrawn)."""
+    QUESTION_EXPIRED = "question_expired"
+    """A server's question ran out of time with nobody answering it (it has closed): from a
+    listening session the agent will speak unasked (``QUEUE_UNASKED``); anywhere else the
+    caller's turn, or the answer in progress, keeps the floor."""
     QUESTION_UNANSWERED = "question_unanswered"
-    """A server's question closed because its time ran out while the caller said nothing: the
-    agent takes the turn to say what became of the call (only from an idle session)."""
+    """The agent's unasked turn came up (queued by ``QUESTION_EXPIRED``): from a session still
+    listening it takes the turn to say what became of the call (``SPEAK_UNASKED``)."""
     TOOL_RESULT = "tool_result"
     AUDIO_FIRST_CHUNK = "audio_first_chunk"
     RESPONSE_COMPLETED = "response_completed"
     DEPENDENCY_FAILED = "dependency_failed"
+    """A dependency the session needs failed (the recogniser failed a turn, the store stopped
+    answering): an idle session goes to text mode (``DEGRADED``) and takes the outage
+    (``OUTAGE_TAKEN``); a busy one carries on, and the reporter reports it again later."""
+    STT_DOWN = "stt_down"
+    """After an answer settled, the recogniser reports itself unavailable (a breaker opened, an
+    endpoint went away): a listening session says so and goes to text mode."""
     DEPENDENCY_RECOVERED = "dependency_recovered"
+    """The recogniser (and the store) answer again: text mode ends."""
     CLOSE = "close"
     FAIL = "fail"
 
@@ -102,6 +118,22 @@ class Effect(enum.StrEnum):
     SUBMIT_ANSWER = "submit_answer"
     RESET_LISTENING = "reset_listening"
     """Drop the caller speech in progress (the recogniser is gone: text mode)."""
+    HEAR = "hear"
+    """Give the frame of caller audio to the listening policy."""
+    PROBE_RECOVERY = "probe_recovery"
+    """Text mode: ask the recogniser whether it is back, and report ``DEPENDENCY_RECOVERED``
+    if it is (the frame itself is not heard)."""
+    REPORT_STT_DOWN = "report_stt_down"
+    """Tell the client the recogniser is unavailable (``error.v1`` ``STT_UNAVAILABLE``)."""
+    OUTAGE_TAKEN = "outage_taken"
+    """The session has taken a dependency's outage (it is in text mode, now or already): its
+    reporter need not report this outage again."""
+    QUEUE_UNASKED = "queue_unasked"
+    """Queue the agent's unasked turn behind any caller turn; it comes up as
+    ``QUESTION_UNANSWERED``."""
+    SPEAK_UNASKED = "speak_unasked"
+    """The agent speaks without a caller turn: what became of the call whose server's question
+    nobody answered."""
 
 
 Intent = Literal["confirm", "reject", "uncertain", "new_request"]
@@ -167,18 +199,29 @@ TABLE: dict[tuple[State, Event], Rule] = {
     ("LISTENING", E.SPEECH_STARTED): Rule("TRANSCRIBING"),
     ("LISTENING", E.SPEECH_HINT): Rule("TRANSCRIBING"),
     ("LISTENING", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
-    ("LISTENING", E.DEPENDENCY_FAILED): Rule("DEGRADED", (X.RESET_LISTENING,)),
-    # The agent speaks unasked: a server's question went unanswered, its call is ending.
-    ("LISTENING", E.QUESTION_UNANSWERED): Rule("TOOL_RUNNING"),
+    ("LISTENING", E.SPEECH_HINT_NO_OUTPUT): Rule("TRANSCRIBING"),
+    ("LISTENING", E.DEPENDENCY_FAILED): Rule("DEGRADED", (X.RESET_LISTENING, X.OUTAGE_TAKEN)),
+    # Only a listening session learns, when an answer settles, that its recogniser is gone.
+    ("LISTENING", E.STT_DOWN): Rule("DEGRADED", (X.REPORT_STT_DOWN, X.RESET_LISTENING)),
+    # The agent speaks unasked: a server's question went unanswered, its call is ending. The
+    # turn is queued behind any caller turn, and taken only if the session still listens then.
+    ("LISTENING", E.QUESTION_EXPIRED): Rule(None, (X.QUEUE_UNASKED,)),
+    ("LISTENING", E.QUESTION_UNANSWERED): Rule("TOOL_RUNNING", (X.SPEAK_UNASKED,)),
     ("AWAITING_CONFIRMATION", E.SPEECH_STARTED): Rule("TRANSCRIBING"),
     ("AWAITING_CONFIRMATION", E.SPEECH_HINT): Rule("TRANSCRIBING"),
+    ("AWAITING_CONFIRMATION", E.SPEECH_HINT_NO_OUTPUT): Rule("TRANSCRIBING"),
     ("AWAITING_CONFIRMATION", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
     ("AWAITING_CONFIRMATION", E.QUESTION_CLOSED): Rule("LISTENING"),
-    ("AWAITING_CONFIRMATION", E.DEPENDENCY_FAILED): Rule("DEGRADED", (X.RESET_LISTENING,)),
+    ("AWAITING_CONFIRMATION", E.DEPENDENCY_FAILED): Rule(
+        "DEGRADED", (X.RESET_LISTENING, X.OUTAGE_TAKEN)
+    ),
     ("TRANSCRIBING", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
     ("TRANSCRIBING", E.SPEECH_DISCARDED): Rule(IDLE),
-    ("TRANSCRIBING", E.DEPENDENCY_FAILED): Rule("DEGRADED", (X.RESET_LISTENING,)),
+    ("TRANSCRIBING", E.DEPENDENCY_FAILED): Rule("DEGRADED", (X.RESET_LISTENING, X.OUTAGE_TAKEN)),
+    # Text mode: typed turns are served; caller audio only asks whether the recogniser is back.
+    ("DEGRADED", E.AUDIO): Rule(None, (X.PROBE_RECOVERY,)),
     ("DEGRADED", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
+    ("DEGRADED", E.DEPENDENCY_FAILED): Rule(None, (X.OUTAGE_TAKEN,)),
     ("DEGRADED", E.DEPENDENCY_RECOVERED): Rule("LISTENING"),
     # Thinking: the turn is routed (an answer to the open question, or a request), the model
     # answers or asks for a tool.
@@ -219,10 +262,12 @@ for _s in ANSWERING_STATES:
     for _e in (E.SPEECH_HINT, E.INTERRUPTION, E.BARGE_IN):
         TABLE[(_s, _e)] = Rule("INTERRUPTING", (X.STOP_OUTPUT,))
 
-# A server's question may come at any moment of a tool call: only the flag changes.
+# A server's question may come at any moment of a tool call: only the flag changes. Caller
+# audio is heard in every live state but text mode.
 for _s in STATES:
     if _s not in TERMINAL:
         TABLE[(_s, E.INPUT_REQUESTED)] = STAY
+        TABLE.setdefault((_s, E.AUDIO), Rule(None, (X.HEAR,)))
 
 # Every live state closes (stopping any output first) or fails.
 for _s in STATES:
@@ -238,6 +283,10 @@ IGNORED: dict[Event, frozenset[State]] = {
     # Speech that cannot start a turn now: already transcribing, being stopped, text mode.
     E.SPEECH_STARTED: frozenset({"TRANSCRIBING", "INTERRUPTING", "DEGRADED", "CONFIGURING"}),
     E.SPEECH_HINT: frozenset({"TRANSCRIBING", "INTERRUPTING", "DEGRADED", "CONFIGURING"}),
+    # ... and, with no generation live, while an answer is still being prepared.
+    E.SPEECH_HINT_NO_OUTPUT: frozenset(
+        {"TRANSCRIBING", "INTERRUPTING", "DEGRADED", "CONFIGURING", *ANSWERING_STATES}
+    ),
     # A barge-in judgement that lands once the agent has already stopped.
     E.INTERRUPTION: _IDLE_STATES | {"INTERRUPTING"},
     E.BARGE_IN: _IDLE_STATES | {"INTERRUPTING"},
@@ -247,9 +296,12 @@ IGNORED: dict[Event, frozenset[State]] = {
     E.QUESTION_CLOSED: frozenset(STATES) - {"AWAITING_CONFIRMATION"} - TERMINAL,
     # The caller is speaking, or a turn is being answered: that turn has the floor (the call's
     # failure is in the history the model sees).
+    E.QUESTION_EXPIRED: frozenset(STATES) - {"LISTENING"} - TERMINAL,
     E.QUESTION_UNANSWERED: frozenset(STATES) - {"LISTENING"} - TERMINAL,
-    # A dependency failure noticed while answering is acted on once the answer is over.
-    E.DEPENDENCY_FAILED: _BUSY | {"DEGRADED"},
+    # A dependency failure noticed while answering is acted on once the answer is over (its
+    # reporter reports it again; the recogniser is asked again when the answer settles).
+    E.DEPENDENCY_FAILED: _BUSY | {"CONFIGURING"},
+    E.STT_DOWN: frozenset(STATES) - {"LISTENING"} - TERMINAL,
     E.DEPENDENCY_RECOVERED: frozenset(STATES) - {"DEGRADED"} - TERMINAL,
 }
 for _e, _states in IGNORED.items():
@@ -279,9 +331,6 @@ class SessionMachine:
             raise ValueError(f"unknown state {state!r}")
         self.state: State = state
         self.question_open = question_open
-
-    def allows(self, event: Event) -> bool:
-        return (self.state, event) in TABLE
 
     def process(self, event: Event) -> Step:
         previous = self.state

@@ -12,23 +12,22 @@
 * Partial transcripts: one slot; a newer partial replaces an unsent one (stale partials coalesce).
 * Pacing: an audio frame leaves only while at most ``max_lead_ms`` of that generation's audio would
   be unplayed, measured against the client's last ``played_ms`` (or, for clients that cannot
-  report playout, against a real-time estimate since the first frame).
+  report playout, against a real-time estimate since the first frame): that accounting is
+  :class:`~.playout.Playouts`, the lanes are here.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import anyio
 
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.events import ServerEnvelope, ServerPayload
 from vocero.contracts.ports import Timers
-
-PLAYOUT_TOLERANCE_MS = 1.0
-"""Clients report whole milliseconds; audio lengths are fractional."""
+from vocero.orchestrator.playout import Playout, Playouts
 
 
 class ControlLaneFull(Exception):
@@ -44,25 +43,9 @@ class OutFrame:
     turn_id: str = ""
 
 
-@dataclass(slots=True)
-class Playout:
-    """What the client has been sent and has played of one generation."""
-
-    sent_ms: float = 0.0
-    queued_ms: float = 0.0
-    """Audio of the generation in the data lane, not sent yet."""
-    played_ms: float = 0.0
-    reported: bool = False
-    first_sent_at: float | None = None
-    last_progress: float = 0.0
-    progress: anyio.Event = field(default_factory=anyio.Event)
-
-    def moved(self, now: float) -> None:
-        self.last_progress = now
-        self.progress.set()
-
-
 class OutputChannel:
+    """The lanes of one session's output to the relay, and the waits that pace it."""
+
     def __init__(
         self,
         *,
@@ -77,19 +60,17 @@ class OutputChannel:
         """``on_after_stop``: told of a data frame of a stopped generation that reached the
         sending end (never expected: stopping removes them; the alert on it is in
         deploy/prometheus/vocero-rules.yaml); the frame is dropped, not sent."""
-        self.max_lead_ms = max_lead_ms
         self._on_after_stop = on_after_stop
-        self.playout_acks = playout_acks
         self._data_capacity = data_capacity
         self._low_water = data_capacity // 2
         self._control_capacity = control_capacity
         self._clock: Timers = clock or (SystemClock(monotonic) if monotonic else SystemClock())
         self._monotonic = self._clock.monotonic
+        self._playouts = Playouts(self._monotonic, max_lead_ms=max_lead_ms, acks=playout_acks)
         self._control: deque[OutFrame] = deque()
         self._data: deque[OutFrame] = deque()
         self._partial: OutFrame | None = None
         self._stopped: set[str] = set()
-        self._playout: dict[str, Playout] = {}
         self._changed = anyio.Event()
         self._space = anyio.Event()
         self.dropped = 0
@@ -139,8 +120,8 @@ class OutputChannel:
         while generation_id not in self._stopped:
             if track.sent_ms + track.queued_ms == 0:
                 return True
-            excess = track.sent_ms + track.queued_ms + audio_ms - self._played(track)
-            excess -= self.max_lead_ms
+            excess = track.sent_ms + track.queued_ms + audio_ms - self._playouts.played(track)
+            excess -= self._playouts.max_lead_ms
             if excess <= 0:
                 return True
             if self._monotonic() - track.last_progress > grace_s:
@@ -155,7 +136,7 @@ class OutputChannel:
     def stop_generation(self, generation_id: str) -> int:
         """Refuse and remove every unsent frame of a generation; returns how many were removed."""
         self._stopped.add(generation_id)
-        track = self._playout.get(generation_id)
+        track = self._playouts.get(generation_id)
         if track is not None:
             track.queued_ms = 0.0
             track.progress.set()
@@ -174,35 +155,30 @@ class OutputChannel:
         """Drop what is kept of a finished generation (its playout, its stop): the session
         forgets generations past its bound, and so does the channel."""
         if not self.has_pending_data(generation_id):
-            self._playout.pop(generation_id, None)
+            self._playouts.forget(generation_id)
             self._stopped.discard(generation_id)
 
     # ------------------------------------------------------------------------ playout
 
+    @property
+    def playout_acks(self) -> bool:
+        """The client reports playout (said at the handshake, or seen in a report)."""
+        return self._playouts.acks
+
+    @playout_acks.setter
+    def playout_acks(self, acks: bool) -> None:
+        self._playouts.acks = acks
+
     def playout_of(self, generation_id: str) -> Playout:
-        track = self._playout.get(generation_id)
-        if track is None:  # no throwaway Playout (and its Event) per lookup: this is per frame
-            track = self._playout[generation_id] = Playout()
-        return track
+        return self._playouts.of(generation_id)
 
     def report_playout(self, generation_id: str, played_ms: float) -> None:
-        track = self._playout.get(generation_id)
-        if track is None:
-            return
-        self.playout_acks = True
-        track.reported = True
-        track.played_ms = max(track.played_ms, min(float(played_ms), track.sent_ms))
-        track.moved(self._monotonic())
-        self._wake()
+        if self._playouts.report(generation_id, played_ms):
+            self._wake()
 
     def acknowledged_ms(self, generation_id: str) -> float:
         """Audio of the generation the caller has certainly heard, clamped to what was sent."""
-        track = self._playout.get(generation_id)
-        if track is None:
-            return 0.0
-        if track.reported or self.playout_acks:
-            return min(track.played_ms, track.sent_ms)
-        return max(0.0, min(self._estimate(track) - self.max_lead_ms, track.sent_ms))
+        return self._playouts.acknowledged_ms(generation_id)
 
     def has_control(self) -> bool:
         return bool(self._control)
@@ -246,46 +222,18 @@ class OutputChannel:
             if self._on_after_stop is not None:
                 self._on_after_stop()
             return self._pick()
-        wait_s = self._pacing_wait(head)
+        playouts = self._playouts
+        wait_s = playouts.pacing_wait(head.generation_id, head.audio_ms) if head.audio_ms else 0.0
         if wait_s > 0:
-            return None, wait_s if not self.playout_acks else None
+            return None, wait_s if not playouts.acks else None
         self._data.popleft()
         if len(self._data) <= self._low_water:
             self._space.set()
         if head.audio_ms:
-            self._account_sent(head)
+            playouts.sent(head.generation_id, head.audio_ms)
         elif head.generation_id:
-            self.playout_of(head.generation_id).moved(self._monotonic())
+            playouts.of(head.generation_id).moved(self._monotonic())
         return head, None
-
-    def _pacing_wait(self, frame: OutFrame) -> float:
-        if not frame.audio_ms:
-            return 0.0
-        track = self.playout_of(frame.generation_id)
-        if track.sent_ms == 0:
-            return 0.0
-        excess = track.sent_ms + frame.audio_ms - self._played(track) - self.max_lead_ms
-        return 0.0 if excess <= 0 else excess / 1000.0
-
-    def _played(self, track: Playout) -> float:
-        """How much of the generation the client has played: its reports, or (for a client
-        that cannot report) the audio's real-time duration since its first frame."""
-        if self.playout_acks:
-            return track.played_ms
-        return max(track.played_ms, self._estimate(track))
-
-    def _account_sent(self, frame: OutFrame) -> None:
-        track = self.playout_of(frame.generation_id)
-        track.queued_ms = max(0.0, track.queued_ms - frame.audio_ms)
-        if track.first_sent_at is None:
-            track.first_sent_at = self._monotonic()
-        track.sent_ms += frame.audio_ms
-        track.moved(self._monotonic())
-
-    def _estimate(self, track: Playout) -> float:
-        if track.first_sent_at is None:
-            return 0.0
-        return min(track.sent_ms, (self._monotonic() - track.first_sent_at) * 1000.0)
 
     async def wait_played(self, generation_id: str, *, grace_s: float) -> None:
         """Return once everything queued for the generation was sent and played.
@@ -296,24 +244,19 @@ class OutputChannel:
         """
         track = self.playout_of(generation_id)
         track.last_progress = self._monotonic()
-        while not self._fully_played(generation_id, track):
+        while generation_id not in self._stopped:
+            pending = self.has_pending_data(generation_id)
+            if not pending and self._playouts.caught_up(track):
+                return
             track.progress = anyio.Event()
             wait_s = grace_s
-            if not self.playout_acks and not self.has_pending_data(generation_id):
-                wait_s = max(0.0, (track.sent_ms - self._estimate(track)) / 1000.0) + 0.001
+            if not self.playout_acks and not pending:
+                estimate = self._playouts.estimate(track)
+                wait_s = max(0.0, (track.sent_ms - estimate) / 1000.0) + 0.001
             with self._clock.move_on_after(wait_s):
                 await track.progress.wait()
             if self._monotonic() - track.last_progress > grace_s:
                 return
-
-    def _fully_played(self, generation_id: str, track: Playout) -> bool:
-        if generation_id in self._stopped:
-            return True
-        if self.has_pending_data(generation_id):
-            return False
-        if self.playout_acks:
-            return track.played_ms >= track.sent_ms - PLAYOUT_TOLERANCE_MS
-        return self._estimate(track) >= track.sent_ms
 
     def wake(self) -> None:
         """Let a waiting consumer re-check its conditions."""

@@ -12,7 +12,11 @@ effect before the handler returns. The work lives in parts, each holding the sha
 * :class:`~.completion.Completion` — stop, finish, heard text, delivery evidence.
 
 The parts are built inside :meth:`Session.run`, with the session's task group passed to the two
-that start tasks; before that the handlers do nothing.
+that start tasks; before that the handlers do nothing. Nothing here reads the machine's state:
+the handlers report what happened and act on the effects of the step (caller audio is heard, or
+in text mode asks whether the recogniser is back); the composition root reports a dependency
+lost or back the same way (:meth:`Session.dependency_failed`,
+:meth:`Session.dependency_recovered`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import structlog
 
 from vocero.contracts.actions import ActionCoordinator
 from vocero.contracts.clock import SystemClock
+from vocero.contracts.events import SessionState
 from vocero.contracts.ports import Message, Timers
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.acting import Actor
@@ -35,7 +40,7 @@ from vocero.orchestrator.context import SessionContext, SessionMetrics, Timeouts
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.hearing import Hearing
 from vocero.orchestrator.listening import Utterance
-from vocero.orchestrator.machine import Event, Intent
+from vocero.orchestrator.machine import Effect, Event, Intent
 from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.recording import SessionRecorder
 from vocero.orchestrator.responding import Responder
@@ -81,6 +86,7 @@ class Session:
         for message in history:
             self.core.remember(message)
         self.machine = self.core.machine
+        """The session's table (tests drive and inspect it); the shell only fires events."""
         self.history = self.core.history
         self.generations = self.core.generations
         self._parts: _Parts | None = None
@@ -93,6 +99,11 @@ class Session:
     @ctx.setter
     def ctx(self, ctx: SessionContext) -> None:
         self.core.ctx = ctx
+
+    @property
+    def state_name(self) -> SessionState:
+        """The session's state as last reported (to show or record it, never to decide)."""
+        return self.core.state_name
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -112,10 +123,14 @@ class Session:
                 turns = Turns(core, hearing, answers, responder, asking)
                 self._parts = _Parts(hearing, turns, tg)
 
-                def unanswered() -> None:
+                def expired() -> None:  # the table decides whether the agent speaks unasked
+                    core.fire(Event.QUESTION_EXPIRED)
+
+                def unasked(**_: str) -> None:  # queued behind any caller turn
                     tg.start_soon(turns.unanswered)
 
-                asking.on_unanswered = unanswered
+                asking.on_unanswered = expired
+                core.on(Effect.QUEUE_UNASKED, unasked)
                 if core.coordinator is not None:
                     core.coordinator.set_input_handler(asking.ask)
                 core.fire(Event.CONFIGURED)
@@ -140,8 +155,7 @@ class Session:
     def close(self, reason: str = "client_close") -> None:
         self._closed = True
         core = self.core
-        if core.machine.allows(Event.CLOSE):
-            core.fire(Event.CLOSE, reason="session_closed", status="canceled")
+        core.fire(Event.CLOSE, reason="session_closed", status="canceled")
         if self._parts is not None:
             self._parts.tg.cancel_scope.cancel()
 
@@ -155,11 +169,22 @@ class Session:
         parts = self._parts
         if parts is None:
             return
-        if self.machine.state == "DEGRADED":
-            if self.core.runners.stt.status().health in ("ready", "degraded"):
-                self.core.fire(Event.DEPENDENCY_RECOVERED)
-            return
-        parts.hearing.audio(pcm16)
+        effects = self.core.fire(Event.AUDIO).effects
+        if Effect.HEAR in effects:
+            parts.hearing.audio(pcm16)
+        elif Effect.PROBE_RECOVERY in effects and self.core.stt_ready():
+            self.core.fire(Event.DEPENDENCY_RECOVERED)
+
+    def dependency_failed(self) -> bool:
+        """A dependency outside the session (the store) stopped answering: an idle session
+        goes to text mode, a busy one carries on. True once the session has taken the outage
+        (now or before); False: report it again later."""
+        return Effect.OUTAGE_TAKEN in self.core.fire(Event.DEPENDENCY_FAILED).effects
+
+    def dependency_recovered(self) -> None:
+        """The dependency answers again: text mode ends, unless the recogniser is down too."""
+        if not self.core.stt_down():
+            self.core.fire(Event.DEPENDENCY_RECOVERED)
 
     def on_speech_hint(self) -> None:
         if self._parts is not None:

@@ -65,14 +65,16 @@ class Turns:
             await self._commit(text, "text")
 
     async def unanswered(self) -> None:
-        """A server's question ran out of time with nobody answering: the agent takes the
-        turn, unless the caller has begun one meanwhile (that turn has the floor)."""
+        """A server's question ran out of time with nobody answering (the machine queued the
+        agent's turn): the agent takes the turn, unless the machine says the caller has begun
+        one meanwhile (that turn has the floor)."""
         async with tracing.turn(self.core.ctx.session_id, "unanswered"), self._lock:
             core = self.core
             pending = self.responder.actor.pending
-            if pending is None or core.machine.state != "LISTENING":
+            if pending is None:
                 return
-            core.fire(Event.QUESTION_UNANSWERED)
+            if Effect.SPEAK_UNASKED not in core.fire(Event.QUESTION_UNANSWERED).effects:
+                return
             turn = TurnRef(session_id=core.ctx.session_id, turn_id=pending.turn_id,
                            traceparent=tracing.committed(pending.turn_id))
             await self.responder.unanswered(turn, pending.plan)

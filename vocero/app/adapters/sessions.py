@@ -125,12 +125,12 @@ class OpenSession:
                 log.exception("session.resume_token_not_withdrawn", session_id=session_id)
         finally:
             runtime.live.pop(session_id, None)
-            runtime.recorder.close(session_id, session.machine.state)
+            runtime.recorder.close(session_id, session.state_name)
             released = runtime.released.pop(session_id, None)
             if released is not None:
                 released.set()
             runtime.audit_soon(
-                "session.closed", {"state": session.machine.state}, session_id=session_id
+                "session.closed", {"state": session.state_name}, session_id=session_id
             )
             if runtime.followups is not None:  # review what was heard (promised_unbooked)
                 runtime.followups.session_ended(session_id)

@@ -74,7 +74,7 @@ async def list_sessions(request: Request, runtime: Runtime, _: Operator) -> Resp
         items.append({
             "session_id": row.id,
             "live": live is not None,
-            "state": live.machine.state if live is not None else row.state,
+            "state": live.state_name if live is not None else row.state,
             "identity": {"subject_ref": row.subject_ref, "tenant_id": row.tenant_id},
             "profile": {"id": row.profile_id, "version": row.profile_version},
             "effective": live.ctx.effective if live is not None else row.effective,

@@ -62,7 +62,7 @@ async def get_session(request: Request, runtime: Runtime, _: Operator) -> Respon
     return json(
         {
             "session_id": record.id,
-            "state": live.machine.state if live else record.state,
+            "state": live.state_name if live else record.state,
             "identity": {"subject_ref": record.subject_ref, "tenant_id": record.tenant_id},
             "effective": live.ctx.effective if live else record.effective,
             "profile": {"id": record.profile_id, "version": record.profile_version},
