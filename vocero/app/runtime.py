@@ -75,7 +75,8 @@ class StoreOutage:
     down: bool = False
     """The last renewal did not reach the store."""
     told: dict[str, bool] = field(default_factory=dict)
-    """The live sessions told of the outage, each with whether it has gone ``DEGRADED`` yet."""
+    """The live sessions told of the outage, each with whether it has taken it yet (gone
+    ``DEGRADED``, or was already; a busy one takes it at a later failed renewal)."""
 
 
 @dataclass(frozen=True)
