@@ -13,6 +13,7 @@ import yaml
 from starlette.testclient import TestClient
 
 from tests.conftest import DEMO_SCRIPT
+from tests.support.db import migrated_copy
 from tests.support.voices import make_wav
 from vocero.app.bodies import BodyError, instant
 from vocero.app.server import create_app
@@ -32,8 +33,9 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     tmp = tmp_path_factory.mktemp("bodies")
     script = tmp / "script.yaml"
     script.write_text(yaml.safe_dump(DEMO_SCRIPT))
-    settings = Settings(runners="sim", db=f"sqlite+aiosqlite:///{tmp}/vocero.db",
-                        sim_script=str(script), operator_token="op-admin-token")
+    db = migrated_copy(tmp / "vocero.db", driver="sqlite+aiosqlite")
+    settings = Settings(runners="sim", db=db, sim_script=str(script),
+                        operator_token="op-admin-token")
     with TestClient(create_app(settings)) as client:
         assert client.post("/v1/voices", json=VOICE, headers=ADMIN).status_code == 201
         yield client

@@ -5,7 +5,6 @@ and the follow-up plane wired to a real action plane on a virtual clock."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -158,11 +157,6 @@ class People:
 
     def caller(self, tenant: str, subject_ref: str) -> Caller | None:
         return self._by.get((tenant, subject_ref))
-
-
-def migrated_copy(template: Path, target: Path) -> str:
-    shutil.copyfile(template, target)
-    return f"sqlite+aiosqlite:///{target}"
 
 
 # ------------------------------------------------------------------------ the wired plane

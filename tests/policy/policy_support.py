@@ -5,7 +5,6 @@ scripted conversation driver for the coordinator."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import time
 import uuid
@@ -188,11 +187,6 @@ class BrokenDefinitions:
 
 
 # ---------------------------------------------------------------------------------- store
-
-
-def migrated_copy(template: Path, target: Path) -> str:
-    shutil.copyfile(template, target)
-    return f"sqlite+aiosqlite:///{target}"
 
 
 async def open_session_row(

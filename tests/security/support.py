@@ -19,6 +19,7 @@ import yaml
 from starlette.datastructures import Address
 
 from tests.conftest import DEMO_SCRIPT
+from tests.support.db import migrated_copy
 from tests.support.servers import READY_LINE, ServerProcess, free_port
 from tests.support.wsclient import envelope
 from vocero.app.settings import Settings
@@ -40,7 +41,7 @@ def settings(tmp_path: Path, **overrides: Any) -> Settings:
     script.write_text(yaml.safe_dump(DEMO_SCRIPT))
     base = Settings(
         runners="sim",
-        db=f"sqlite+aiosqlite:///{tmp_path}/vocero.db",
+        db=migrated_copy(tmp_path / "vocero.db", driver="sqlite+aiosqlite"),
         sim_script=str(script),
         operator_token=ADMIN_TOKEN,
     )
