@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # The one test command: module boundaries, lint, types, then every test.
+# `scripts/test.sh fast [pytest args]`: the same checks, then only the tests that load no model,
+# start no process or browser and are not slow (README "Tests"); a few minutes, not half an hour.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tier=()
+if [ "${1:-}" = "fast" ]; then
+  shift
+  tier=(-m "not model and not process and not browser and not slow")
+fi
 lint-imports
 ruff check .
 mypy
-python3 -m pytest "$@"
+python3 -m pytest "${tier[@]}" "$@"
