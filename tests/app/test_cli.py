@@ -26,6 +26,7 @@ def drain(conn: ws_client.ClientConnection) -> None:
         conn.recv(timeout=5)
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_serve_announces_answers_health_and_drains_on_sigterm(tmp_path: Path) -> None:
     port = free_port()
@@ -53,6 +54,7 @@ def test_serve_announces_answers_health_and_drains_on_sigterm(tmp_path: Path) ->
     assert rows == [("CLOSING", 1)]
 
 
+@pytest.mark.process
 def test_db_upgrade_creates_the_schema(tmp_path: Path) -> None:
     db = tmp_path / "fresh.db"
     result = subprocess.run(
@@ -66,6 +68,7 @@ def test_db_upgrade_creates_the_schema(tmp_path: Path) -> None:
     assert {"sessions", "audit_events", "operations", "outbox", "tool_pins"} <= tables
 
 
+@pytest.mark.process
 def test_bad_profile_fails_fast_naming_file_and_field(tmp_path: Path) -> None:
     profiles = tmp_path / "profiles"
     profiles.mkdir()
@@ -97,6 +100,7 @@ def test_committed_schemas_match_the_code() -> None:
     assert schema_drift() == []
 
 
+@pytest.mark.process
 def test_schema_check_fails_when_a_schema_is_stale(tmp_path: Path) -> None:
     target = tmp_path / "schemas"
     subprocess.run(
@@ -117,6 +121,7 @@ def test_schema_check_fails_when_a_schema_is_stale(tmp_path: Path) -> None:
     assert result.returncode == 1
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_bench_prints_only_json_on_stdout() -> None:
     """Benchmarks start runtimes that log; none of it may reach the JSON on standard output."""

@@ -29,6 +29,8 @@ from tests.support.servers import READY_LINE, ServerProcess, free_port
 from tests.support.wsclient import envelope
 from vocero.app.settings import REPO_ROOT
 
+pytestmark = pytest.mark.process
+
 ADMIN, OWNER, SECURITY = "admin-token-32", "owner-token-32", "security-token-32"
 OPERATORS = [
     {"token": ADMIN, "name": "ada", "roles": ["admin"]},

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.support.servers import ServerProcess, free_port
 from vocero.evals.proxy import RecordingProxy
@@ -48,6 +49,7 @@ def _rpc(process: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str,
             return answer
 
 
+@pytest.mark.process
 def test_a_real_fixture_server_through_the_tap(tmp_path: Path) -> None:
     record = tmp_path / "orders.jsonl"
     process = subprocess.Popen(
@@ -92,6 +94,7 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
     return response.json()  # type: ignore[no-any-return]
 
 
+@pytest.mark.process
 def test_a_streamable_http_server_through_the_recording_proxy(tmp_path: Path) -> None:
     port = free_port()
     server = ServerProcess("orders server", [sys.executable, str(ORDERS), "--transport", "http",

@@ -22,6 +22,8 @@ from tests.support.servers import READY_LINE, ServerProcess, free_port
 from tests.support.wsclient import envelope
 from vocero.app.settings import REPO_ROOT
 
+pytestmark = pytest.mark.process
+
 DASHBOARD = REPO_ROOT / "deploy" / "grafana" / "vocero.json"
 SCRIPT = {
     "tts": {"ms_per_char": 2},
