@@ -201,8 +201,7 @@ class Vocero(ServerProcess):
             return json.load(response)
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        """This process's JSON log lines of one event."""
-        self._log.flush()
+        """This process's JSON log lines of one event (it writes its log file itself)."""
         out = []
         for line in self.log.read_text().splitlines():
             if line.startswith("{") and f'"{name}"' in line:
