@@ -142,9 +142,13 @@ def start_workers(tmp_path: Path, db: str, appointments: Appointments) -> Vocero
     config = Config(tmp_path, appointments)
     config.write()
     node = Vocero(tmp_path, db, [*config.flags(), "--workers", "2"], name="workers")
-    node.start()  # the supervisor's line, once both listen; then /readyz
-    wait_for("both workers ready", lambda: {e.get("worker") for e in node.events(
-        "runners.ready")} == {0, 1})
+    try:
+        node.start()  # the supervisor's line, once both listen; then /readyz
+        wait_for("both workers ready", lambda: {e.get("worker") for e in node.events(
+            "runners.ready")} == {0, 1})
+    except BaseException:
+        node.stop()  # not left serving when it never got ready
+        raise
     return node
 
 
