@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
 # The one test command: module boundaries, lint, types, then every test.
 # `scripts/test.sh fast [pytest args]`: the same checks, then only the tests that load no model,
-# start no process or browser and are not slow (README "Tests"); a few minutes, not half an hour.
+# start no process or browser and are not slow (README "Tests"): minutes, not half an hour.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tier=()
-if [ "${1:-}" = "fast" ]; then
-  shift
-  tier=(-m "not model and not process and not browser and not slow")
-fi
+[ "${1:-}" != fast ] || set -- -m "not model and not process and not browser and not slow" "${@:2}"
 lint-imports
 ruff check .
 mypy
-python3 -m pytest "${tier[@]}" "$@"
+python3 -m pytest "$@"
