@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The one test command: module boundaries, lint, types, then every test.
+# `scripts/test.sh fast [pytest args]`: the same checks, then only the tests that load no model,
+# start no process or browser and are not slow (README "Tests"): minutes, not half an hour.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[ "${1:-}" != fast ] || set -- -m "not model and not process and not browser and not slow" "${@:2}"
 lint-imports
 ruff check .
 mypy

@@ -20,7 +20,7 @@ from vocero.evals.client import TurnResult
 from vocero.evals.format import load_files
 from vocero.evals.runner import ScenarioResult
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.model, pytest.mark.process, pytest.mark.anyio]
 SUITE = Path(__file__).resolve().parents[2] / "fixtures" / "eval" / "orders.yaml"
 
 

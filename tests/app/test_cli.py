@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -16,15 +15,10 @@ import pytest
 import websockets.sync.client as ws_client
 from websockets.exceptions import ConnectionClosed
 
+from tests.support.servers import READY_LINE, ServerProcess, free_port
 from tests.support.wsclient import envelope
 from vocero.app.commands.schema import schema_drift
 from vocero.app.settings import add_serve_arguments, settings_from
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def drain(conn: ws_client.ClientConnection) -> None:
@@ -32,50 +26,26 @@ def drain(conn: ws_client.ClientConnection) -> None:
         conn.recv(timeout=5)
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_serve_announces_answers_health_and_drains_on_sigterm(tmp_path: Path) -> None:
     port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "vocero",
-            "serve",
-            "--runners",
-            "sim",
-            "--port",
-            str(port),
-            "--db",
-            f"sqlite:///{tmp_path}/v.db",
-            "--log-format",
-            "json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.strip() == f"vocero listening on http://127.0.0.1:{port}"
+    server = ServerProcess("vocero serve", [
+        sys.executable, "-m", "vocero", "serve", "--runners", "sim", "--port", str(port),
+        "--db", f"sqlite:///{tmp_path}/v.db", "--log-format", "json",
+    ], ready_line=READY_LINE, log=tmp_path / "serve.log")
+    with server:
+        assert server.lines[0].strip() == f"vocero listening on http://127.0.0.1:{port}"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
             assert json.load(response) == {"status": "ok"}
         with ws_client.connect(f"ws://127.0.0.1:{port}/v1/realtime", open_timeout=10) as conn:
             conn.send(envelope("session.connect.v1", {"token": "demo-token"}, sequence=1))
             applied = json.loads(conn.recv(timeout=30))
             assert applied["type"] == "vocero.session.configuration_applied.v1"
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=10) == 0
+            server.process.send_signal(signal.SIGTERM)
+            assert server.process.wait(timeout=10) == 0
             with pytest.raises(ConnectionClosed):
                 drain(conn)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stdout:
-            proc.stdout.close()
-        if proc.stderr:
-            proc.stderr.close()
     rows = (
         sqlite3.connect(tmp_path / "v.db")
         .execute("select state, closed_at is not null from sessions")
@@ -84,6 +54,7 @@ def test_serve_announces_answers_health_and_drains_on_sigterm(tmp_path: Path) ->
     assert rows == [("CLOSING", 1)]
 
 
+@pytest.mark.process
 def test_db_upgrade_creates_the_schema(tmp_path: Path) -> None:
     db = tmp_path / "fresh.db"
     result = subprocess.run(
@@ -97,6 +68,7 @@ def test_db_upgrade_creates_the_schema(tmp_path: Path) -> None:
     assert {"sessions", "audit_events", "operations", "outbox", "tool_pins"} <= tables
 
 
+@pytest.mark.process
 def test_bad_profile_fails_fast_naming_file_and_field(tmp_path: Path) -> None:
     profiles = tmp_path / "profiles"
     profiles.mkdir()
@@ -128,6 +100,7 @@ def test_committed_schemas_match_the_code() -> None:
     assert schema_drift() == []
 
 
+@pytest.mark.process
 def test_schema_check_fails_when_a_schema_is_stale(tmp_path: Path) -> None:
     target = tmp_path / "schemas"
     subprocess.run(
@@ -148,6 +121,7 @@ def test_schema_check_fails_when_a_schema_is_stale(tmp_path: Path) -> None:
     assert result.returncode == 1
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_bench_prints_only_json_on_stdout() -> None:
     """Benchmarks start runtimes that log; none of it may reach the JSON on standard output."""

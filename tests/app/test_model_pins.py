@@ -59,6 +59,7 @@ def test_a_missing_file_of_a_pinned_directory_is_refused(tmp_path: Path) -> None
     assert refused.value.path == str(partial / "model.bin")
 
 
+@pytest.mark.process
 def test_serve_refuses_to_start_naming_the_file(tmp_path: Path) -> None:
     changed = tmp_path / "silero_vad_v6.onnx"
     changed.write_bytes(b"\0" * 64)

@@ -13,6 +13,7 @@ import yaml
 from starlette.testclient import TestClient
 
 from tests.conftest import DEMO_SCRIPT
+from tests.support.db import migrated_copy
 from tests.support.voices import make_wav
 from vocero.app.http.bodies import BodyError, instant
 from vocero.app.server import create_app
@@ -32,13 +33,15 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     tmp = tmp_path_factory.mktemp("bodies")
     script = tmp / "script.yaml"
     script.write_text(yaml.safe_dump(DEMO_SCRIPT))
-    settings = Settings(runners="sim", db=f"sqlite+aiosqlite:///{tmp}/vocero.db",
-                        sim_script=str(script), operator_token="op-admin-token")
+    db = migrated_copy(tmp / "vocero.db", driver="sqlite+aiosqlite")
+    settings = Settings(runners="sim", db=db, sim_script=str(script),
+                        operator_token="op-admin-token")
     with TestClient(create_app(settings)) as client:
         assert client.post("/v1/voices", json=VOICE, headers=ADMIN).status_code == 201
         yield client
 
 
+@pytest.mark.process
 def test_a_plain_date_is_the_end_of_that_day_in_utc(api: TestClient) -> None:
     body = {**VOICE, "voice_id": "dated-1", "usage_until": "2099-12-31"}
     created = api.post("/v1/voices", json=body, headers=ADMIN)
@@ -50,6 +53,7 @@ def test_a_plain_date_is_the_end_of_that_day_in_utc(api: TestClient) -> None:
     )
 
 
+@pytest.mark.process
 def test_the_spec_example_date_is_accepted(api: TestClient) -> None:
     """``usage_until: 2027-12-31`` (the issue's example) was a bare 400 before."""
     body = {**VOICE, "voice_id": "dated-3", "usage_until": "2027-12-31"}
@@ -113,6 +117,7 @@ BAD_REQUESTS: list[tuple[str, str, Any, str, str]] = [
 ]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("method", "path", "body", "code", "field"), BAD_REQUESTS)
 def test_every_400_names_its_code_field_and_reason(
     api: TestClient, method: str, path: str, body: Any, code: str, field: str
@@ -140,6 +145,7 @@ NOT_INTEGERS = {"superscript": "\u00b2", "5000-digits": "9" * 5000, "full-width"
 them, ``int`` refuses or overflows), signs, blanks, other notations, past 64 bits."""
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("path", "name"), INTEGER_QUERIES)
 @pytest.mark.parametrize("value", list(NOT_INTEGERS.values()), ids=list(NOT_INTEGERS))
 def test_every_integer_query_parameter_answers_400_for_a_non_integer(
@@ -152,6 +158,7 @@ def test_every_integer_query_parameter_answers_400_for_a_non_integer(
     assert error["reason"].startswith("must be an integer from")  # never the value itself
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("path", "name"), INTEGER_QUERIES)
 def test_integer_query_parameters_have_bounds(api: TestClient, path: str, name: str) -> None:
     outside = ("0", "100001") if name == "limit" else (str(2**63),)
@@ -161,6 +168,7 @@ def test_integer_query_parameters_have_bounds(api: TestClient, path: str, name: 
     assert api.get(path, params={name: "1"}, headers=ADMIN).status_code == 200
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("path", ["/v1/followups", "/v1/findings", "/v1/operations"])
 @pytest.mark.parametrize("cursor", ["nope", "x" * 5000, "\u00b2\u00b2\u00b2\u00b2", "eDp5"])
 def test_a_cursor_no_page_gave_answers_400(api: TestClient, path: str, cursor: str) -> None:
@@ -170,6 +178,7 @@ def test_a_cursor_no_page_gave_answers_400(api: TestClient, path: str, cursor: s
     assert answer.json()["error"]["field"] == "cursor"
 
 
+@pytest.mark.process
 def test_a_refused_body_changes_nothing(api: TestClient) -> None:
     bad = {**VOICE, "voice_id": "never", "usage_until": "soon"}
     assert api.post("/v1/voices", json=bad, headers=ADMIN).status_code == 400

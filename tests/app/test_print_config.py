@@ -7,6 +7,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.process
+
 
 def run(*flags: str, env: dict[str, str]) -> dict[str, dict[str, object]]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VOCERO_")}

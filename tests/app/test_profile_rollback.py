@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -26,9 +25,11 @@ import websockets.sync.client as ws_client
 import yaml
 
 from tests.support.pg import BACKENDS, fresh_db
-from tests.support.processes import stop
+from tests.support.servers import READY_LINE, ServerProcess, free_port
 from tests.support.wsclient import envelope
 from vocero.app.settings import REPO_ROOT
+
+pytestmark = pytest.mark.process
 
 ADMIN, OWNER, SECURITY = "admin-token-32", "owner-token-32", "security-token-32"
 OPERATORS = [
@@ -48,8 +49,8 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 class Server:
-    def __init__(self, process: subprocess.Popen[str], base: str) -> None:
-        self.process, self.base = process, base
+    def __init__(self, base: str) -> None:
+        self.base = base
 
     def call(self, method: str, path: str, token: str = ADMIN,
              body: dict[str, Any] | None = None) -> tuple[int, Any]:
@@ -74,12 +75,6 @@ class Server:
             yield conn, frame["data"]["payload"]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def profile_copy(tmp_path: Path) -> Path:
     """The shipped profiles, in a directory the test may edit (their MCP servers linked)."""
     fixtures = tmp_path / "fixtures"
@@ -92,19 +87,13 @@ def profile_copy(tmp_path: Path) -> Path:
 def serving(profiles: Path, db: str, tmp_path: Path) -> Iterator[Server]:
     operators = tmp_path / "operators.yaml"
     operators.write_text(yaml.safe_dump(OPERATORS))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "vocero", "serve", "--runners", "sim", "--port", str(free_port()),
-         "--profiles", str(profiles), "--db", db, "--operators", str(operators)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().strip()
-        assert line.startswith("vocero listening on http://"), line
-        yield Server(process, line.removeprefix("vocero listening on "))
-    finally:
-        stop(process)
-        if process.stdout:
-            process.stdout.close()
+    command = [sys.executable, "-m", "vocero", "serve", "--runners", "sim", "--port",
+               str(free_port()), "--profiles", str(profiles), "--db", db, "--operators",
+               str(operators)]
+    with ServerProcess("vocero serve", command, ready_line=READY_LINE,
+                       log=tmp_path / "serve.log") as process:
+        assert process.announced.startswith("vocero listening on http://"), process.announced
+        yield Server(process.announced.removeprefix("vocero listening on "))
 
 
 def cli(*args: str) -> tuple[int, Any]:

@@ -18,6 +18,8 @@ from vocero.contracts.clock import VirtualClock
 from vocero.store import Store, upgrade
 from vocero.store.audit import AuditLog
 
+pytestmark = pytest.mark.process
+
 
 def _purge(url: str, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

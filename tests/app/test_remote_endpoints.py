@@ -26,6 +26,8 @@ from vocero.app.runtime import build_runners
 from vocero.app.settings import REPO_ROOT, add_serve_arguments, settings_from
 from vocero.contracts.errors import ConfigError
 
+pytestmark = pytest.mark.process
+
 ORDERS = REPO_ROOT / "fixtures" / "mcp_servers" / "orders_server.py"
 READER = {"token": "reader", "subject": "rita", "tenant": "acme", "roles": ["customer"],
           "scopes": ["orders:read"]}

@@ -27,7 +27,7 @@ from vocero.app.settings import Settings
 from vocero.contracts.ports import IntentClassified, LlmRequest, Message, TextChunk
 from vocero.inference.remote import Endpoint, RemoteLlm, RemoteRoutedLlm
 
-pytestmark = [pytest.mark.models, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.model, pytest.mark.timeout(600)]
 SATURDAY = "On Saturdays our stores are open from 10 AM to 2 PM."
 
 

@@ -26,7 +26,7 @@ from tests.support.wsclient import ProtocolClient
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
 
-pytestmark = [pytest.mark.models, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.model, pytest.mark.timeout(600)]
 ASKED = "What is the status of order A123?"
 SILENCE = bytes(2 * 16_000)  # a second: the caller has finished
 

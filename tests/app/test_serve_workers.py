@@ -26,9 +26,10 @@ import anyio
 import pytest
 from sqlalchemy import select
 
-from tests.scaling.support import Appointments, Config, Vocero, client, free_port
+from tests.scaling.support import Appointments, Config, Vocero, client
 from tests.support.pg import fresh_db, requires_pg
 from tests.support.polling import wait_for as poll
+from tests.support.servers import free_port
 from vocero.app.settings import REPO_ROOT, db_url
 from vocero.app.workers import WorkersError, worker_count
 from vocero.store import Store
@@ -141,9 +142,13 @@ def start_workers(tmp_path: Path, db: str, appointments: Appointments) -> Vocero
     config = Config(tmp_path, appointments)
     config.write()
     node = Vocero(tmp_path, db, [*config.flags(), "--workers", "2"], name="workers")
-    node.start()  # the supervisor's line, once both listen; then /readyz
-    wait_for("both workers ready", lambda: {e.get("worker") for e in node.events(
-        "runners.ready")} == {0, 1})
+    try:
+        node.start()  # the supervisor's line, once both listen; then /readyz
+        wait_for("both workers ready", lambda: {e.get("worker") for e in node.events(
+            "runners.ready")} == {0, 1})
+    except BaseException:
+        node.stop()  # not left serving when it never got ready
+        raise
     return node
 
 
@@ -177,8 +182,8 @@ def test_two_workers_share_port_store_and_metrics_and_sigterm_drains_both(
         assert {k: v.ending for k, v in nodes(db).items()} == dict.fromkeys(workers, "released")
         closed = query(db, select(SessionRow.id).where(SessionRow.closed_at.is_(None)))
         assert closed == []  # the live sessions were closed by the drain, on both workers
-        assert node.process.stdout is not None
-        rest = node.process.stdout.read()
+        said = node.join_output()
+        rest = "\n".join(said[said.index(node.announced) + 1:])
         assert "vocero listening on" not in rest  # said once, by the supervisor
     finally:
         node.stop()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import venv
@@ -22,17 +21,12 @@ from pathlib import Path
 import pytest
 import websockets.sync.client as ws_client
 
+from tests.support.servers import free_port
 from tests.support.wsclient import envelope
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("vocero", "migrations", "fixtures/profiles", "fixtures/mcp_servers",
            "fixtures/identities.yaml", "setup.py", "pyproject.toml", "README.md")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _build_wheel(tmp: Path) -> Path:
@@ -62,7 +56,8 @@ def _install(tmp: Path, wheel: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.models
+@pytest.mark.model
+@pytest.mark.process
 @pytest.mark.timeout(600)
 def test_an_installed_wheel_serves_the_demo_from_an_empty_directory(tmp_path: Path) -> None:
     env_dir = _install(tmp_path, _build_wheel(tmp_path))
@@ -76,7 +71,7 @@ def test_an_installed_wheel_serves_the_demo_from_an_empty_directory(tmp_path: Pa
                              cwd=home, env=env, capture_output=True, text=True, check=True)
     assert Path(located.stdout.strip()).is_relative_to(env_dir), located.stdout
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [str(env_dir / "bin" / "vocero"), "serve", "--port", str(port)],
         cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -5,12 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import threading
-import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +14,10 @@ import pytest
 import yaml
 from playwright.sync_api import BrowserContext, Page, sync_playwright
 
+from tests.support.servers import READY_LINE, ServerProcess, free_port
+
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("VOCERO_CHROMIUM", "/usr/bin/chromium")
-READY_LINE = "vocero listening on "
 STARTUP_TIMEOUT_S = 60.0
 CHROMIUM_ARGS = [
     "--use-fake-ui-for-media-stream",
@@ -39,79 +35,41 @@ CHROMIUM_ARGS = [
 OpenPage = Callable[..., Page]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class ServerProcess:
+class SimServer(ServerProcess):
     """``python -m vocero serve --runners sim``; its output is kept for failure messages."""
 
     def __init__(self, workdir: Path, script: dict[str, Any]) -> None:
         workdir.mkdir(parents=True)
         sim_script = workdir / "sim.yaml"
         sim_script.write_text(yaml.safe_dump(script))
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.output: deque[str] = deque(maxlen=200)
-        self._ready = threading.Event()
-        command = [
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        super().__init__("vocero serve", [
             sys.executable, "-m", "vocero", "serve", "--runners", "sim",
-            "--port", str(self.port), "--db", f"sqlite+aiosqlite:///{workdir / 'v.db'}",
+            "--port", str(port), "--db", f"sqlite+aiosqlite:///{workdir / 'v.db'}",
             "--sim-script", str(sim_script),
-        ]  # fmt: skip
-        self.process = subprocess.Popen(
-            command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.output.append(line.rstrip())
-            if line.startswith(READY_LINE):
-                self._ready.set()
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while not self._ready.wait(0.1):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                exit_code = self.process.poll()
-                pytest.fail(f"server did not start (exit {exit_code}):\n{self.log_tail()}")
+        ], port=port, ready_line=READY_LINE, cwd=REPO)  # fmt: skip
 
     def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(list(self.output)[-lines:])
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._reader.join(timeout=5)
-        assert self.process.stdout is not None
-        self.process.stdout.close()
+        return self.tail(lines)
 
 
-StartServer = Callable[[dict[str, Any]], ServerProcess]
+StartServer = Callable[[dict[str, Any]], SimServer]
 
 
 @pytest.fixture
 def start_server(tmp_path: Path) -> Iterator[StartServer]:
     """Starts a sim server with the given SPEC §6 script and waits until it listens."""
-    servers: list[ServerProcess] = []
+    servers: list[SimServer] = []
 
-    def start(script: dict[str, Any]) -> ServerProcess:
-        servers.append(ServerProcess(tmp_path / f"server-{len(servers)}", script))
-        servers[-1].wait_ready()
+    def start(script: dict[str, Any]) -> SimServer:
+        servers.append(SimServer(tmp_path / f"server-{len(servers)}", script))
+        servers[-1].spawn().wait_ready(STARTUP_TIMEOUT_S)
         return servers[-1]
 
     yield start
     for server in servers:
-        server.stop()
+        server.stop(grace_s=10)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-StartServer = Callable[[dict[str, Any]], Any]  # returns conftest.ServerProcess
+StartServer = Callable[[dict[str, Any]], Any]  # returns conftest.SimServer
 OpenPage = Callable[..., Page]
 
 BARGE_IN_WAV = Path(__file__).resolve().parents[2] / "fixtures" / "audio" / "barge_in.wav"

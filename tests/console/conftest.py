@@ -10,12 +10,7 @@ import datetime
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import threading
-import time
-from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -31,7 +26,7 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
 from tests.support.audio import tone_frames
 from tests.support.polling import wait_for as poll
-from tests.support.processes import stop as stop_process
+from tests.support.servers import READY_LINE, ServerProcess, free_port
 from vocero.mcp_gateway.consent import PendingConsent
 from vocero.mcp_gateway.oauth_store import SqlConsentRepository
 from vocero.store.engine import Store
@@ -79,12 +74,6 @@ SCRIPT: dict[str, Any] = {
 STARTUP_TIMEOUT_S = 60.0
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def demo_profile(workdir: Path, record: Path) -> Path:
     """fixtures/profiles/demo.yaml with absolute paths, follow-ups held for an operator, and the
     orders server changing its tool definition after the first call."""
@@ -104,47 +93,33 @@ def demo_profile(workdir: Path, record: Path) -> Path:
     return directory
 
 
-class ConsoleServer:
+class ConsoleServer(ServerProcess):
     def __init__(self, workdir: Path, extra_env: dict[str, str] | None = None) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.record = workdir / "orders.jsonl"
         self.profiles = workdir / "profiles"
         (workdir / "sim.yaml").write_text(yaml.safe_dump(SCRIPT))
         (workdir / "operators.yaml").write_text(yaml.safe_dump(OPERATORS))
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.output: deque[str] = deque(maxlen=300)
-        self._ready = threading.Event()
-        command = [
-            sys.executable, "-m", "vocero", "serve", "--runners", "sim", "--port", str(self.port),
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.http = httpx.Client(base_url=self.url, timeout=30)
+        super().__init__("vocero serve", [
+            sys.executable, "-m", "vocero", "serve", "--runners", "sim", "--port", str(port),
             "--db", f"sqlite+aiosqlite:///{workdir / 'v.db'}",
             "--sim-script", str(workdir / "sim.yaml"),
             "--profiles", str(demo_profile(workdir, self.record)),
             "--operator-token", ADMIN_TOKEN, "--operators", str(workdir / "operators.yaml"),
             "--followups-tick-s", "0",
-        ]  # fmt: skip
-        self.process = subprocess.Popen(
-            command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env={**os.environ, **(extra_env or {})},
-        )
-        threading.Thread(target=self._read, daemon=True).start()
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while not self._ready.wait(0.1):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"server did not start:\n{self.log_tail()}")
-        self.http = httpx.Client(base_url=self.url, timeout=30)
-        until(lambda: self.http.get("/readyz").status_code == 200, "readiness")
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.output.append(line.rstrip())
-            if line.startswith("vocero listening on "):
-                self._ready.set()
+        ], port=port, ready_line=READY_LINE, env=extra_env, cwd=REPO,
+           ready=lambda: self.http.get("/readyz").status_code == 200)  # fmt: skip
+        try:
+            self.spawn().wait_ready(STARTUP_TIMEOUT_S)
+        except BaseException:
+            self.stop()
+            raise
 
     def log_tail(self, lines: int = 60) -> str:
-        return "\n".join(list(self.output)[-lines:])
+        return self.tail(lines)
 
     def get(self, path: str, token: str = ADMIN_TOKEN) -> Any:
         answer = self.http.get(path, headers={"authorization": f"Bearer {token}"})
@@ -154,10 +129,9 @@ class ConsoleServer:
     def post(self, path: str, body: Any = None, token: str = ADMIN_TOKEN) -> httpx.Response:
         return self.http.post(path, json=body, headers={"authorization": f"Bearer {token}"})
 
-    def stop(self) -> None:
-        if getattr(self, "http", None) is not None:
-            self.http.close()
-        stop_process(self.process)
+    def stop(self, grace_s: float = 15.0) -> None:
+        self.http.close()
+        super().stop(grace_s)
 
 
 def until(predicate: Any, what: str, timeout_s: float = 30.0) -> None:

@@ -19,6 +19,7 @@ def _write(tmp_path: Path, scenarios: str, head: str = "caller: demo-token\n") -
     return file
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("scenarios", "field"),
     [
@@ -54,6 +55,7 @@ def test_a_malformed_scenario_exits_2_naming_file_scenario_and_field(
     assert f"field {field}" in err
 
 
+@pytest.mark.process
 def test_an_unknown_caller_token_is_malformed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

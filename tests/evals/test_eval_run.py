@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -23,7 +22,7 @@ import pytest
 import yaml
 from playwright.sync_api import sync_playwright
 
-from tests.support.polling import listening, wait_for
+from tests.support.servers import ServerProcess, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = Path(__file__).parent / "scenarios"
@@ -190,14 +189,11 @@ def test_audio_mode_streams_the_callers_synthesized_line(tmp_path: Path) -> None
 def test_a_streamable_http_server_is_recorded_through_the_proxy(tmp_path: Path) -> None:
     """The profile's orders server over streamable HTTP: eval reaches it through its loopback
     recording proxy, so the tool expectation sees the call."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, str(REPO / "fixtures" / "mcp_servers" / "orders_server.py"),
-         "--transport", "http", "--port", str(port)],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for("the fixture server to listen", lambda: listening(port, server))
+    port = free_port()
+    server = ServerProcess("orders server", [
+        sys.executable, str(REPO / "fixtures" / "mcp_servers" / "orders_server.py"),
+        "--transport", "http", "--port", str(port)], port=port, cwd=REPO)
+    server.spawn().wait_ready()
     profiles = tmp_path / "profiles"
     shutil.copytree(REPO / "fixtures" / "profiles", profiles)
     for file in profiles.glob("*.yaml"):
@@ -209,8 +205,7 @@ def test_a_streamable_http_server_is_recorded_through_the_proxy(tmp_path: Path) 
         run = _eval(str(SCENARIOS), "--only", "order-status", "--profiles", str(profiles),
                     "--report", str(tmp_path / "report"))
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        server.stop(grace_s=10)
     assert run.returncode == 0, run.stdout + run.stderr
     turn = json.loads((tmp_path / "report" / "report.json").read_text())["scenarios"][0][
         "turns"][0]

@@ -11,6 +11,8 @@ import pytest
 from tests.support.polling import wait_for
 from vocero.evals import server as eval_server
 
+pytestmark = pytest.mark.process
+
 REPO = Path(__file__).resolve().parents[2]
 
 

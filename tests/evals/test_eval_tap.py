@@ -5,15 +5,15 @@ from __future__ import annotations
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
-from tests.support.polling import listening, wait_for
+from tests.support.servers import ServerProcess, free_port
 from vocero.evals.proxy import RecordingProxy
 from vocero.evals.tap import relay
 
@@ -49,6 +49,7 @@ def _rpc(process: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str,
             return answer
 
 
+@pytest.mark.process
 def test_a_real_fixture_server_through_the_tap(tmp_path: Path) -> None:
     record = tmp_path / "orders.jsonl"
     process = subprocess.Popen(
@@ -84,13 +85,6 @@ def test_a_real_fixture_server_through_the_tap(tmp_path: Path) -> None:
     assert all(r["answered_at"] >= r["at"] for r in records)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _answer(response: httpx.Response) -> dict[str, Any]:
     """A JSON-RPC answer, as JSON or as the data of an event stream."""
     if "text/event-stream" in response.headers.get("content-type", ""):
@@ -100,15 +94,15 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
     return response.json()  # type: ignore[no-any-return]
 
 
+@pytest.mark.process
 def test_a_streamable_http_server_through_the_recording_proxy(tmp_path: Path) -> None:
-    port = _free_port()
-    server = subprocess.Popen([sys.executable, str(ORDERS), "--transport", "http", "--port",
-                               str(port)], cwd=REPO, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    port = free_port()
+    server = ServerProcess("orders server", [sys.executable, str(ORDERS), "--transport", "http",
+                                             "--port", str(port)], port=port, cwd=REPO).spawn()
     record = tmp_path / "orders.jsonl"
     proxy = RecordingProxy(f"http://127.0.0.1:{port}/mcp", str(record), "orders").start()
     try:
-        wait_for("the fixture server to listen", lambda: listening(port, server))
+        server.wait_ready()
         headers = {"Accept": "application/json, text/event-stream",
                    "Content-Type": "application/json"}
         with httpx.Client(timeout=10) as client:
@@ -130,8 +124,7 @@ def test_a_streamable_http_server_through_the_recording_proxy(tmp_path: Path) ->
             answer = _answer(call)
     finally:
         proxy.stop()
-        server.terminate()
-        server.wait(timeout=10)
+        server.stop(grace_s=10)
     assert "shipped" in json.dumps(answer["result"])
     (only,) = [json.loads(line) for line in record.read_text().splitlines()]
     assert (only["server"], only["tool"], only["arguments"], only["status"]) == (

@@ -1,8 +1,8 @@
 """Fixtures of the follow-up tests: the call server runs once per test session over HTTP; every
 test's callers have subjects and numbers of their own, so what the server received for a test
 is picked out by ``subject_ref``. Each test gets a fresh SQLite file copied from one migrated
-template, and the same tests run on PostgreSQL (``VOCERO_TEST_PG_URL``, emptied before each
-test; see ``tests/support/pg.py``)."""
+template (``tests/support/db.py``), and the same tests run on PostgreSQL (``VOCERO_TEST_PG_URL``,
+emptied before each test; see ``tests/support/pg.py``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from followup_support import CallsServer, calls_server, migrated_copy
+from followup_support import CallsServer, calls_server
 
+from tests.support.db import migrated_copy
 from tests.support.pg import BACKENDS, clean_pg
-from vocero.store import upgrade
 
 
 @pytest.fixture
@@ -27,16 +27,10 @@ def calls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CallsServer]:
         yield running
 
 
-@pytest.fixture(scope="session")
-def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("template") / "template.db"
-    upgrade(f"sqlite:///{path}")
-    return path
-
-
 @pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A database at head with no rows: a fresh SQLite file, or the PostgreSQL one emptied."""
+    """A database at head with no rows: a fresh SQLite file (as the app names it), or the
+    PostgreSQL one emptied."""
     if request.param == "sqlite":
-        return migrated_copy(request.getfixturevalue("migrated"), tmp_path / "vocero.db")
+        return migrated_copy(tmp_path / "vocero.db", driver="sqlite+aiosqlite")
     return clean_pg()

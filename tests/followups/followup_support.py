@@ -5,12 +5,7 @@ and the follow-up plane wired to a real action plane on a virtual clock."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -22,6 +17,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from tests.support.servers import ServerProcess, free_port
 from vocero.app.adapters.followups import builtin_tools, followup_services
 from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import AgentProfile, Caller, FollowupSettings, McpServerSpec
@@ -45,13 +41,6 @@ START = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
 """Thursday 3 December 2026, 09:00 in Madrid."""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def heard(*lines: tuple[str, str]) -> list[Message]:
     """A conversation as heard: ``("user", ...)``, ``("assistant", ...)`` pairs."""
     return [Message(role=role, content=text) for role, text in lines]  # type: ignore[arg-type]
@@ -66,7 +55,7 @@ class CallsServer:
 
     folder: Path
     port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
+    process: ServerProcess | None = None
 
     @property
     def url(self) -> str:
@@ -90,23 +79,14 @@ class CallsServer:
 
     def start(self) -> None:
         self.busy.mkdir(parents=True, exist_ok=True)
-        self.process = subprocess.Popen(
-            [sys.executable, str(CALLS_SCRIPT), "--transport", "http", "--port", str(self.port)],
-            env={**os.environ, **self.env()}, stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while True:
-            assert self.process.poll() is None, "calls server exited"
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                assert time.monotonic() < deadline, "calls server did not listen"
-                time.sleep(0.05)
+        command = [sys.executable, str(CALLS_SCRIPT), "--transport", "http", "--port",
+                   str(self.port)]
+        self.process = ServerProcess("calls server", command, port=self.port, env=self.env())
+        self.process.spawn().wait_ready(timeout_s=30)
 
     def stop(self) -> None:
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            self.process.stop(grace_s=0)
 
     def line_busy(self, phone: str, answers: int = 1) -> None:
         """The next ``answers`` calls to ``phone`` answer ``line_not_ready``."""
@@ -177,11 +157,6 @@ class People:
 
     def caller(self, tenant: str, subject_ref: str) -> Caller | None:
         return self._by.get((tenant, subject_ref))
-
-
-def migrated_copy(template: Path, target: Path) -> str:
-    shutil.copyfile(template, target)
-    return f"sqlite+aiosqlite:///{target}"
 
 
 # ------------------------------------------------------------------------ the wired plane

@@ -10,11 +10,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.support.apps import sim_app
 from tests.support.wsclient import ProtocolClient
 from vocero.app.settings import REPO_ROOT
+
+pytestmark = pytest.mark.process
 
 ADMIN = {"authorization": "Bearer op-admin-token"}
 SCRIPT: dict[str, Any] = {

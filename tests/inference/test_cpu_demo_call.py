@@ -25,7 +25,7 @@ from vocero.app.server import create_app
 from vocero.app.settings import REPO_ROOT, Settings
 from vocero.inference.cpu.tts import PiperEngine
 
-pytestmark = [pytest.mark.models, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.model, pytest.mark.timeout(600)]
 ADMIN = {"authorization": "Bearer op-admin-token"}
 PROFILES = REPO_ROOT / "fixtures" / "profiles"
 SATURDAY = "On Saturdays our stores are open from 10 AM to 2 PM."

@@ -18,7 +18,7 @@ def test_model_paths_come_from_the_environment() -> None:
         stt_model_path(settings)
 
 
-@pytest.mark.models
+@pytest.mark.model
 @pytest.mark.anyio
 async def test_the_default_cpu_set_warms_up_and_is_ready(
     stt: SpeechToText, tts: TextToSpeech, routed_llm: object
@@ -36,7 +36,7 @@ async def test_the_default_cpu_set_warms_up_and_is_ready(
     assert live.stt.partial_interval_ms == 800
 
 
-@pytest.mark.models
+@pytest.mark.model
 @pytest.mark.anyio
 async def test_a_broken_model_marks_the_runner_unavailable(piper: PiperEngine) -> None:
     broken = PiperEngine(

@@ -27,7 +27,7 @@ from vocero.inference.cpu.llama import LlamaEngine
 from vocero.inference.cpu.llm import RoutedLlm
 from vocero.inference.cpu.settings import QueueSettings
 
-pytestmark = [pytest.mark.models, pytest.mark.anyio]
+pytestmark = [pytest.mark.model, pytest.mark.anyio]
 SYSTEM = Message(role="system", content="You are the phone assistant of Acme. Be brief.")
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from vocero.bench.ttfs import run_ttfs
 
-pytestmark = [pytest.mark.models, pytest.mark.anyio]
+pytestmark = [pytest.mark.model, pytest.mark.anyio]
 
 
 async def test_a_spoken_question_is_answered_with_audio_on_cpu_runners() -> None:

@@ -27,7 +27,7 @@ from vocero.inference.cpu.tts import CHUNK_MS, PiperEngine, TextToSpeech, senten
 from vocero.inference.cpu.vad import SileroVad, VadSettings
 from vocero.inference.runner_set import RunnerSet
 
-pytestmark = [pytest.mark.models, pytest.mark.anyio]
+pytestmark = [pytest.mark.model, pytest.mark.anyio]
 SILENCE_1S = bytes(16_000 * 2)
 CLONED = VoiceRef(voice_profile_id="vp_acme", voice_version="3", ref_audio=b"RIFF", ref_text="hi")
 

@@ -25,7 +25,7 @@ from vocero.contracts.ports import (
 from vocero.inference.cpu import slots
 from vocero.inference.cpu.llm import RoutedLlm
 
-pytestmark = [pytest.mark.models, pytest.mark.anyio]
+pytestmark = [pytest.mark.model, pytest.mark.anyio]
 SYSTEM = Message(role="system", content="You are the phone assistant of Acme. Be brief.")
 FRIDAY = slots.date_in("Friday", corpus.reference_date())
 APPOINTMENTS = {

@@ -80,7 +80,7 @@ def test_the_grammar_admits_a_call_or_a_reply() -> None:
     assert "\\d" not in grammar  # patterns stay out of the grammar: llama.cpp rejects these
 
 
-@pytest.mark.models
+@pytest.mark.model
 @pytest.mark.anyio
 @pytest.mark.timeout(300)
 async def test_llama31_runner_mechanics_on_a_stand_in_model(llm_path: str) -> None:
@@ -103,7 +103,7 @@ async def test_llama31_runner_mechanics_on_a_stand_in_model(llm_path: str) -> No
     assert all(o.name in names for o in results if isinstance(o, ToolIntent))
 
 
-@pytest.mark.models
+@pytest.mark.model
 @pytest.mark.anyio
 @pytest.mark.timeout(300)
 async def test_llama31_leaves_found_claims_to_their_approved_wording(llm_path: str) -> None:

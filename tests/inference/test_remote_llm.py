@@ -61,6 +61,7 @@ def llama() -> Iterator[str]:
         yield url
 
 
+@pytest.mark.process
 def test_a_llama_cpp_server_streams_the_reply_and_accepts_tools(llama: str) -> None:
     async def main() -> list[LlmOutput]:
         llm = RemoteLlm(Endpoint(url=llama, model="smollm2"))

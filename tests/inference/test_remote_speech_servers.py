@@ -18,7 +18,7 @@ from vocero.contracts.domain import VoiceRef
 from vocero.contracts.errors import ErrorCode
 from vocero.inference.remote import Endpoint, EndpointError, RemoteStt, RemoteTts
 
-pytestmark = [pytest.mark.models, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.model, pytest.mark.timeout(300)]
 
 BUILTIN = VoiceRef(voice_profile_id="builtin", voice_version="default")
 ASKED = "What is the status of order A123?"

@@ -4,11 +4,7 @@ profiles and requests."""
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +14,7 @@ from typing import Any, Literal
 import anyio
 import msgspec
 
+from tests.support.servers import ServerProcess, free_port
 from vocero.contracts.domain import AgentProfile, McpServerSpec, Principal, ProfileMatch, ToolSpec
 from vocero.contracts.ports import CallMeta, ToolCallRequest
 from vocero.mcp_gateway import GatewaySettings, McpConnections, McpGateway
@@ -153,13 +150,6 @@ def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 ServerDef = tuple[str, dict[str, str]] | tuple[str, dict[str, str], list[str]]
 """``(script, env)`` or ``(script, env, extra command-line arguments)``."""
 
@@ -177,36 +167,24 @@ class HttpServer:
     env: dict[str, str]
     args: list[str] = field(default_factory=list)
     port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
+    process: ServerProcess | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def start(self) -> None:
-        command = [sys.executable, str(SERVERS / self.script), "--transport", "http"]
-        self.process = subprocess.Popen(
-            [*command, "--port", str(self.port), *self.args],
-            env={**os.environ, **self.env},
-            stdout=subprocess.DEVNULL,
-        )
+        command = [sys.executable, str(SERVERS / self.script), "--transport", "http",
+                   "--port", str(self.port), *self.args]
+        self.process = ServerProcess(self.script, command, port=self.port, env=self.env).spawn()
 
     def wait_ready(self, timeout_s: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            assert self.process.poll() is None, f"{self.script} exited"
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise TimeoutError(f"{self.script} did not listen on {self.port}")
+        assert self.process is not None
+        self.process.wait_ready(timeout_s)
 
     def stop(self) -> None:
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            self.process.stop(grace_s=0)
             self.process = None
 
 

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.support.promql import selectors
@@ -41,11 +42,13 @@ def alerts() -> list[dict[str, Any]]:
     return [rule for rule in rules() if "alert" in rule]
 
 
+@pytest.mark.process
 def test_promtool_checks_the_rules() -> None:
     done = promtool("check", "rules", RULES.name)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.process
 def test_promtool_unit_tests_pass() -> None:
     done = promtool("test", "rules", TESTS.name)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -6,8 +6,6 @@ family on its ``/metrics``, and the series the call produced must have samples."
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
@@ -19,10 +17,12 @@ import websockets.sync.client as ws_client
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.processes import stop
 from tests.support.promql import selectors
+from tests.support.servers import READY_LINE, ServerProcess, free_port
 from tests.support.wsclient import envelope
 from vocero.app.settings import REPO_ROOT
+
+pytestmark = pytest.mark.process
 
 DASHBOARD = REPO_ROOT / "deploy" / "grafana" / "vocero.json"
 SCRIPT = {
@@ -42,29 +42,16 @@ PRODUCED_BY_THE_CALL = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump(SCRIPT))
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "vocero", "serve", "--runners", "sim", "--port", str(port),
-         "--db", f"sqlite:///{tmp_path}/v.db", "--sim-script", str(script)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline().startswith("vocero listening on")
+    command = [sys.executable, "-m", "vocero", "serve", "--runners", "sim", "--port", str(port),
+               "--db", f"sqlite:///{tmp_path}/v.db", "--sim-script", str(script)]
+    with ServerProcess("vocero serve", command, ready_line=READY_LINE,
+                       log=tmp_path / "serve.log"):
         yield f"127.0.0.1:{port}"
-    finally:
-        stop(process)
-        if process.stdout:
-            process.stdout.close()
 
 
 def call_with_a_tool_turn(address: str) -> None:

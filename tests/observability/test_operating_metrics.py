@@ -45,6 +45,7 @@ def test_series_per_family_are_exported() -> None:
     assert float(buckets.split()[-1]) >= 3 * 20  # three tools' buckets, counts and sums
 
 
+@pytest.mark.process
 def test_scrape_reports_runner_health_and_overdue_followups(
     sim_settings: Settings, tmp_path: Path
 ) -> None:

@@ -125,6 +125,7 @@ def _ancestors(span: ReadableSpan, by_id: dict[int, ReadableSpan]) -> list[int]:
     return chain
 
 
+@pytest.mark.process
 def test_a_tool_assisted_turn_has_a_span_for_every_stage(
     app_settings: Settings, spans: InMemorySpanExporter
 ) -> None:
@@ -169,6 +170,7 @@ def test_a_tool_assisted_turn_has_a_span_for_every_stage(
             assert not (words & set(str(value).lower().split())), (span.name, value)
 
 
+@pytest.mark.process
 def test_with_tracing_off_the_client_traceparent_reaches_the_mcp_server(
     app_settings: Settings,
 ) -> None:

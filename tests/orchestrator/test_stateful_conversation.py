@@ -14,7 +14,6 @@ task waits and no database transaction is open, so nothing is waited for by the 
 
 from __future__ import annotations
 
-import functools
 import shutil
 import tempfile
 from pathlib import Path
@@ -27,24 +26,17 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from tests.orchestrator.action_support import Call, call
-from vocero.store import upgrade
+from tests.support.db import migrated_copy
 
 DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 TOOL = "appointments.reschedule"
-
-
-@functools.cache
-def template() -> Path:
-    path = Path(tempfile.mkdtemp(prefix="vocero-stateful-")) / "template.db"
-    upgrade(f"sqlite:///{path}")
-    return path
 
 
 class Interruptions(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self._folder = Path(tempfile.mkdtemp(prefix="vocero-stateful-run-"))
-        shutil.copyfile(template(), self._folder / "vocero.db")
+        migrated_copy(self._folder / "vocero.db")
         self._portal_cm = anyio.from_thread.start_blocking_portal()
         self.portal = self._portal_cm.__enter__()
         self._call_cm = self.portal.wrap_async_context_manager(

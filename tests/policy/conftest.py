@@ -4,8 +4,9 @@ The fixture MCP servers run once for the whole session over HTTP (a server takes
 to start; connecting to a running one takes a few milliseconds), recording every call and keeping
 their receipts in files. Every test uses callers with subjects of their own, so what a server
 received for a test is picked out of the shared record by ``subject_ref``. The store is a fresh
-SQLite file per test, copied from one migrated template, and the same tests run on PostgreSQL
-(``VOCERO_TEST_PG_URL``, emptied before each test; see ``tests/support/pg.py``).
+SQLite file per test, copied from one migrated template (``tests/support/db.py``), and the same
+tests run on PostgreSQL (``VOCERO_TEST_PG_URL``, emptied before each test; see
+``tests/support/pg.py``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from policy_support import FixtureServers, fixture_servers, migrated_copy
+from policy_support import FixtureServers, fixture_servers
 
+from tests.support.db import migrated_copy
 from tests.support.pg import BACKENDS, clean_pg
-from vocero.store import upgrade
 
 
 @pytest.fixture
@@ -31,16 +32,10 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FixtureServers
         yield running
 
 
-@pytest.fixture(scope="session")
-def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("template") / "template.db"
-    upgrade(f"sqlite:///{path}")
-    return path
-
-
 @pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A database at head with no rows: a fresh SQLite file, or the PostgreSQL one emptied."""
+    """A database at head with no rows: a fresh SQLite file (as the app names it), or the
+    PostgreSQL one emptied."""
     if request.param == "sqlite":
-        return migrated_copy(request.getfixturevalue("migrated_template"), tmp_path / "vocero.db")
+        return migrated_copy(tmp_path / "vocero.db", driver="sqlite+aiosqlite")
     return clean_pg()

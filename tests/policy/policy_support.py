@@ -5,10 +5,6 @@ scripted conversation driver for the coordinator."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
 import sys
 import time
 import uuid
@@ -21,6 +17,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from tests.support.servers import ServerProcess, free_port
 from vocero.contracts.actions import ConfirmationVerdict, ToolOutcome, ToolPlan, TurnRef
 from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import AgentProfile, Caller, McpServerSpec, ToolSpec
@@ -53,13 +50,6 @@ ALL_SCOPES = ["orders:read", "appointments:read", "appointments:write", "appoint
 # ---------------------------------------------------------------------------- MCP servers
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @dataclass
 class FixtureServers:
     """The three fixture servers, each its own process on a fixed port, recording every
@@ -67,7 +57,7 @@ class FixtureServers:
 
     folder: Path
     ports: dict[str, int] = field(default_factory=dict)
-    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    processes: dict[str, ServerProcess] = field(default_factory=dict)
 
     def record(self, name: str) -> Path:
         return self.folder / f"{name}.jsonl"
@@ -81,26 +71,17 @@ class FixtureServers:
     def start(self) -> None:
         for name, script in SCRIPTS.items():
             port = self.ports.setdefault(name, free_port())
-            env = {**os.environ, "VOCERO_MCP_RECORD": str(self.record(name)),
+            env = {"VOCERO_MCP_RECORD": str(self.record(name)),
                    "VOCERO_MCP_STATE": str(self.state(name))}
-            self.processes[name] = subprocess.Popen(
-                [sys.executable, str(SERVERS / script), "--transport", "http",
-                 "--port", str(port)], env=env, stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        for name, port in self.ports.items():
-            while True:
-                assert self.processes[name].poll() is None, f"{name} server exited"
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                        break
-                except OSError:
-                    assert time.monotonic() < deadline, f"{name} server did not listen"
-                    time.sleep(0.05)
+            self.processes[name] = ServerProcess(
+                f"{name} server", [sys.executable, str(SERVERS / script), "--transport", "http",
+                                   "--port", str(port)], port=port, env=env).spawn()
+        for process in self.processes.values():
+            process.wait_ready(timeout_s=30)
 
     def stop(self) -> None:
         for process in self.processes.values():
-            process.kill()
-            process.wait()
+            process.stop(grace_s=0)
         self.processes.clear()
 
     # -------------------------------------------------------------------- observations
@@ -206,11 +187,6 @@ class BrokenDefinitions:
 
 
 # ---------------------------------------------------------------------------------- store
-
-
-def migrated_copy(template: Path, target: Path) -> str:
-    shutil.copyfile(template, target)
-    return f"sqlite+aiosqlite:///{target}"
 
 
 async def open_session_row(

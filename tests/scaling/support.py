@@ -2,23 +2,19 @@
 appointments server (recording every call, its state in a file), a private PostgreSQL cluster to
 restart, and a protocol client over a real WebSocket.
 
-Waiting is on readiness lines and on what the processes answer: ``vocero listening on`` on
-standard output, then ``/readyz`` polled with a deadline (an external process being waited for).
+Waiting is on readiness lines and on what the processes answer (``tests/support/servers.py``):
+``vocero listening on`` on standard output, then ``/readyz`` polled with a deadline.
 Everything listens on loopback.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import select
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -33,8 +29,7 @@ import yaml
 from starlette.websockets import WebSocketDisconnect
 from websockets.exceptions import ConnectionClosed
 
-from tests.support.polling import wait_for
-from tests.support.processes import stop as stop_process
+from tests.support.servers import READY_LINE, ServerProcess, free_port
 from tests.support.wsclient import ProtocolClient
 from vocero.app.settings import REPO_ROOT
 from vocero.contracts.domain import Caller
@@ -63,24 +58,6 @@ CALLERS = ("alice", "bob", "frank", "grace")
 """Callers of tenant acme allowed to reschedule (tokens ``<name>-token``)."""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_port(port: int, process: subprocess.Popen[Any], what: str, timeout_s: float = 30) -> None:
-    def listening() -> bool:
-        assert process.poll() is None, f"{what} exited"
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return True
-        except OSError:
-            return False
-
-    wait_for(f"{what} to listen", listening, timeout_s)
-
-
 # ------------------------------------------------------------------------ the MCP server
 
 
@@ -91,7 +68,7 @@ class Appointments:
     folder: Path
     delays: str = ""
     port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
+    process: ServerProcess | None = None
 
     @property
     def url(self) -> str:
@@ -112,18 +89,17 @@ class Appointments:
                 "time": "10:00", "timezone": "Europe/Madrid", "service": "Boiler inspection",
                 "status": "scheduled", "version": 1} for i in range(appointments)}
             self.state.write_text(json.dumps({"appointments": seed, "receipts": {}}))
-        env = {**os.environ, "VOCERO_MCP_RECORD": str(self.record),
-               "VOCERO_MCP_STATE": str(self.state), "VOCERO_MCP_DELAY_MS": self.delays}
-        self.process = subprocess.Popen(
-            [sys.executable, str(SERVERS / "appointments_server.py"), "--transport", "http",
-             "--port", str(self.port)], env=env, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL)
-        wait_port(self.port, self.process, "appointments server")
+        env = {"VOCERO_MCP_RECORD": str(self.record), "VOCERO_MCP_STATE": str(self.state),
+               "VOCERO_MCP_DELAY_MS": self.delays}
+        self.process = ServerProcess(
+            "appointments server", [sys.executable, str(SERVERS / "appointments_server.py"),
+                                    "--transport", "http", "--port", str(self.port)],
+            port=self.port, env=env).spawn()
+        self.process.wait_ready(timeout_s=30)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        if self.process is not None:
+            self.process.stop(grace_s=0)
 
     def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
         if not self.record.exists():
@@ -186,44 +162,31 @@ class Config:
 # ------------------------------------------------------------------------------ serve
 
 
-class Vocero:
-    """``python -m vocero serve --runners sim`` on a port of its own."""
+class Vocero(ServerProcess):
+    """``python -m vocero serve --runners sim`` on a port of its own, started at once."""
 
     def __init__(self, folder: Path, db: str, flags: list[str], *, name: str = "vocero",
                  env: dict[str, str] | None = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = folder / f"{name}-{self.port}.log"
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
         command = [sys.executable, "-m", "vocero", "serve", "--runners", "sim",
-                   "--port", str(self.port), "--db", db, "--operator-token", ADMIN_TOKEN,
+                   "--port", str(port), "--db", db, "--operator-token", ADMIN_TOKEN,
                    "--log-format", "json", "--followups-tick-s", "0", *flags]
-        self._log = self.log.open("w")
-        self.process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                                        stderr=self._log, text=True,
-                                        env={**os.environ, **(env or {})})
+        super().__init__(name, command, port=port, ready_line=READY_LINE, ready=self._ready,
+                         env=env, log=folder / f"{name}-{port}.log")
+        self.spawn()
 
-    def wait_listening(self, timeout_s: float = 60.0) -> None:
-        assert self.process.stdout is not None
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
-        line = self.process.stdout.readline() if ready else ""
-        assert line.startswith("vocero listening on "), (line, self.tail())
-
-    def wait_ready(self, timeout_s: float = 30.0) -> None:
-        """``/readyz`` answers 200: runners warm, MCP servers tried (polled with a deadline)."""
-
-        def ready() -> bool:
-            try:
-                with urllib.request.urlopen(self.url + "/readyz", timeout=2) as response:
-                    return bool(response.status == 200)
-            except (urllib.error.URLError, OSError):
-                return False
-
-        wait_for(lambda: f"/readyz: {self.tail()}", ready, timeout_s)
+    def _ready(self) -> bool:
+        """``/readyz`` answers 200: runners warm, MCP servers tried."""
+        try:
+            with urllib.request.urlopen(self.url + "/readyz", timeout=2) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
 
     def start(self) -> Vocero:
-        self.wait_listening()
-        self.wait_ready()
-        return self
+        """Listening, then ready (the process was started by the constructor)."""
+        return self.wait_ready(timeout_s=90)
 
     def rss_mb(self) -> float:
         """The process's resident memory now (``VmRSS`` of ``/proc``), in MiB."""
@@ -237,31 +200,8 @@ class Vocero:
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.load(response)
 
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def terminate(self) -> tuple[int, float]:
-        """SIGTERM; the exit status and how long the drain took."""
-        started = time.monotonic()
-        self.process.terminate()
-        code = self.process.wait(timeout=30)
-        return code, time.monotonic() - started
-
-    def stop(self) -> None:
-        stop_process(self.process)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-        self._log.close()
-
-    def tail(self, n: int = 3000) -> str:
-        self._log.flush()
-        return self.log.read_text()[-n:]
-
     def events(self, name: str) -> list[dict[str, Any]]:
-        """This process's JSON log lines of one event."""
-        self._log.flush()
+        """This process's JSON log lines of one event (it writes its log file itself)."""
         out = []
         for line in self.log.read_text().splitlines():
             if line.startswith("{") and f'"{name}"' in line:

@@ -7,8 +7,6 @@ import base64
 import io
 import json
 import logging
-import socket
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,9 +19,10 @@ import yaml
 from starlette.datastructures import Address
 
 from tests.conftest import DEMO_SCRIPT
-from tests.support.processes import stop as stop_process
+from tests.support.db import migrated_copy
+from tests.support.servers import READY_LINE, ServerProcess, free_port
 from tests.support.wsclient import envelope
-from vocero.app.settings import REPO_ROOT, Settings
+from vocero.app.settings import Settings
 from vocero.observability.logging import LogFormat, configure_logging
 
 CALLER_TOKEN = "demo-token"
@@ -42,7 +41,7 @@ def settings(tmp_path: Path, **overrides: Any) -> Settings:
     script.write_text(yaml.safe_dump(DEMO_SCRIPT))
     base = Settings(
         runners="sim",
-        db=f"sqlite+aiosqlite:///{tmp_path}/vocero.db",
+        db=migrated_copy(tmp_path / "vocero.db", driver="sqlite+aiosqlite"),
         sim_script=str(script),
         operator_token=ADMIN_TOKEN,
     )
@@ -129,46 +128,23 @@ class StalledSocket:
         self.state = 2
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    """``python -m vocero serve --runners sim`` on a free port, its log kept in a file."""
+class Server(ServerProcess):
+    """``python -m vocero serve --runners sim`` on a free port, its log kept in a file; started
+    at once."""
 
     def __init__(self, tmp_path: Path, db: Path, *, log_format: str = "console") -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = tmp_path / f"serve-{self.port}.log"
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
         script = tmp_path / "script.yaml"
         script.write_text(yaml.safe_dump(DEMO_SCRIPT))
         command = [
             sys.executable, "-m", "vocero", "serve", "--runners", "sim",
-            "--port", str(self.port), "--db", f"sqlite:///{db}", "--sim-script", str(script),
+            "--port", str(port), "--db", f"sqlite:///{db}", "--sim-script", str(script),
             "--operator-token", ADMIN_TOKEN, "--log-format", log_format,
         ]  # fmt: skip
-        self._log_file = self.log.open("w")
-        self.process = subprocess.Popen(
-            command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=self._log_file, text=True
-        )
+        super().__init__("vocero serve", command, port=port, ready_line=READY_LINE,
+                         log=tmp_path / f"serve-{port}.log")
+        self.spawn()
 
     def wait_listening(self, timeout_s: float = 60.0) -> None:
-        import select
-
-        assert self.process.stdout is not None
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
-        line = self.process.stdout.readline() if ready else ""
-        assert line.startswith("vocero listening on "), (line, self.log.read_text()[-2000:])
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        stop_process(self.process)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-        self._log_file.close()
+        self.wait_ready(timeout_s)

@@ -12,6 +12,8 @@ import pytest
 
 from tests.security.support import Server
 
+pytestmark = pytest.mark.process
+
 STATE, CODE = "st8-4f1d9c2a7b", "c0de-9a8b7c6d5e"
 TOKEN = "at-77e1f0c3b2a9"
 

@@ -13,11 +13,14 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from starlette.testclient import TestClient
 
 from tests.security.support import settings
 from tests.support.wsclient import ProtocolClient
 from vocero.app.server import create_app
+
+pytestmark = pytest.mark.process
 
 
 def _first_answer(pc: ProtocolClient) -> str:

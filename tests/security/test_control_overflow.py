@@ -33,6 +33,8 @@ from vocero.app.server import create_app
 from vocero.observability.logging import LogFormat
 from vocero.relay.connection import Connection
 
+pytestmark = pytest.mark.process
+
 UPDATES = 600
 """More than the control lane holds (512)."""
 

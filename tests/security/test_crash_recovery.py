@@ -49,6 +49,7 @@ def _speak_then_get_killed(server: Server) -> tuple[str, str]:
     return session_id, resume_token
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_a_session_killed_mid_answer_is_closed_audited_and_resumable(tmp_path: Path) -> None:
     db = tmp_path / "vocero.db"

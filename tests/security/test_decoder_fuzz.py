@@ -15,6 +15,7 @@ from typing import Any, get_args, get_type_hints
 
 import msgspec
 import msgspec.inspect as mi
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
@@ -181,6 +182,7 @@ def test_the_decoder_answers_only_documented_codes(text: str) -> None:
     msgspec.json.encode(event)  # decoded text is valid UTF-8 (no lone surrogates)
 
 
+@pytest.mark.process
 def test_a_live_session_never_answers_internal(tmp_path: Path) -> None:
     with TestClient(create_app(support.settings(tmp_path))) as client:
 

@@ -40,6 +40,7 @@ def _fail_the_session(client: TestClient) -> tuple[str, int]:
         return resume_token, pc.expect_close()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("fmt", ["console", "json"])
 def test_a_failed_session_logs_none_of_the_secrets_in_play(
     fmt: LogFormat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -31,6 +31,7 @@ def _upgrade(client: TestClient, origin: str | None) -> int:
         return refused.status_code
 
 
+@pytest.mark.process
 def test_the_default_allows_only_the_servers_own_origin(client: TestClient) -> None:
     statuses = {
         origin: _upgrade(client, origin)
@@ -55,6 +56,7 @@ def test_the_default_allows_only_the_servers_own_origin(client: TestClient) -> N
     }
 
 
+@pytest.mark.process
 def test_allowed_origins_replace_the_default(tmp_path: Path) -> None:
     chosen = replace(settings(tmp_path), allowed_origins="https://app.example, null")
     with TestClient(create_app(chosen)) as client:

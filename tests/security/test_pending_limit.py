@@ -21,6 +21,7 @@ from tests.support.wsclient import ProtocolClient
 from vocero.app.server import create_app
 
 
+@pytest.mark.process
 def test_pending_connections_of_one_address_are_capped(tmp_path: Path) -> None:
     limit = 4
     chosen = replace(settings(tmp_path), max_pending_per_address=limit)
@@ -36,6 +37,7 @@ def test_pending_connections_of_one_address_are_capped(tmp_path: Path) -> None:
         assert client.get("/healthz").status_code == 200
 
 
+@pytest.mark.process
 def test_a_socket_that_leaves_gives_its_place_back(tmp_path: Path) -> None:
     chosen = replace(settings(tmp_path), max_pending_per_address=1)
     with TestClient(create_app(chosen)) as client:

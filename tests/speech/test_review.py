@@ -172,6 +172,7 @@ async def test_the_rubric_has_one_row_per_answer_and_separate_dimensions(
     assert "$99" not in second["answer_text"]
 
 
+@pytest.mark.process
 async def test_the_command_line(tmp_path: Path, demo: AgentProfile,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path / 'v.db'}"

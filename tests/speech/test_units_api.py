@@ -53,6 +53,7 @@ def seed_session(client: TestClient, session_id: str) -> list[str]:
     return [u.unit_id for u in units]
 
 
+@pytest.mark.process
 def test_units_of_a_session_in_order_with_spec_fields(client: TestClient) -> None:
     ids = seed_session(client, "ses_units")
     response = client.get("/v1/units", params={"session_id": "ses_units"}, headers=ADMIN)
@@ -73,6 +74,7 @@ def test_units_of_a_session_in_order_with_spec_fields(client: TestClient) -> Non
     assert "passage" not in response.text and "Evidence for" not in response.text
 
 
+@pytest.mark.process
 def test_units_need_a_reader_and_a_known_session(client: TestClient) -> None:
     assert client.get("/v1/units", params={"session_id": "x"}).status_code == 401
     missing = client.get("/v1/units", headers=ADMIN)
@@ -83,6 +85,7 @@ def test_units_need_a_reader_and_a_known_session(client: TestClient) -> None:
                       headers=ADMIN).status_code == 404
 
 
+@pytest.mark.process
 def test_a_role_without_read_access_is_forbidden(sim_settings: Settings, tmp_path: Path) -> None:
     operators = tmp_path / "operators.yaml"
     operators.write_text(yaml.safe_dump([{"token": "v", "name": "vic", "roles": ["viewer"]}]))

@@ -153,6 +153,7 @@ async def test_a_send_needs_an_unexpired_hold(db_url: str) -> None:
         assert (sent.status, sent.attempts) == ("in_flight", 1)
 
 
+@pytest.mark.process
 async def test_a_gone_process_of_this_host_is_dead_at_once_and_an_expired_one_later(
     db_url: str,
 ) -> None:
@@ -188,6 +189,7 @@ async def test_a_gone_process_of_this_host_is_dead_at_once_and_an_expired_one_la
                 "dead", "expired", None)
 
 
+@pytest.mark.process
 async def test_without_local_liveness_only_the_lease_tells(db_url: str) -> None:
     clock = VirtualClock()
     async with process(db_url, clock) as gone:

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from starlette.testclient import TestClient
 
+from tests.support.db import migrated_copy
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
 
@@ -33,7 +34,7 @@ def sim_app(
     scripted.write_text(yaml.safe_dump(script))
     configured = Settings(
         runners="sim",
-        db=f"sqlite+aiosqlite:///{tmp_path}/vocero.db",
+        db=migrated_copy(tmp_path / "vocero.db", driver="sqlite+aiosqlite"),
         sim_script=str(scripted),
         profiles=str(profiles),
         identities=str(identities),

@@ -38,8 +38,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.support.engines import free_port
 from tests.support.polling import wait_for
+from tests.support.servers import free_port
 from vocero.inference.cpu.settings import CpuSettings, stt_model_path, tts_model_paths
 
 STT_MODEL = "whisper-tiny.en"

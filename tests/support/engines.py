@@ -14,8 +14,6 @@ import asyncio
 import io
 import json
 import re
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -33,37 +31,24 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.support.polling import wait_for
-from tests.support.processes import stop
+from tests.support.servers import ServerProcess, free_port
 from vocero.inference.cpu.settings import CpuSettings, llm_model_path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager
 def llama_server(threads: int = 1) -> Iterator[str]:
     """``python -m llama_cpp.server`` on SmolLM2-135M; yields its base URL once it answers."""
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model",
-         llm_model_path(CpuSettings.from_env()), "--host", "127.0.0.1", "--port", str(port),
-         "--n_ctx", "2048", "--n_threads", str(threads),
-         "--chat_format", "chatml-function-calling"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
     url = f"http://127.0.0.1:{port}/v1"
-    try:
-        wait_for("llama.cpp server", lambda: _answers(url, process), timeout_s=60)
+    command = [sys.executable, "-m", "llama_cpp.server", "--model",
+               llm_model_path(CpuSettings.from_env()), "--host", "127.0.0.1", "--port", str(port),
+               "--n_ctx", "2048", "--n_threads", str(threads),
+               "--chat_format", "chatml-function-calling"]
+    with ServerProcess("llama.cpp server", command, port=port, ready=lambda: _answers(url)):
         yield url
-    finally:
-        stop(process)
 
 
-def _answers(url: str, process: subprocess.Popen[bytes]) -> bool:
-    assert process.poll() is None, "llama.cpp server exited"
+def _answers(url: str) -> bool:
     try:
         return httpx.get(url + "/models", timeout=1).status_code == 200
     except httpx.HTTPError:

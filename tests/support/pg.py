@@ -5,11 +5,15 @@ starts one with ``scripts/pg.sh``; locally ``bash scripts/pg.sh start /tmp/vocer
 one). Without it the PostgreSQL variants are skipped, unless ``VOCERO_TEST_PG_REQUIRED=1``
 (CI): then they fail, so a CI that lost its database cannot pass by skipping.
 
-The database is migrated once per test session; before each test every table is emptied (a
-``DELETE`` per table with triggers off: the append-only audit trigger is the schema's, not the
-data's), sequences restart and user triggers a test switched off are on again. That takes
-milliseconds where a downgrade and upgrade take most of a second. Tests that need an empty
-database or a server of their own get a fresh database (:func:`fresh_db`).
+Each test process migrates one template database once (:func:`template_url`) and clones it
+(``CREATE DATABASE ... TEMPLATE``, tens of milliseconds where migrating takes seconds) for the
+databases it needs at head. The database the store suites share is the configured one in a plain
+run, and a clone of the process's own under pytest-xdist (``<name>_gw0_<pid>``: workers never
+share one). Before each test every table is emptied (a ``DELETE`` per table with triggers off:
+the append-only audit trigger is the schema's, not the data's), sequences restart and user
+triggers a test switched off are on again. Tests that need an empty database or a server of
+their own get a fresh database (:func:`fresh_db`). What a process created is dropped at the end
+of its session (:func:`drop_created`, called by ``tests/support/db.py``).
 """
 
 from __future__ import annotations
@@ -39,7 +43,13 @@ BACKENDS = [
     pytest.param("postgresql", id="postgresql", marks=requires_pg),
 ]
 
-_migrated: set[str] = set()
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+"""The pytest-xdist worker of this process (``gw0``, ``gw1``, ...); empty in a plain run."""
+
+_shared: list[str] = []
+_template: list[str] = []
+_created: list[str] = []
+"""Databases this process created, dropped at the end of its session."""
 
 
 def pg_url() -> str:
@@ -48,14 +58,60 @@ def pg_url() -> str:
     return PG_URL
 
 
+def _named(name: str) -> str:
+    return make_url(pg_url()).set(database=name).render_as_string(hide_password=False)
+
+
+def _own_name(kind: str) -> str:
+    """A database name of this process's own (``vocero_tpl_gw0_4242``)."""
+    base = make_url(pg_url()).database or "vocero"
+    return "_".join(part for part in (base, kind, WORKER, str(os.getpid())) if part)
+
+
+def template_url() -> str:
+    """This process's template: a database migrated to head once, cloned by :func:`fresh_db`
+    and, under xdist, by the shared database."""
+    if not _template:
+        name = _own_name("tpl")
+        _create(name)
+        upgrade(_named(name))  # its engine is disposed: no connection is left to block a clone
+        _template.append(name)
+    return _named(_template[0])
+
+
 def clean_pg() -> str:
-    """The shared PostgreSQL database at head with every table empty."""
-    url = pg_url()
-    if url not in _migrated:
-        upgrade(url)
-        _migrated.add(url)
-    anyio.run(_empty, url)
-    return url
+    """The shared PostgreSQL database of this process at head with every table empty."""
+    if not _shared:
+        if WORKER:
+            name = _own_name("")
+            _create(name, template=_template_name())
+            _shared.append(_named(name))
+        else:
+            upgrade(pg_url())
+            _shared.append(pg_url())
+    anyio.run(_empty, _shared[0])
+    return _shared[0]
+
+
+def _template_name() -> str:
+    return str(make_url(template_url()).database)
+
+
+def _create(name: str, *, template: str = "") -> None:
+    base = make_url(pg_url())
+    clone = f' TEMPLATE "{template}"' if template else ""
+    anyio.run(_admin, base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    anyio.run(_admin, base, f'CREATE DATABASE "{name}"{clone}')
+    _created.append(name)
+
+
+def drop_created() -> None:
+    """Drop every database this process created (at the end of its test session)."""
+    base = make_url(pg_url())
+    while _created:
+        anyio.run(_admin, base, f'DROP DATABASE IF EXISTS "{_created.pop()}" WITH (FORCE)')
+    _shared.clear()
+    _template.clear()
 
 
 async def _empty(url: str) -> None:
@@ -81,14 +137,14 @@ async def _empty(url: str) -> None:
 
 @contextmanager
 def fresh_db(*, migrated: bool = False) -> Iterator[str]:
-    """A database of its own on the test server (empty, or at head), dropped afterwards."""
+    """A database of its own on the test server (empty, or at head: a clone of the template),
+    dropped afterwards."""
     base = make_url(pg_url())
     name = f"vocero_t_{uuid.uuid4().hex[:12]}"
-    anyio.run(_admin, base, f'CREATE DATABASE "{name}"')
+    clone = f' TEMPLATE "{_template_name()}"' if migrated else ""
+    anyio.run(_admin, base, f'CREATE DATABASE "{name}"{clone}')
     url = base.set(database=name).render_as_string(hide_password=False)
     try:
-        if migrated:
-            upgrade(url)
         yield url
     finally:
         anyio.run(_admin, base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -8,8 +8,6 @@ In-process tests wait on events or the virtual clock instead.
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -27,9 +25,3 @@ def wait_for(what: str | Callable[[], str], check: Callable[[], T], timeout_s: f
         time.sleep(every_s)  # another process's state: there is no event to wait on
     return found
 
-
-def listening(port: int, server: subprocess.Popen[bytes]) -> bool:
-    """Whether the fixture server ``server`` accepts connections on ``port`` (it must be alive)."""
-    assert server.poll() is None, "the fixture server exited"
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0

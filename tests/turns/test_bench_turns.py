@@ -49,7 +49,7 @@ def test_a_commit_before_the_last_word_is_premature_and_has_no_latency() -> None
     assert facts["judgements_per_utterance"] == 1.0
 
 
-@pytest.mark.models
+@pytest.mark.model
 def test_today_s_hangover_cuts_a_long_pause_and_waits_480_ms_after_a_finished_caller(
     silero: str,
 ) -> None:
@@ -62,7 +62,7 @@ def test_today_s_hangover_cuts_a_long_pause_and_waits_480_ms_after_a_finished_ca
     assert abs(finished.speech_started_ms - finished.clip.speech_start_ms) <= 100
 
 
-@pytest.mark.models
+@pytest.mark.model
 async def test_the_policy_commits_on_a_sure_verdict_and_waits_out_a_doubtful_one(
     silero: str,
 ) -> None:
@@ -79,7 +79,7 @@ async def test_the_policy_commits_on_a_sure_verdict_and_waits_out_a_doubtful_one
     assert waited.latency_ms is not None and 1600 <= waited.latency_ms <= 1750
 
 
-@pytest.mark.models
+@pytest.mark.model
 async def test_the_early_transcript_reaches_the_judge_at_the_pause(silero: str) -> None:
     heard = bt.hear(_clip("c00_piper_slow"), silero)
     judge = SimTurnJudge([[0.9]])  # sure with the words
@@ -100,7 +100,7 @@ class SlowJudge(SimTurnJudge):
         return await super().judge(pcm16, **kwargs)  # type: ignore[arg-type]
 
 
-@pytest.mark.models
+@pytest.mark.model
 async def test_a_timed_replay_charges_the_judge_s_time_an_instant_one_does_not(
     silero: str,
 ) -> None:

@@ -162,14 +162,14 @@ def _pause_audio(clip: Clip) -> bytes:
     return clip.pcm16()[start * 32 : end * 32]
 
 
-@pytest.mark.models
+@pytest.mark.model
 def test_the_bundled_model_is_smart_turn_v3_cpu(smart_turn: SmartTurnEngine) -> None:
     assert Path(smart_turn.model_path).name.startswith("smart-turn-v3")
     assert smart_turn.model_path.endswith("-cpu.onnx")
     assert smart_turn.model_path == turn_model_path({})
 
 
-@pytest.mark.models
+@pytest.mark.model
 async def test_smart_turn_tells_finished_callers_from_paused_ones(
     turn_judge: EndOfTurnJudge,
 ) -> None:
@@ -191,7 +191,7 @@ async def test_smart_turn_tells_finished_callers_from_paused_ones(
     assert float(np.median(complete)) > float(np.median(paused))
 
 
-@pytest.mark.models
+@pytest.mark.model
 def test_the_model_s_threads_spin_only_while_it_runs(smart_turn: SmartTurnEngine) -> None:
     """Spinning between the model's operators, stopped when a judgement returns: the cores are
     the recogniser's again the moment the verdict is out."""
@@ -202,7 +202,7 @@ def test_the_model_s_threads_spin_only_while_it_runs(smart_turn: SmartTurnEngine
     assert options.intra_op_num_threads == CpuSettings.from_env().cpu_threads()
 
 
-@pytest.mark.models
+@pytest.mark.model
 async def test_the_cpu_set_carries_the_judge_and_warms_it(smart_turn: SmartTurnEngine) -> None:
     runners = build_cpu_runners(CpuSettings.from_env({}))
     assert isinstance(runners.turn, EndOfTurnJudge)
