@@ -8,7 +8,7 @@ pinned definition; a tool that needs a caller's confirmation is refused
 (``confirmation_missing``): there is nobody on the line to confirm. When the gate allows, one
 transaction writes an authorized proposal revision, the operation under the initiator's
 ``operation_id``, its outbox row and the ``operation.authorized`` audit event; the outbox worker
-then dispatches it with ``_meta`` as SPEC §7 exactly as it does a confirmed write, including
+then dispatches it with ``_meta`` (``docs/mcp.md``) exactly as it does a confirmed write, including
 crash recovery and reconciliation. Submitting the same ``operation_id`` again returns the
 operation already there: one effect.
 """
