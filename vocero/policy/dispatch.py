@@ -26,7 +26,7 @@ from vocero.contracts.errors import ToolCallError
 from vocero.contracts.events import ToolStatus
 from vocero.contracts.ports import CallMeta, ToolCallRequest, ToolResult
 from vocero.policy.operations import FINAL_UNKNOWN, TERMINAL, InvalidOperationTransition
-from vocero.policy.ports import SupportsLookup
+from vocero.policy.ports import StepHook, SupportsLookup
 from vocero.policy.records import OperationRecord
 from vocero.policy.repository import ActionRepository
 from vocero.policy.targets import Target, Targets
@@ -34,7 +34,6 @@ from vocero.policy.targets import Target, Targets
 log = structlog.get_logger("vocero.policy.executor")
 
 Publish = Callable[[OperationRecord], None]
-Step = Callable[[str, str], None]
 Outcome = tuple[OperationRecord, bool]
 """The operation as it stands now, and whether to go on with it at once (after a short pause)."""
 
@@ -68,7 +67,7 @@ class Dispatcher:
         settings: ExecutorSettings,
         worker_id: str,
         publish: Publish,
-        step: Step,
+        step: StepHook,
     ) -> None:
         self._repo = repo
         self._targets = targets
