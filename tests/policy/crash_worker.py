@@ -31,7 +31,7 @@ from vocero.contracts.domain import AgentProfile, Caller, McpServerSpec
 from vocero.identity.profiles import load_profile
 from vocero.mcp_gateway import McpGateway
 from vocero.policy import ActionPlane, ExecutorSettings
-from vocero.policy.executor import settled
+from vocero.policy.operations import settled
 from vocero.policy.ports import StepHook
 from vocero.store import Store
 from vocero.store.leases import NodeLease

@@ -342,8 +342,7 @@ async def test_authorized_operation_expires_before_dispatch(
         await listed(talk)
         plan, generation = await ask_reschedule(talk)
         run = await confirmed_write(talk, plan, generation)
-        settle = CoordinatorSettings(settle_wait_s=0.2)
-        talk.coordinator.settings = settle
+        talk.coordinator.execution.settle_wait_s = 0.2
         outcomes: list[ToolOutcome] = []
 
         async def execute() -> None:
@@ -538,7 +537,7 @@ async def test_unavailable_authorization_data(db_url: str, servers: FixtureServe
         async def unavailable(**_: object) -> None:
             raise OperationalError("SELECT", {}, Exception("database is locked"))
 
-        third.coordinator.repo.authorize = unavailable  # type: ignore[method-assign]
+        third.coordinator.repo.outbox.authorize = unavailable  # type: ignore[method-assign]
         outcome = await third.execute(run)
         assert (outcome.status, outcome.reason_code) == ("rejected", "authorization_unavailable")
         for subject in (who.subject_ref, who2.subject_ref, who3.subject_ref):

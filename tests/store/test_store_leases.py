@@ -64,7 +64,7 @@ async def authorized(repo: ActionRepository, session_id: str, status: str = "aut
             idempotent=False, status=status, attempts=0, receipt=None, reason_code="",
             created_at=now, updated_at=now))
         await session.flush()
-        session.add(repo.new_outbox(operation_id, now))
+        session.add(repo.outbox.new_row(operation_id, now))
     return operation_id
 
 
@@ -91,18 +91,18 @@ async def test_a_held_row_waits_for_its_holder_then_is_taken_over_and_reconciled
         session_id = await a_session(conversations(a, clock))
         waiting = await authorized(repo_a, session_id)
         sending = await authorized(repo_a, session_id)
-        [claimed] = await repo_a.claim_due(a.id, 1, busy=frozenset({waiting}))
+        [claimed] = await repo_a.outbox.claim_due(a.id, 1, busy=frozenset({waiting}))
         assert claimed.id == sending
-        await repo_a.transition(sending, "in_flight", sent=True, holder=a.id)
+        await repo_a.outbox.transition(sending, "in_flight", sent=True, holder=a.id)
 
-        assert await repo_b.claim_due(b.id, 10) == []  # A holds both under a live lease
+        assert await repo_b.outbox.claim_due(b.id, 10) == []  # A holds both under a live lease
         clock.advance(TTL / 2)
         await a.renew()
         clock.advance(TTL / 2 + 1)
-        assert await repo_b.claim_due(b.id, 10) == []  # renewed: still A's
+        assert await repo_b.outbox.claim_due(b.id, 10) == []  # renewed: still A's
 
         clock.advance(TTL)  # A stopped renewing: its hold ran out
-        taken = {op.id: op for op in await repo_b.claim_due(b.id, 10)}
+        taken = {op.id: op for op in await repo_b.outbox.claim_due(b.id, 10)}
         assert set(taken) == {waiting, sending}
         assert (taken[waiting].status, taken[sending].status) == ("dispatch_pending", "unknown")
         assert taken[sending].reason_code == "interrupted"  # reconciled before any resend
@@ -111,7 +111,7 @@ async def test_a_held_row_waits_for_its_holder_then_is_taken_over_and_reconciled
         assert holders == {b.id}
 
         with pytest.raises(LeaseLostError):  # A comes back: its changes are refused
-            await repo_a.transition(sending, "committed", holder=a.id)
+            await repo_a.outbox.transition(sending, "committed", holder=a.id)
         assert (await repo_b.get(sending)).status == "unknown"  # type: ignore[union-attr]
 
 
@@ -128,7 +128,7 @@ async def test_concurrent_claims_take_each_row_once(db_url: str) -> None:
             async def claim(node: NodeLease) -> None:
                 mine = claims.setdefault(node.id, [])
                 repo = actions(node, clock)
-                while found := await repo.claim_due(node.id, 3, busy=frozenset(mine)):
+                while found := await repo.outbox.claim_due(node.id, 3, busy=frozenset(mine)):
                     mine.extend(op.id for op in found)
 
             async with anyio.create_task_group() as tg:
@@ -143,13 +143,13 @@ async def test_a_send_needs_an_unexpired_hold(db_url: str) -> None:
     async with process(db_url, clock) as a:
         repo = actions(a, clock)
         operation_id = await authorized(repo, await a_session(conversations(a, clock)))
-        await repo.claim_due(a.id, 1)
+        await repo.outbox.claim_due(a.id, 1)
         clock.advance(TTL + 1)  # the database was unreachable: no renewal reached it
         with pytest.raises(LeaseLostError, match="not sending"):
-            await repo.transition(operation_id, "in_flight", sent=True, holder=a.id)
+            await repo.outbox.transition(operation_id, "in_flight", sent=True, holder=a.id)
         assert (await repo.get(operation_id)).status == "dispatch_pending"  # type: ignore[union-attr]
         await a.renew()
-        sent = await repo.transition(operation_id, "in_flight", sent=True, holder=a.id)
+        sent = await repo.outbox.transition(operation_id, "in_flight", sent=True, holder=a.id)
         assert (sent.status, sent.attempts) == ("in_flight", 1)
 
 
@@ -271,9 +271,9 @@ async def test_a_released_node_hands_back_at_once(db_url: str) -> None:
     async with process(db_url, clock) as a, process(db_url, clock) as b:
         repo_a = actions(a, clock)
         operation_id = await authorized(repo_a, await a_session(conversations(a, clock)))
-        assert await actions(b, clock).claim_due(b.id, 5) == []
+        assert await actions(b, clock).outbox.claim_due(b.id, 5) == []
         await a.release()  # a drain: nothing waits for the lease
-        [taken] = await actions(b, clock).claim_due(b.id, 5)
+        [taken] = await actions(b, clock).outbox.claim_due(b.id, 5)
         assert taken.id == operation_id
 
 
@@ -282,10 +282,11 @@ async def test_a_dead_holders_retry_wait_is_not_the_takers(db_url: str) -> None:
     async with process(db_url, clock) as a, process(db_url, clock) as b:
         repo_a, repo_b = actions(a, clock), actions(b, clock)
         operation_id = await authorized(repo_a, await a_session(conversations(a, clock)))
-        await repo_a.claim_due(a.id, 1)
-        await repo_a.transition(operation_id, "dispatch_pending", reason="CAPACITY_EXHAUSTED",
-                                release_after_s=600, holder=a.id)
-        assert await repo_a.claim_due(a.id, 1) == []  # its own wait holds for A
+        await repo_a.outbox.claim_due(a.id, 1)
+        await repo_a.outbox.transition(operation_id, "dispatch_pending",
+                                       reason="CAPACITY_EXHAUSTED", release_after_s=600,
+                                       holder=a.id)
+        assert await repo_a.outbox.claim_due(a.id, 1) == []  # its own wait holds for A
         clock.advance(TTL + 1)
-        [taken] = await repo_b.claim_due(b.id, 1)  # A is gone: B tries now, not in 10 min
+        [taken] = await repo_b.outbox.claim_due(b.id, 1)  # A is gone: B tries now, not in 10 min
         assert (taken.id, taken.status) == (operation_id, "dispatch_pending")

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Final
 
 from vocero.contracts.events import ToolStatus
+from vocero.policy.records import OperationRecord
 
 TERMINAL: Final = frozenset({"committed", "rejected"})
 SETTLED: Final = frozenset({"committed", "rejected", "unknown"})
@@ -54,3 +55,12 @@ def check(current: str, new: ToolStatus) -> ToolStatus:
     if (current, new) not in TRANSITIONS:
         raise InvalidOperationTransition(current, new)
     return new
+
+
+FINAL_UNKNOWN: Final = frozenset({"reconciliation_required", "reconciliation_failed"})
+"""Unknown for good: the worker will not learn more without an operator."""
+
+
+def settled(op: OperationRecord) -> bool:
+    """``committed``, ``rejected``, or ``unknown`` with nothing more the worker can learn."""
+    return op.status in TERMINAL or (op.status == "unknown" and op.reason_code in FINAL_UNKNOWN)

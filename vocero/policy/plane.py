@@ -17,17 +17,13 @@ from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import AgentProfile, Caller
 from vocero.contracts.ports import Clock, Timers, ToolGateway
 from vocero.policy.coordinator import CoordinatorSettings, SessionCoordinator
-from vocero.policy.executor import (
-    ExecutorSettings,
-    GatewayFactory,
-    OperationExecutor,
-    ProfileLookup,
-    Targets,
-)
+from vocero.policy.dispatch import ExecutorSettings
+from vocero.policy.executor import OperationExecutor
 from vocero.policy.ports import BuiltinTools, Counter, StepHook
 from vocero.policy.records import OperationRecord
 from vocero.policy.repository import ActionRepository
 from vocero.policy.system_actions import SystemOperations
+from vocero.policy.targets import GatewayFactory, ProfileLookup, Targets
 from vocero.store.engine import Store
 from vocero.store.paging import Cursor, Page
 

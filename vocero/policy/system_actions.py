@@ -8,7 +8,7 @@ pinned definition; a tool that needs a caller's confirmation is refused
 (``confirmation_missing``): there is nobody on the line to confirm. When the gate allows, one
 transaction writes an authorized proposal revision, the operation under the initiator's
 ``operation_id``, its outbox row and the ``operation.authorized`` audit event; the outbox worker
-then dispatches it with ``_meta`` as SPEC §7 exactly as it does a confirmed write, including
+then dispatches it with ``_meta`` (``docs/mcp.md``) exactly as it does a confirmed write, including
 crash recovery and reconciliation. Submitting the same ``operation_id`` again returns the
 operation already there: one effect.
 """
@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from vocero.contracts.domain import AgentProfile
 from vocero.contracts.system_actions import SystemAction, SystemActionState
-from vocero.policy.executor import GatewayFactory, OperationExecutor, ProfileLookup, Watch, settled
+from vocero.policy.executor import OperationExecutor, Watch
 from vocero.policy.gate import (
     Decision,
     PermitRequest,
@@ -36,10 +36,12 @@ from vocero.policy.gate import (
     resolve,
     schema_version,
 )
+from vocero.policy.operations import settled
 from vocero.policy.ports import BuiltinTools
 from vocero.policy.records import OperationRecord
 from vocero.policy.repository import ActionRepository
 from vocero.policy.rows import ACTOR, new_id, operation_record
+from vocero.policy.targets import GatewayFactory, ProfileLookup
 from vocero.store.audit_tx import append_in
 from vocero.store.models import OperationRow, ProposalRevisionRow, ProposalRow
 
@@ -188,7 +190,7 @@ class SystemOperations:
                 reason_code="", created_at=now, updated_at=now)
             session.add(row)
             await session.flush()
-            session.add(self._repo.new_outbox(action.operation_id, now))
+            session.add(self._repo.outbox.new_row(action.operation_id, now))
             await session.flush()
             await append_in(session, "operation.authorized", {
                 "operation_id": action.operation_id, "proposal_id": proposal_id, "revision": 1,
