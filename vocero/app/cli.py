@@ -1,4 +1,4 @@
-"""``vocero`` command line (SPEC §1)."""
+"""``vocero`` command line (README.md "Using it")."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema = commands.add_parser("schema", help="write the JSON Schemas of every wire event")
     schema.add_argument("--out", default=None)
     schema.add_argument("--check", action="store_true", help="fail if the committed files differ")
-    followups = commands.add_parser("followups", help="the follow-up queue (SPEC §9)")
+    followups = commands.add_parser("followups", help="the follow-up queue (docs/followups.md)")
     followup_commands = followups.add_subparsers(dest="followups_command", required=True)
     from vocero.app.commands.followups import add_tick_arguments
 

@@ -161,7 +161,7 @@ def build_runners(settings: Settings) -> tuple[RunnerSet, Callable[[], RunnerSet
 
 
 def endpoints(settings: Settings) -> dict[str, Any]:
-    """Each stage's serving engine, from ``--llm-url`` and its twins (SPEC §1)."""
+    """Each stage's serving engine, from ``--llm-url`` and its twins (docs/deployment.md)."""
     keys = endpoint_keys()
     found: dict[str, Any] = {}
     for stage in ("llm", "stt", "tts"):
@@ -191,8 +191,8 @@ async def _profile_registry(
     settings: Settings, store: Store, audit: AuditLog, knowledge: KnowledgeTools,
     files: ProfileCatalog, metrics: Metrics,
 ) -> ProfileRegistry:
-    """The profiles' heads, with every catalog loaded into the store (SPEC §8): the heads' as
-    they become heads, the other declared versions in the files' as they are."""
+    """The profiles' heads, with every catalog loaded into the store (docs/grounding.md): the heads'
+    as they become heads, the other declared versions in the files' as they are."""
     heads = ProfileRegistry(
         settings.profiles_dir, ProfileVersions(store), audit,
         on_change=lambda profile: _sync_catalog(knowledge, profile),

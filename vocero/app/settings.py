@@ -1,4 +1,4 @@
-"""Command-line flags and their ``VOCERO_*`` environment twins (SPEC §1)."""
+"""Command-line flags and their ``VOCERO_*`` environment twins (README.md "Using it")."""
 
 from __future__ import annotations
 
@@ -51,7 +51,8 @@ class Settings:
     """How long a tool server's question (MCP elicitation) waits for the caller's answer before
     it is cancelled (the agent then says the call stopped)."""
     followups_tick_s: float = 30.0
-    """How often ``serve`` runs a pass of the follow-up queue (SPEC §9); 0 turns it off."""
+    """How often ``serve`` runs a pass of the follow-up queue (docs/followups.md); 0 turns it
+    off."""
     workers: str = "1"
     """``serve`` processes sharing the port and the store: a number, or ``auto`` (one per
     core). More than one needs PostgreSQL (docs/scaling.md)."""
@@ -79,8 +80,8 @@ class Settings:
     240 ms with the event loop stopped, in the middle of whatever call was live."""
 
     llm_url: str = ""
-    """An OpenAI-compatible chat completions endpoint for the LLM stage (SPEC §1); empty: the
-    in-process runner of ``runners``."""
+    """An OpenAI-compatible chat completions endpoint for the LLM stage (docs/deployment.md); empty:
+    the in-process runner of ``runners``."""
     llm_model: str = ""
     stt_url: str = ""
     """``/v1/audio/transcriptions`` endpoint for the STT stage; empty: in process."""
@@ -206,8 +207,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
-    """Per-stage serving engines (SPEC §1): ``--llm-url URL --llm-model NAME`` and the STT and
-    TTS twins; keys only from ``VOCERO_LLM_API_KEY`` and its twins (:func:`endpoint_keys`)."""
+    """Per-stage serving engines (docs/deployment.md): ``--llm-url URL --llm-model NAME`` and the
+    STT and TTS twins; keys only from ``VOCERO_LLM_API_KEY`` and its twins
+    (:func:`endpoint_keys`)."""
     d = Settings()
     for name in ("llm_url", "llm_model", "stt_url", "stt_model", "tts_url", "tts_model",
                  "tts_voice"):

@@ -1,4 +1,5 @@
-"""``vocero bench actions``: confirmed writes end to end through the outbox (issues #4, #15).
+"""``vocero bench actions``: confirmed writes end to end through the outbox
+(ADR-0010; ADR-0006 for processes sharing the store).
 
 A real store, the real MCP gateway and the fixture appointments server over streamable HTTP (its
 own process), the per-session coordinator and the outbox worker of a process holding a node

@@ -1,8 +1,9 @@
 """Load-generator worker of ``vocero bench sessions``: one process, many protocol sessions.
 
 The parent (:mod:`vocero.bench.sessions`) starts several of these so that the generator is not
-the bottleneck. Each worker speaks SPEC §2 over the websockets library's sans-I/O client protocol
-on a plain :class:`asyncio.Protocol` (no task per session, no per-frame awaits):
+the bottleneck. Each worker speaks the realtime protocol (docs/protocol.md) over the websockets
+library's sans-I/O client protocol on a plain :class:`asyncio.Protocol` (no task per session, no
+per-frame awaits):
 
 * one ticker walks the worker's sessions in ten phase groups every 20 ms and writes each one's
   ``audio.input.delta.v1`` frame (20 ms of quiet room noise, below the VAD threshold, from a

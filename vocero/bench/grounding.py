@@ -1,4 +1,5 @@
-"""``vocero bench grounding``: what grounded speech costs per spoken unit (issue 11).
+"""``vocero bench grounding``: what grounded speech costs per spoken unit (docs/grounding.md
+"Cost").
 
 Goal: p95 ≤ 0.5 ms per unit for the planner and for one admission check, so grounding never
 shows in time to first sound. The planner is timed on the work a real turn gives it, each case

@@ -1,4 +1,5 @@
-"""Benchmarks of the realtime path (issue #3). Each returns JSON-able figures.
+"""Benchmarks of the realtime path (docs/architecture.md "The real-time path"). Each returns
+JSON-able figures.
 
 * ``overhead``: committed text turn → first ``response.audio_delta.v1`` encoded for the wire,
   simulated runners with zero model time (the orchestration cost alone).

@@ -339,8 +339,8 @@ def _report(runners: str, turns: list[Turn]) -> dict[str, Any]:
         "benchmark": "ttfs",
         "runners": runners,
         "goal_p95_ms": 700,
-        "goal_note": "issue #13: complete utterances, from the last audible caller frame, "
-        "caller audio in real time (the seed's target is 1,200 ms)",
+        "goal_note": "ADR-0016: complete utterances, from the last audible caller frame, "
+        "caller audio in real time (the docs/slo.md target is 1,200 ms)",
         "measure": "end of caller speech (last 20 ms frame above -40 dBFS) -> first playable "
         "audio frame; endpointing included",
         "ttfs_ms": percentiles([t.ttfs_ms for t in turns]),

@@ -33,7 +33,7 @@ for _client_cls in ev.CLIENT_EVENT_TYPES:
 
 
 MAX_PAYLOAD_DEPTH = 32
-"""SPEC §2: a payload nested deeper than this (objects and arrays) is ``INVALID_PAYLOAD``."""
+"""A payload nested deeper than this (objects and arrays) is ``INVALID_PAYLOAD``."""
 _ENVELOPE_DEPTH = 2
 """The envelope object and its ``data`` member hold the payload."""
 _MAX_FRAME_DEPTH = MAX_PAYLOAD_DEPTH + _ENVELOPE_DEPTH
@@ -60,7 +60,8 @@ def too_deep(frame: str | bytes) -> bool:
 
 
 def decode_client(frame: str | bytes) -> ev.ClientEvent:
-    """Decode one client frame, or raise :class:`ProtocolError` with the code SPEC §2 names.
+    """Decode one client frame, or raise :class:`ProtocolError` with the code docs/protocol.md
+    "Envelope rules" names.
 
     No input makes it raise anything else: nesting is bounded before decoding (the decoder
     recurses) and integers must fit in 64 bits (they are used as floats and SQL integers)."""

@@ -15,7 +15,7 @@ ActionClass = Literal["read", "reversible_write", "irreversible", "prohibited"]
 
 
 class Caller(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One entry of the identities file (SPEC §4)."""
+    """One entry of the identities file (docs/operators.md "Callers")."""
 
     token: Secret
     """The caller's credential; a plain ``str`` given here is wrapped (never logged)."""
@@ -39,7 +39,8 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 
 
 class Principal(msgspec.Struct, frozen=True, kw_only=True):
-    """What downstream systems learn about the caller (SPEC §7 ``io.vocero/principal``)."""
+    """What downstream systems learn about the caller (``io.vocero/principal``,
+    docs/mcp.md "A call")."""
 
     subject_ref: str
     tenant_id: str
@@ -121,7 +122,8 @@ class ToolSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     lookup_tool: str = ""
     readback: str = ""
     """How a proposal of this tool is read back, with ``{field}`` placeholders of canonical
-    values (SPEC §5); empty: a generic read-back that never reads raw tool names."""
+    values (docs/operators.md "Agent profiles"); empty: a generic read-back that never reads raw
+    tool names."""
     readout: str = ""
     """How the tool's result is said, with ``{field}`` placeholders of result fields; empty: a
     generic read-out that never speaks internal fields."""
@@ -139,7 +141,8 @@ class ClaimSource(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
 
 class Claim(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One approved claim of a profile's catalog (SPEC §8): ``text`` is spoken verbatim."""
+    """One approved claim of a profile's catalog (docs/grounding.md): ``text`` is spoken
+    verbatim."""
 
     key: str
     text: str
@@ -153,7 +156,7 @@ class Claim(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
 
 
 class FollowupSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The profile's follow-up queue (SPEC §5, §9)."""
+    """The profile's follow-up queue (docs/followups.md "Bounds")."""
 
     call_tool: str = ""
     """The profile tool that places an outbound call (e.g. an MCP ``calls.place``)."""
@@ -174,8 +177,9 @@ class FollowupSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
 
 
 class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """When the caller's turn is over (seed 004 §12.1 endpointing; docs/protocol.md
-    "Turn-taking"). Defaults measured with ``vocero bench turns`` on ``fixtures/turns``."""
+    """When the caller's turn is over (docs/architecture.md "Turn-taking and endpointing";
+    docs/protocol.md "Turn-taking"). Defaults measured with ``vocero bench turns`` on
+    ``fixtures/turns``."""
 
     judge_pause_ms: int = 300
     """Silence after speech before the end-of-turn judge is asked about the audio alone, when no
@@ -208,7 +212,7 @@ class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """A judgement whose words read as finished and which the recogniser was sure of
     (``TurnVerdict.words_sure``: a request with its object, a question, an identifier just
     given) ends the turn at this probability or above, though the audio model is unsure: the
-    words carry the decision, and a wrong end is cut short by barge-in (issue #29)."""
+    words carry the decision, and a wrong end is cut short by barge-in (ADR-0022)."""
     resumed_probability: float = 0.0
     """After the caller paused and went on (a pause the judge was asked about), a finished
     statement ends the turn at this probability or above: the words now cover the whole
@@ -238,7 +242,7 @@ class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
 
 class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One agent profile (SPEC §5)."""
+    """One agent profile (docs/operators.md "Agent profiles")."""
 
     id: str
     version: str
@@ -254,8 +258,8 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     tools: list[ToolSpec] = []
     grounding: Literal["strict", "assisted"] = "strict"
     claims: list[Claim] = []
-    """The approved claim catalog (SPEC §8). In the YAML file it is an inline list or a path
-    relative to the profile; the identity plane loads the file before decoding."""
+    """The approved claim catalog (docs/grounding.md). In the YAML file it is an inline list or a
+    path relative to the profile; the identity plane loads the file before decoding."""
     unit_max_age_ms: int = 4000
     """A planned spoken unit older than this when its turn to play comes is dropped."""
     followups: FollowupSettings = FollowupSettings()

@@ -1,8 +1,8 @@
 """Stable error codes of the public protocol and the typed exceptions that carry them.
 
-A code is part of the external contract (SPEC §2): clients switch on it, so codes never change
-meaning. Each code has a category, a retryable flag and a user-safe message key; internal details
-stay in logs under the correlation id.
+A code is part of the external contract (docs/protocol.md): clients switch on it, so codes never
+change meaning. Each code has a category, a retryable flag and a user-safe message key; internal
+details stay in logs under the correlation id.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class ErrorCode(enum.StrEnum):
     MCP_INVALID_ARGUMENTS = "MCP_INVALID_ARGUMENTS"
     MCP_TOOL_ERROR = "MCP_TOOL_ERROR"
     SHUTTING_DOWN = "SHUTTING_DOWN"
-    # Issue #15: the shared store (PostgreSQL) is unreachable; the session says so, writes fail
+    # ADR-0018: the shared store (PostgreSQL) is unreachable; the session says so, writes fail
     # closed (no effect without its durable record) and it recovers when the store is back.
     STORE_UNAVAILABLE = "STORE_UNAVAILABLE"
     INTERNAL = "INTERNAL"
@@ -95,7 +95,7 @@ CODES: dict[ErrorCode, CodeInfo] = {
 
 
 class CloseCode(enum.IntEnum):
-    """WebSocket close codes the server uses (SPEC §2)."""
+    """WebSocket close codes the server uses (docs/protocol.md)."""
 
     NORMAL = 1000
     GOING_AWAY = 1001

@@ -1,9 +1,9 @@
 """Ports between planes. Real adapters are wired only in ``vocero.app``; tests use ``Fake*``s.
 
-Inference ports (seed 004 §4.1 Inference Plane): transcribe, generate, synthesize, cancel,
-health, capacity. Every runner is asynchronous, honours cancellation by its caller's cancel scope,
-and rejects early with :class:`~vocero.contracts.errors.CapacityError` when its bounded queue is
-full. Tool port: what the orchestrator and the action executor need from the MCP gateway.
+Inference ports (docs/architecture.md "Planes and layers"): transcribe, generate, synthesize,
+cancel, health, capacity. Every runner is asynchronous, honours cancellation by its caller's cancel
+scope, and rejects early with :class:`~vocero.contracts.errors.CapacityError` when its bounded queue
+is full. Tool port: what the orchestrator and the action executor need from the MCP gateway.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class ToolIntent(msgspec.Struct, frozen=True, kw_only=True):
 
 class ClaimTopic(msgspec.Struct, frozen=True, kw_only=True):
     """One approved claim as a dialogue manager may know it: its key, its approved wording and
-    the topics it answers (SPEC §8); never its sources."""
+    the topics it answers (docs/grounding.md); never its sources."""
 
     key: str
     text: str
@@ -167,9 +167,9 @@ class IntentClassified(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ClaimAnswer(msgspec.Struct, frozen=True, kw_only=True):
-    """The model answers with approved claims of the profile's catalog (SPEC §6, §8): the planner
-    speaks their approved wording, or, with ``paraphrase`` (``grounding: assisted`` profiles),
-    the model's own wording held to the critical-value and condition checks."""
+    """The model answers with approved claims of the profile's catalog (docs/grounding.md): the
+    planner speaks their approved wording, or, with ``paraphrase`` (``grounding: assisted``
+    profiles), the model's own wording held to the critical-value and condition checks."""
 
     claim_keys: list[str]
     paraphrase: str = ""
@@ -212,8 +212,8 @@ class SpokenThrough(msgspec.Struct, frozen=True, kw_only=True):
 
 @runtime_checkable
 class AlignedTts(Protocol):
-    """A TTS that says how its audio lines up with the text (SPEC §2: heard text never holds
-    a word that was not played, also while a unit is still being synthesized)."""
+    """A TTS that says how its audio lines up with the text (docs/protocol.md "Barge-in": heard text
+    never holds a word that was not played, also while a unit is still being synthesized)."""
 
     def synthesize_aligned(
         self, text: str, voice: VoiceRef
@@ -234,22 +234,23 @@ class TurnVerdict(msgspec.Struct, frozen=True, kw_only=True):
     """The judgement weighed a transcript besides the audio."""
     words_finished: bool = False
     """That transcript reads as a finished clause: the turn policy may end the turn at a lower
-    probability. (Added by issue #13 with a default: judges that do not weigh words omit it.)"""
+    probability. (Added by ADR-0016 with a default: judges that do not weigh words omit it.)"""
     words_question: bool = False
     """That finished clause is a question (the audio model doubts those most)."""
     words_going_on: bool = False
     """The transcript visibly stops mid-sentence (it ends on an open word of its language, or a
     number being spelled out): the turn policy never ends the turn on this verdict. (Added by
-    issue #29 with a default.)"""
+    ADR-0022 with a default.)"""
     words_sure: bool = False
     """The recogniser was sure of the words of that finished clause: the turn policy may end
-    the turn even when the audio is unsure (issue #29)."""
+    the turn even when the audio is unsure (ADR-0022)."""
     model_ms: float = 0.0
     """Time the judge itself took (its queue wait excluded)."""
 
 
 class TurnJudge(Runner, Protocol):
-    """Seed 004 §12.1 endpointing: has the caller finished, or only paused mid-sentence?
+    """Endpointing (docs/architecture.md "Turn-taking and endpointing"): has the caller finished, or
+    only paused mid-sentence?
 
     Asked by the orchestrator's turn policy at a pause; must answer within tens of ms, off the
     event loop. A full queue raises ``CapacityError`` at once (the policy then falls back to a
@@ -277,7 +278,7 @@ class TurnJudge(Runner, Protocol):
 
 
 class CallMeta(msgspec.Struct, frozen=True, kw_only=True):
-    """What travels in MCP ``_meta`` (SPEC §7)."""
+    """What travels in MCP ``_meta`` (docs/mcp.md "A call")."""
 
     operation_id: str
     principal: Principal

@@ -2,10 +2,10 @@
 
 The follow-up queue places a call-back through the profile's ``call_tool`` as an *ordinary
 durable operation*: the same permit gate, an operations row and its outbox row written in one
-transaction, the outbox worker dispatching with ``_meta`` as SPEC §7. The initiator chooses the
-``operation_id`` and records it durably *before* submitting, one per attempt: a crash between
-the two is repaired by submitting the same id again (``submit`` is idempotent by it), and the
-tool's server deduplicates by it, so a restart never places a second call.
+transaction, the outbox worker dispatching with ``_meta`` as docs/mcp.md "A call" says. The
+initiator chooses the ``operation_id`` and records it durably *before* submitting, one per attempt:
+a crash between the two is repaired by submitting the same id again (``submit`` is idempotent by
+it), and the tool's server deduplicates by it, so a restart never places a second call.
 
 The policy plane implements it; planes that start work (``vocero.followups``) call it and never
 import the policy plane.

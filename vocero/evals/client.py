@@ -1,4 +1,4 @@
-"""One scenario's caller: a WebSocket session of SPEC §2 driven turn by turn."""
+"""One scenario's caller: a WebSocket session (docs/protocol.md) driven turn by turn."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from vocero.evals.audio import FRAME_BYTES, SAMPLE_RATE, Voice
 
 REPORTS_PER_S = 40
 """Playout reports sent in any second: with 50 audio frames a second in audio mode this stays
-under the relay's 100 client frames a second (SPEC §2)."""
+under the relay's 100 client frames a second (docs/protocol.md "Envelope rules")."""
 IDLE = {"LISTENING", "AWAITING_CONFIRMATION", "FAILED", "DEGRADED"}
 TRAILING_SILENCE_MS = 6000
 """Audio mode: silence streamed after the caller's words until the agent answers (at most)."""

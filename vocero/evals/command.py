@@ -44,7 +44,7 @@ def eval_command(args: argparse.Namespace) -> int:
 
 
 def caller_zones(identities: Path) -> dict[str, str]:
-    """Each caller token's timezone (SPEC §4)."""
+    """Each caller token's timezone (docs/operators.md "Callers")."""
     try:
         data = yaml.safe_load(identities.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:

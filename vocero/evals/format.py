@@ -128,7 +128,7 @@ SIM_KEYS = {"stt", "tts", "llm"}
 
 
 def _sim_script(file: Path) -> bool:
-    """A sim script beside the scenarios (SPEC §6: ``stt``, ``tts``, ``llm``, no ``scenarios``),
+    """A sim script beside the scenarios (``stt``, ``tts``, ``llm``, no ``scenarios``),
     skipped when a folder is searched."""
     try:
         data = yaml.safe_load(file.read_text(encoding="utf-8"))

@@ -191,7 +191,7 @@ class Server:
         return f"vocero serve {what} (exit {self.process.poll()}):\n{tail}"
 
     def get(self, route: str, **params: str) -> list[dict[str, Any]]:
-        """The ``items`` of an operator API list (SPEC §3)."""
+        """The ``items`` of an operator API list (docs/operators.md "Paging")."""
         items: list[dict[str, Any]] = self.get_json(route, **params).get("items", [])
         return items
 

@@ -1,10 +1,10 @@
-"""Follow-ups (call-backs): no call-back is promised without a record (seed 003).
+"""Follow-ups (call-backs): no call-back is promised without a record (docs/followups.md).
 
 * :class:`FollowupTools` - the built-in ``followups.record`` tool, under the call-back rule
   (:mod:`.rule`: the time must come from the caller's words or a time they agreed to) with due
   times resolved in the caller's timezone (:mod:`.due`);
 * :class:`FollowupQueue` - places due phone follow-ups through the profile's call tool as
-  ordinary durable operations (:mod:`.queue`, SPEC §9);
+  ordinary durable operations (:mod:`.queue`, docs/followups.md "The queue");
 * :class:`SessionReviews` - the ``promised_unbooked`` finding at the end of a session;
 * :class:`SqlFollowupStore` - the plane's store adapter.
 

@@ -1,4 +1,5 @@
-"""When a follow-up is due: the agreed words resolved in the caller's timezone (seed 003).
+"""When a follow-up is due: the agreed words resolved in the caller's timezone
+(docs/followups.md "Due time").
 
 "in 10 minutes" is an absolute delay (counted in UTC, so a DST change in between does not move
 it); "tomorrow 11am", "Friday 3pm", "today evening", "kal shaam 4 baje", "repu udayam 11
@@ -24,7 +25,7 @@ from vocero.followups import lexicon as lx
 from vocero.followups.timewords import Clock, Reading, read
 
 FALLBACK = (11, 0)
-"""The clock time of a follow-up whose words name no usable time (seed 003)."""
+"""The clock time of a follow-up whose words name no usable time (docs/followups.md "Due time")."""
 DAY_ONLY = (11, 0)
 """The clock time of a follow-up whose words name a day but no time ("tomorrow")."""
 HORIZON = timedelta(days=366)

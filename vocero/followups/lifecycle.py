@@ -1,4 +1,5 @@
-"""The follow-up lifecycle (SPEC §9) as one sans-IO transition table, and the duplicate rule.
+"""The follow-up lifecycle (docs/followups.md) as one sans-IO transition table, and the duplicate
+rule.
 
 ::
 

@@ -1,6 +1,6 @@
 """How many follow-ups a caller and a session may have, and a caller's share of the day's calls.
 
-A profile's ``followups`` block sets them (SPEC §5; defaults in
+A profile's ``followups`` block sets them (docs/followups.md "Bounds"; defaults in
 :class:`~vocero.contracts.domain.FollowupSettings`, checked at load):
 
 =======================  ==================================================  ==================

@@ -17,7 +17,7 @@ promise when it has a commitment form and none of the forms that undo one:
   negation ("nobody will call", "I haven't booked", "nahin", "ledu"), or a condition or mere
   possibility ("if you like", "we could", "I can arrange").
 
-It is lexical by design (seed 003 measures, it does not assume): a promise worded around these
+It is lexical by design (measured, not assumed: docs/followups.md): a promise worded around these
 forms is missed, and a commitment-shaped sentence about something else is flagged. Precision and
 recall on the labelled corpus ``fixtures/followups/promises.yaml`` are reported by
 ``vocero bench followups``.

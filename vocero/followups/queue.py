@@ -1,4 +1,5 @@
-"""The follow-up queue (SPEC §9): one :meth:`FollowupQueue.tick` places what is due.
+"""The follow-up queue (docs/followups.md "The queue"): one :meth:`FollowupQueue.tick` places what
+is due.
 
 A tick, in order:
 

@@ -63,7 +63,8 @@ class Followup(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: datetime
 
     def public(self) -> dict[str, Any]:
-        """SPEC §3 ``GET /v1/followups``: ``due_at`` in the caller's own offset."""
+        """``GET /v1/followups`` (docs/followups.md "Operator API"): ``due_at`` in the caller's own
+        offset."""
         return {
             "id": self.id, "session_id": self.session_id, "when_text": self.when_text,
             "due_at": rfc3339(self.due_at.astimezone(zone_of(self.timezone))),
@@ -88,7 +89,7 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
-    """A review finding (SPEC §3 ``GET /v1/findings``)."""
+    """A review finding (``GET /v1/findings``, docs/followups.md "Operator API")."""
 
     id: str
     kind: str

@@ -3,8 +3,8 @@
 When a session ends, :class:`SessionReviews` (one bounded queue per process) reads what the
 caller heard and records a ``promised_unbooked`` finding for every promise sentence
 (:mod:`.promises`) of a session that has no follow-up record. A session with fewer than two
-caller lines *and* fewer than five caller words is never summarised (seed 003: ten one-turn rows
-once carried an invented afternoon). Reviewing a session twice (a resumed session ends again)
+caller lines *and* fewer than five caller words is never summarised (docs/followups.md: ten one-turn
+rows once carried an invented afternoon). Reviewing a session twice (a resumed session ends again)
 stores each finding once.
 """
 

@@ -1,4 +1,5 @@
-"""Seed 003's call-back rule: a follow-up time must come from words the caller said or agreed to.
+"""The call-back rule (docs/followups.md): a follow-up time must come from words the caller said or
+agreed to.
 
 :func:`judge` compares the model's ``when`` with the conversation *as heard* (caller turns,
 assistant text as played; never the model's own paraphrase):

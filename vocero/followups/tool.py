@@ -1,4 +1,5 @@
-"""``followups.record``: the built-in tool that books a follow-up, under seed 003's rule.
+"""``followups.record``: the built-in tool that books a follow-up, under the call-back rule
+(docs/followups.md "The call-back rule").
 
 Canonicalisation runs while the call is live, on the conversation as heard: the ``when`` must
 pass :func:`~vocero.followups.rule.judge`, or a :class:`CanonicalError` refuses the record with

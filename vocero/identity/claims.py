@@ -1,4 +1,5 @@
-"""A profile's approved claim catalog (SPEC §8): read from a file or inline, validated at load.
+"""A profile's approved claim catalog (docs/grounding.md): read from a file or inline, validated at
+load.
 
 ``claims:`` in a profile is either a path relative to the profile file (a YAML list of claims, or
 a mapping with a ``claims`` list) or an inline list. Every problem raises :class:`ConfigError`

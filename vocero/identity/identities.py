@@ -1,4 +1,5 @@
-"""The identities file (SPEC §4) and the directory that authenticates callers against it."""
+"""The identities file (docs/operators.md "Callers") and the directory that authenticates callers
+against it."""
 
 from __future__ import annotations
 

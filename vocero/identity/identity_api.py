@@ -1,6 +1,6 @@
 """Adapter for a customer identity API: ``GET {base_url}/api/v1/auth/user-by-phone?phone=``.
 
-The API answers 200 with one user object holding the identities-file fields (SPEC §4: ``subject``,
+The API answers 200 with one user object holding the identities-file fields (``subject``,
 ``tenant``, ``roles``, ``scopes``, ``locale``, ``timezone``, ``phone``; unknown fields ignored) or
 404 when nobody has that number. Anything else (timeout, transport failure, other status, a body
 that does not validate) is :class:`IdentityApiError`: the API could not say, which is not the

@@ -1,4 +1,5 @@
-"""Agent profiles (SPEC §5): one YAML file each, loaded into a catalog that picks one per caller."""
+"""Agent profiles (docs/operators.md "Agent profiles"): one YAML file each, loaded into a catalog
+that picks one per caller."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Admission control for one model: a bounded FIFO queue in front of a fixed number of slots.
 
-Seed 004 §13: every model has its own queue, the queue is bounded, queued work carries a deadline
-and expired work is never started. A request that cannot even queue is rejected at once with
-:class:`~vocero.contracts.errors.CapacityError` ("service busy"), which is cheaper for the caller
-than waiting for a slot it will not get in time.
+docs/architecture.md "Admission and back-pressure": every model has its own queue, the queue is
+bounded, queued work carries a deadline and expired work is never started. A request that cannot
+even queue is rejected at once with :class:`~vocero.contracts.errors.CapacityError` ("service
+busy"), which is cheaper for the caller than waiting for a slot it will not get in time.
 
 Cancellation is always honoured first: a caller cancelled while queued leaves the queue at once,
 and a slot that was handed to it in the same instant passes on to the next waiter.

@@ -1,9 +1,9 @@
 """Prometheus metrics of one Vocero app, in a registry of its own.
 
 Each :class:`Metrics` owns a ``CollectorRegistry`` (never the global one), so several apps can
-live in one test process. Latencies are histograms in milliseconds named after the SPEC §3 stages
-(``vocero_ttfs_ms`` ...). Label values must come from bounded sets (tool names of a profile,
-error codes, reason codes), never from caller input.
+live in one test process. Latencies are histograms in milliseconds named after the stages of
+docs/slo.md (``vocero_ttfs_ms`` ...). Label values must come from bounded sets (tool names of a
+profile, error codes, reason codes), never from caller input.
 
 Under ``serve --workers N`` the supervisor sets ``PROMETHEUS_MULTIPROC_DIR``: every worker's
 values then live in files there and :meth:`Metrics.render` answers for all workers together
@@ -182,7 +182,7 @@ class Metrics:
         self.generations_total.labels(status=status).inc()
 
     def unit(self, disposition: str, reason_code: str) -> None:
-        """Count a spoken unit's final disposition (SPEC §8)."""
+        """Count a spoken unit's final disposition (docs/grounding.md)."""
         self.units_total.labels(disposition=disposition, reason_code=reason_code).inc()
 
     def finding(self, kind: str) -> None:

@@ -1,4 +1,5 @@
-"""Traces: one per caller turn, a span per stage (seed 004 §12.1), W3C trace context in and out.
+"""Traces: one per caller turn, a span per stage (docs/operators.md "Traces"), W3C trace context in
+and out.
 
 The orchestrator marks stage boundaries through the module functions here (:func:`turn`,
 :func:`span`, :func:`backdated` happen inside :func:`turn`, :func:`traceparent`), which delegate
@@ -150,7 +151,7 @@ def span(
 
 def traceparent() -> str:
     """The W3C ``traceparent`` of the current span (the client's own when tracing is off), or
-    ``""``: what travels to MCP servers in ``_meta`` (SPEC §7)."""
+    ``""``: what travels to MCP servers in ``_meta`` (docs/mcp.md "A call")."""
     return _tracer.traceparent()
 
 

@@ -1,4 +1,5 @@
-"""Which browser origins may open ``/v1/realtime`` (SPEC §2, ``--allowed-origins``).
+"""Which browser origins may open ``/v1/realtime`` (``--allowed-origins``; docs/protocol.md
+"Session lifecycle").
 
 A browser always sends ``Origin`` on a WebSocket upgrade and lets any page open a socket to any
 host, loopback included; without this check any web page the user visits could drive a local

@@ -28,7 +28,8 @@ REASONS: dict[str, str] = {
     "scopes": "scopes_governed_by_identity",
 }
 MAX_LOCALE_CHARS = 35
-"""SPEC §2: a longer ``preferences.locale`` is refused (RFC 5646 suggests 35 as enough)."""
+"""A longer ``preferences.locale`` is refused (docs/protocol.md "Configuration updates"; RFC
+5646 suggests 35 as enough)."""
 RUNNER_LANGUAGES = frozenset({"en"})
 """Languages every built-in runner set (sim, cpu, gb10) transcribes and speaks."""
 _TAG_SYNTAX = re.compile(r"[A-Za-z]{2,8}(?:-[A-Za-z0-9]{1,8})*")

@@ -1,4 +1,4 @@
-"""Grounded speech (seed 000, SPEC §8): every sentence Vocero speaks is a spoken unit, planned
+"""Grounded speech (docs/grounding.md): every sentence Vocero speaks is a spoken unit, planned
 from approved wording or checked against its evidence, and admitted at every boundary.
 
 The plane's public surface:

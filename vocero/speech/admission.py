@@ -1,4 +1,4 @@
-"""Admission of spoken units (seed 000 "Connect the contract to live output", SPEC §8).
+"""Admission of spoken units (docs/grounding.md "Admission").
 
 Sans-IO: :class:`Admission` holds what the decision needs (the current generation, the canceled
 ones, the current question revision, each generation's ordering history) and answers, for a unit

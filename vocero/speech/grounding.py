@@ -1,4 +1,4 @@
-"""The grounding check of SPEC §8: is a proposed unit supported by its evidence?
+"""The grounding check (docs/grounding.md): is a proposed unit supported by its evidence?
 
 A unit's evidence is its claims' text, the tool results of this turn and the caller's own words
 (as heard). :class:`TurnEvidence` holds their canonical critical values, computed once when each

@@ -1,4 +1,5 @@
-"""``knowledge.search``: the built-in read tool that finds approved claims (SPEC §5, §8).
+"""``knowledge.search``: the built-in read tool that finds approved claims
+(docs/grounding.md "`knowledge.search` (`server: vocero`)").
 
 It implements the :class:`~vocero.contracts.builtins.BuiltinTools` port, so the policy plane
 dispatches it through the same gate as any tool. It searches the catalog of the caller's own
@@ -60,7 +61,7 @@ class KnowledgeTools:
         return self._repo
 
     async def sync(self, profiles: Iterable[AgentProfile]) -> dict[str, CatalogSync]:
-        """Load every profile's catalog (SPEC §8) into the store, with versions."""
+        """Load every profile's catalog (docs/grounding.md) into the store, with versions."""
         done: dict[str, CatalogSync] = {}
         for profile in profiles:
             scope = Scope(profile.match.tenant, profile.id, profile.version)

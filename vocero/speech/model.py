@@ -1,5 +1,5 @@
-"""The records of grounded speech (SPEC §8): spoken units, their evidence, and the tool results
-a turn may cite. All immutable: a planned unit is never edited, only admitted or refused."""
+"""The records of grounded speech (docs/grounding.md): spoken units, their evidence, and the tool
+results a turn may cite. All immutable: a planned unit is never edited, only admitted or refused."""
 
 from __future__ import annotations
 

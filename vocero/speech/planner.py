@@ -1,4 +1,5 @@
-"""The unit planner (seed 000, SPEC §8): every sentence Vocero speaks is planned here first.
+"""The unit planner (docs/grounding.md "Planning units"): every sentence Vocero speaks is planned
+here first.
 
 One :class:`UnitPlanner` per generation. It turns what the turn produced into immutable
 :class:`~vocero.speech.model.PlannedUnit`\\ s, in order:

@@ -2,7 +2,7 @@
 
 :meth:`AuditLog.append` opens its own transaction. The action path needs the decision and its
 audit event to commit together (an operation authorized without its audit record, or the other
-way round, is exactly the gap seed 001 warns about), so this appends to the same hash chain with
+way round, is exactly the gap ADR-0009 closes), so this appends to the same hash chain with
 the same guard and locking, inside a transaction opened with :meth:`Store.write`.
 """
 

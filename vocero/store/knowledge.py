@@ -1,4 +1,5 @@
-"""Claim catalogs in the store: versioned loading and full-text retrieval (SPEC §8).
+"""Claim catalogs in the store: versioned loading and full-text retrieval
+(docs/grounding.md "The store and retrieval").
 
 :meth:`KnowledgeRepository.sync_catalog` writes a profile's catalog: unchanged claims stay as
 they are, a changed claim gets the next version (the old one is retired, never rewritten), a

@@ -1,4 +1,4 @@
-"""One process's lease on a shared store (seed 004 §13.1, ADR-006).
+"""One process's lease on a shared store (docs/scaling.md "Leases and takeover", ADR-0006).
 
 Several Vocero processes may share one database: ``serve --workers N`` on one machine, several
 machines on one PostgreSQL, a ``vocero followups tick`` beside a server. Each registers a row of

@@ -1,4 +1,5 @@
-"""Retention per data class (seed 004 §11.4) and the purge that enforces it.
+"""Retention per data class (docs/operators.md "Retention per data class") and the purge that
+enforces it.
 
 Each class has a period: a number of days after which its content is erased, ``keep`` (never
 erased) or ``not_stored`` (Vocero never writes it, so there is nothing to erase). The classes,
@@ -108,7 +109,8 @@ CLASSES: dict[str, ClassInfo] = {
         2555, "audit_events.data: tombstoned after the period, the chain (seq, kind, actor, "
         "time, hashes) kept for ever and still verifiable."),
 }
-"""The data classes of seed 004 §11.4, each with its default period (days)."""
+"""The data classes of docs/operators.md "Retention per data class", each with its default period
+(days)."""
 
 
 class RetentionPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -1,5 +1,5 @@
-"""Spoken units in the store (SPEC §8): what a session planned, what became of each unit, and
-the audio of admitted units as synthesized, for ``GET /v1/units`` and ``vocero review``.
+"""Spoken units in the store (docs/grounding.md): what a session planned, what became of each unit,
+and the audio of admitted units as synthesized, for ``GET /v1/units`` and ``vocero review``.
 
 Writes come from the session recorder, off the hot path; :meth:`UnitRepository.record` is an
 upsert by ``unit_id`` (the first write fixes the unit's place in the session), so the planned
@@ -79,7 +79,7 @@ class UnitView(msgspec.Struct, frozen=True, kw_only=True):
     has_audio: bool
 
     def public(self) -> dict[str, Any]:
-        """The ``GET /v1/units`` item (SPEC §8), nothing more."""
+        """The ``GET /v1/units`` item (docs/grounding.md), nothing more."""
         return {
             "unit_id": self.unit_id, "generation_id": self.generation_id,
             "turn_id": self.turn_id, "question_revision": self.question_revision,

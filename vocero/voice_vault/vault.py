@@ -1,5 +1,5 @@
 """The voice vault: governed voices, encrypted reference versions, four-eyes approval and
-revocation (seed 004 §10).
+revocation (ADR-0005).
 
 Every change is one short, shielded write transaction that locks the voice's row and appends its
 audit event in the same transaction. The vault also keeps, in memory, which versions are usable

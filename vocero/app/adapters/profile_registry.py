@@ -1,5 +1,5 @@
 """The profiles new sessions get: the directory's files, versioned in the store, rolled back
-without a restart (issue 32; docs/runbooks/rollback.md).
+without a restart (ADR-0023; docs/runbooks/rollback.md).
 
 Before a session is admitted, :meth:`ProfileRegistry.refresh` looks at the profile directory
 (a changed file is an edit: it is checked, stored as a new revision and made the head) and

@@ -1,5 +1,5 @@
 """What operators see and do with versioned profiles, shared by ``vocero profiles`` and the
-operator API (``/v1/profiles``): lists, histories and the audited rollback (issue 32)."""
+operator API (``/v1/profiles``): lists, histories and the audited rollback (ADR-0023)."""
 
 from __future__ import annotations
 

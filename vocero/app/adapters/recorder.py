@@ -239,7 +239,8 @@ class StoreRecorder:
             self._submit(lambda: audit.record(kind, data, session_id=session_id, at=at))
 
     def unit(self, entry: UnitEntry) -> None:
-        """A spoken unit planned, or decided (SPEC §8); without a unit store it is not kept."""
+        """A spoken unit planned, or decided (docs/grounding.md); without a unit store it is not
+        kept."""
         units = self._units
         if units is not None:
             self._submit(lambda: units.record(entry))

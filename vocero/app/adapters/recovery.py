@@ -1,4 +1,4 @@
-"""Start-up recovery of sessions a crash interrupted (SPEC §2).
+"""Start-up recovery of sessions a crash interrupted (docs/protocol.md "Session lifecycle").
 
 A process killed while sessions were live leaves their rows open (no ``closed_at``, a state such
 as ``SPEAKING``) and no ``session.closed`` audit event. Before the restarted server accepts a
@@ -6,7 +6,8 @@ connection, each is closed in the store as ended by the crash (state ``FAILED``)
 ``session.closed`` with reason ``server_crash``. It stays resumable with its ``resume_token``, like
 a dropped connection, for the resume window counted from the restart, unless it had been idle
 for longer than the window already. What the caller heard before the crash is reviewed like any
-ended session's (``on_closed``: a call-back promised and never booked becomes a finding, SPEC §9).
+ended session's (``on_closed``: a call-back promised and never booked becomes a finding,
+docs/followups.md "`promised_unbooked`").
 """
 
 from __future__ import annotations

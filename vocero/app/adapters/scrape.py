@@ -17,7 +17,7 @@ from vocero.store.engine import Store
 from vocero.store.models import FollowupRow
 
 WAITING = ("scheduled", "retry", "awaiting_approval")
-"""Statuses of a follow-up that still owes a call (SPEC §9)."""
+"""Statuses of a follow-up that still owes a call (docs/followups.md "The queue")."""
 
 
 async def refresh_gauges(metrics: Metrics, runners: RunnerSet, store: Store) -> None:

@@ -1,6 +1,6 @@
-"""``vocero followups tick`` (SPEC §1): one pass of the follow-up queue, its outcomes as JSON.
-The flags are kept light: the wiring (:func:`vocero.app.adapters.followups.tick_plane`) loads
-only when the pass runs."""
+"""``vocero followups tick`` (docs/followups.md "The queue"): one pass of the follow-up queue, its
+outcomes as JSON. The flags are kept light: the wiring
+(:func:`vocero.app.adapters.followups.tick_plane`) loads only when the pass runs."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ BUSY_WAIT_S = 30.0
 
 
 def add_tick_arguments(parser: argparse.ArgumentParser) -> None:
-    """SPEC §1: ``vocero followups tick [--db URL] [--now RFC3339] [--profiles DIR]
+    """``vocero followups tick [--db URL] [--now RFC3339] [--profiles DIR]
     [--identities FILE]`` (each flag also reads ``VOCERO_<FLAG>``)."""
     from vocero.app.settings import Settings
 

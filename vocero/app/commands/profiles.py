@@ -1,4 +1,5 @@
-"""``vocero profiles list|history ID|rollback ID VERSION [--db URL]`` (SPEC §1).
+"""``vocero profiles list|history ID|rollback ID VERSION [--db URL]``
+(docs/operators.md "Profiles").
 
 Each prints one JSON document on standard output. ``rollback`` takes a declared version (what
 sessions report as ``profile_version``) or ``rN`` for one revision; a running server gives the

@@ -1,5 +1,5 @@
-"""``vocero review SESSION_ID --out DIR [--db URL]`` (SPEC §1, §8): a listening-review bundle a
-reviewer can use without the database.
+"""``vocero review SESSION_ID --out DIR [--db URL]`` (docs/grounding.md "Audio of admitted units and
+`vocero review`"): a listening-review bundle a reviewer can use without the database.
 
 The directory holds:
 

@@ -1,2 +1,3 @@
-"""The HTTP surface of the composition root: the operator API (SPEC §3), the routes the console
-needs, their request bodies and query parameters, operator authentication and security headers."""
+"""The HTTP surface of the composition root: the operator API (docs/operators.md), the routes the
+console needs, their request bodies and query parameters, operator authentication and security
+headers."""

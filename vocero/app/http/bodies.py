@@ -1,4 +1,5 @@
-"""Operator request bodies (SPEC §3): one decoder, one 400 shape, one rule for dates.
+"""Operator request bodies (docs/operators.md "Operator bodies"): one decoder, one 400 shape, one
+rule for dates.
 
 Every operator route that reads a body decodes it with :func:`decode`; whatever is wrong with
 it raises :class:`BodyError`, which :func:`rejected` turns into ``400 {"error": {"code",
@@ -40,7 +41,7 @@ class BodyError(Exception):
 
 
 def rejected(code: str, field: str, reason: str, status: int = 400) -> Response:
-    """The SPEC §3 error body."""
+    """The operator API's 400 error body."""
     body = {"error": {"code": code, "field": field, "reason": reason}}
     return Response(msgspec.json.encode(body), status_code=status, media_type="application/json")
 

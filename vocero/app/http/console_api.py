@@ -1,5 +1,5 @@
-"""Operator routes the console needs that SPEC §3 does not list (docs/operators.md), and the
-console itself at ``/operator``.
+"""Operator routes the console needs beyond the operator API (docs/operators.md "Routes the console
+adds"), and the console itself at ``/operator``.
 
 Same bearer token and roles as every ``/v1`` route (:mod:`vocero.app.http.operator_api`): reading
 needs ``admin``, ``security`` or ``business_owner`` (``legal`` too for voices). Lists are

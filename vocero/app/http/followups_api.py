@@ -1,4 +1,5 @@
-"""Operator routes of the follow-up plane (SPEC §3): follow-ups, their approval, findings.
+"""Operator routes of the follow-up plane (docs/followups.md "Operator API"): follow-ups, their
+approval, findings.
 
 Same bearer-token and role rules as :mod:`vocero.app.http.operator_api`: reading needs ``admin``,
 ``security`` or ``business_owner``; releasing a held call-back (``awaiting_approval``) needs

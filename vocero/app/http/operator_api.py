@@ -1,5 +1,6 @@
-"""Operator HTTP API (SPEC §3). Every ``/v1`` route needs a bearer token; roles gate routes.
-The one route outside ``/v1``, the OAuth callback, is bound by its pending ``state`` instead."""
+"""Operator HTTP API (docs/operators.md). Every ``/v1`` route needs a bearer token; roles gate
+routes. The one route outside ``/v1``, the OAuth callback, is bound by its pending ``state``
+instead."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ async def get_session(request: Request, runtime: Runtime, _: Operator) -> Respon
 
 
 AUDIT_PAGE = 500
-"""SPEC §3: ``GET /v1/audit`` returns at most this many events unless ``limit`` says fewer."""
+"""``GET /v1/audit`` returns at most this many events unless ``limit`` says fewer."""
 AUDIT_PAGE_MAX = 5000
 
 
@@ -128,7 +129,7 @@ async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response
 
 
 async def get_operations(request: Request, runtime: Runtime, _: Operator) -> Response:
-    """SPEC §3: durable operations (of one session with ``session_id``) with their status,
+    """Durable operations (of one session with ``session_id``) with their status,
     attempts and receipt, newest first, a page at a time (``limit``, ``cursor``; ``next`` when
     more remain)."""
     session_id = request.query_params.get("session_id") or None

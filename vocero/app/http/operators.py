@@ -1,4 +1,4 @@
-"""Operator authentication for ``/v1/*`` (SPEC §3): bearer tokens with roles."""
+"""Operator authentication for ``/v1/*`` (docs/operators.md): bearer tokens with roles."""
 
 from __future__ import annotations
 

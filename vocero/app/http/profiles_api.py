@@ -1,4 +1,5 @@
-"""Operator API of versioned profiles and catalogs (issue 32; docs/operators.md "Profiles").
+"""Operator API of versioned profiles and catalogs (docs/operators.md "Profiles";
+ADR-0023).
 
 ``GET /v1/profiles``: every profile with the revision new sessions get. ``GET
 /v1/profiles/{profile_id}/versions``: its revisions, oldest first, the active one marked.

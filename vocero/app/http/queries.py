@@ -1,4 +1,5 @@
-"""Query parameters of the operator HTTP API (SPEC §3): one parser for every integer and cursor.
+"""Query parameters of the operator HTTP API (docs/operators.md "Paging"): one parser for every
+integer and cursor.
 
 Every integer a route reads from its query string goes through :func:`integer`: ASCII digits
 only (no sign, no blanks, none of the Unicode digits ``str.isdigit`` also accepts, such as

@@ -1,4 +1,4 @@
-"""``GET /v1/units?session_id=`` (SPEC §3, §8): every spoken unit a session planned, in order,
+"""``GET /v1/units?session_id=`` (docs/grounding.md): every spoken unit a session planned, in order,
 with its evidence and disposition.
 
 Same bearer-token and role rules as :mod:`vocero.app.http.operator_api` (``admin``, ``security`` or

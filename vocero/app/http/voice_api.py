@@ -1,4 +1,4 @@
-"""Operator API of the voice vault (SPEC §3 ``/v1/voices``): create, add versions, approve
+"""Operator API of the voice vault (``/v1/voices``, ADR-0005): create, add versions, approve
 (four eyes), revoke, read. Reference audio goes in, never comes out."""
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ class CreateVoice(msgspec.Struct, forbid_unknown_fields=True):
     purpose: Annotated[str, msgspec.Meta(min_length=1, max_length=2_000)]
     languages: Annotated[list[Language], msgspec.Meta(min_length=1, max_length=16)]
     usage_until: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
-    """RFC 3339 date-time with an offset, or a date: the end of that day in UTC (SPEC §3)."""
+    """RFC 3339 date-time with an offset, or a date: the end of that day in UTC
+    (docs/operators.md "Operator bodies")."""
     consent_ref: Text
 
 
@@ -120,7 +121,7 @@ async def get_voice(request: Request, runtime: Runtime, _: Operator) -> Response
 
 def _refusals(handler: Handler) -> Handler:
     """A rejected body or a vault refusal that is the request's fault answers 400 with
-    ``{"error": {"code", "field", "reason"}}`` (SPEC §3); other refusals keep
+    ``{"error": {"code", "field", "reason"}}`` (docs/operators.md); other refusals keep
     ``{"error": code, "detail": ...}`` with their status (404, 409, 413). Reasons name a field or
     a format problem, never a submitted value."""
 

@@ -2,11 +2,11 @@
 
 The shell is shared by every runner set; an engine is one blocking model. Here the engine is
 faster-whisper on Whisper tiny.en (CTranslate2, int8). Finals queue behind each other with a
-deadline; partials never queue: while the model is busy a partial is dropped with
-``CapacityError`` (stale partials may be coalesced, seed 004 §13.2), so a final never waits
-for a partial that has not started. One that has started delays it by a whole recognition, so
-where recognition is as slow as Whisper's on a CPU the runner set asks for no partials of growing
-utterances (``partial_interval_ms=0``).
+deadline; partials never queue: while the model is busy a partial is dropped with ``CapacityError``
+(stale partials may be coalesced, docs/architecture.md "Admission and back-pressure"), so a final
+never waits for a partial that has not started. One that has started delays it by a whole
+recognition, so where recognition is as slow as Whisper's on a CPU the runner set asks for no
+partials of growing utterances (``partial_interval_ms=0``).
 """
 
 from __future__ import annotations

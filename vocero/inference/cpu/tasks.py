@@ -8,10 +8,10 @@ identifier the caller did not give is resolved by listing their records (the pro
 of the same domain): one record is taken, two are offered by what tells them apart, more are
 asked for by number. A task ends when its tool was called, or a turn asks for something else.
 
-A turn that does not answer the open question is a new request and is served as one (SPEC §2):
-another tool, a question of its own, a person asked for. An answer to a free-text question
-("What is it about?") is the caller's words. One question is asked at most twice; a third time
-the task is dropped and the agent says what it can do.
+A turn that does not answer the open question is a new request and is served as one
+(docs/protocol.md "Answers and new requests"): another tool, a question of its own, a person asked
+for. An answer to a free-text question ("What is it about?") is the caller's words. One question is
+asked at most twice; a third time the task is dropped and the agent says what it can do.
 
 While a proposal is being confirmed (``LlmRequest.pending``), a turn that changes one of its
 values is a correction: the same tool with the new value, which the gate makes a new revision.

@@ -1,7 +1,7 @@
 """Runners that call a serving engine over the OpenAI HTTP API, one per stage.
 
 ``--llm-url`` (chat completions, streaming, ``tools``), ``--stt-url``
-(``/v1/audio/transcriptions``), ``--tts-url`` (``/v1/audio/speech``): SPEC §1 "Serving engines".
+(``/v1/audio/transcriptions``), ``--tts-url`` (``/v1/audio/speech``): docs/deployment.md.
 A stage given an endpoint replaces that stage's in-process runner, which is then never warmed,
 so its model is never loaded (docs/deployment.md, docs/adr/0021-remote-inference.md).
 """

@@ -1,4 +1,5 @@
-"""Deterministic simulators (SPEC §6): scripted STT, rule-based LLM, synthetic TTS, energy VAD."""
+"""Deterministic simulators (docs/eval.md "The sim script"): scripted STT, rule-based LLM,
+synthetic TTS, energy VAD."""
 
 from vocero.inference.sim.runners import SimLlm, SimStt, SimTts, build_sim_runners
 from vocero.inference.sim.script import SimScript, load_script

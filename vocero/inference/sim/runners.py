@@ -1,4 +1,5 @@
-"""Scripted STT, rule-based LLM and synthetic TTS implementing SPEC §6 exactly."""
+"""Scripted STT, rule-based LLM and synthetic TTS implementing the sim script exactly
+(docs/eval.md "The sim script")."""
 
 from __future__ import annotations
 

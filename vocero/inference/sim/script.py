@@ -1,4 +1,4 @@
-"""The simulator script format of SPEC §6, validated at load.
+"""The simulator script format (docs/eval.md "The sim script"), validated at load.
 
 A rule answers with words (``reply``), a tool call then words, a confirmation intent, or
 approved claims: ``claims: [key, ...]``, ``paraphrase: {text, claims}`` (assisted grounding), or,
@@ -29,7 +29,8 @@ AUTO = "auto"
 
 
 class Paraphrase(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The model's own wording of claims (SPEC §6), held to SPEC §8's checks."""
+    """The model's own wording of claims, held to the grounding checks
+    (docs/grounding.md)."""
 
     text: str
     claims: list[str] | str = []

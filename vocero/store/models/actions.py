@@ -1,5 +1,5 @@
-"""Governed actions (seed 001): evidence steps, proposals and their revisions, confirmations
-bound to one revision, durable operations and the outbox that dispatches them."""
+"""Governed actions (ADR-0009, ADR-0010): evidence steps, proposals and their revisions,
+confirmations bound to one revision, durable operations and the outbox that dispatches them."""
 
 from __future__ import annotations
 

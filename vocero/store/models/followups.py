@@ -1,4 +1,4 @@
-"""Follow-ups (seed 003): a dated commitment recorded only from the caller's own words, the
+"""Follow-ups (docs/followups.md): a dated commitment recorded only from the caller's own words, the
 attempts the queue made to place it (one operation id each), and review findings."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Approved claims the assistant may state, each backed by versioned evidence sources.
 
-A profile's catalog (SPEC §8) is loaded into these tables with versions: a claim whose wording,
-conditions or evidence changed gets a new ``version`` and the old one is ``retired``, so a unit
-spoken last week still names the wording and evidence it used. An evidence source is one
+A profile's catalog (docs/grounding.md) is loaded into these tables with versions: a claim whose
+wording, conditions or evidence changed gets a new ``version`` and the old one is ``retired``, so a
+unit spoken last week still names the wording and evidence it used. An evidence source is one
 document version of a tenant (``source_key`` + ``version``); the passage a claim rests on is kept
 on the link between the two, because claims cite different passages of one document. Source ids
 and passages are never spoken and never sent to the browser.

@@ -1,4 +1,5 @@
-"""Processes sharing one store and what they hold (ADR-006: external state with TTL and leases).
+"""Processes sharing one store and what they hold (ADR-0006: external state with leases;
+docs/scaling.md "Leases and takeover").
 
 Every Vocero process (a ``serve`` worker, a ``followups tick`` run) registers one row of
 ``nodes`` and renews its lease while it lives; sessions and outbox rows name the node that holds

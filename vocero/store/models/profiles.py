@@ -1,5 +1,5 @@
 """Versioned agent profiles: every distinct content a profile was loaded with, and which one
-new sessions get (issue 32, docs/runbooks/rollback.md).
+new sessions get (ADR-0023, docs/runbooks/rollback.md).
 
 A profile revision is the profile file and its claim catalog as read, with their content hash,
 who loaded it and when. ``profile_heads`` names, per profile id, the revision new sessions are

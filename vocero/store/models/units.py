@@ -1,5 +1,5 @@
-"""Spoken units (SPEC §8): every unit a session planned, with its evidence and disposition, and
-the audio of admitted units as synthesized, for the listening review.
+"""Spoken units (docs/grounding.md): every unit a session planned, with its evidence and
+disposition, and the audio of admitted units as synthesized, for the listening review.
 
 A unit is written when it is planned (``planned``) and again when its fate is decided
 (``admitted``, ``stale``, ``canceled``, ``expired``, ``refused``). How much of it the caller heard

@@ -1,5 +1,6 @@
-// One realtime connection: wraps every outgoing payload in the SPEC §2 envelope (per-direction
-// sequence from 1, session_id once known) and unwraps incoming frames to (name, payload).
+// One realtime connection: wraps every outgoing payload in the envelope of docs/protocol.md
+// (per-direction sequence from 1, session_id once known) and unwraps incoming frames to (name,
+// payload).
 
 function hex(bytes) {
   const random = crypto.getRandomValues(new Uint8Array(bytes));
