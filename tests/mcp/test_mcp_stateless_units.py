@@ -13,18 +13,12 @@ from mcp.shared.auth import OAuthToken
 
 from vocero.contracts.domain import Principal
 from vocero.contracts.ports import CallMeta, InputRequest
+from vocero.mcp_gateway.askable import Refusal, answer_problems, restrict_schema, with_defaults
 from vocero.mcp_gateway.listing_cache import ListingCache, Partition
 from vocero.mcp_gateway.model import Listing
 from vocero.mcp_gateway.oauth import InMemoryOAuthTokenRepository, SealedTokenStorage
 from vocero.mcp_gateway.oauth_store import SqlOAuthTokenRepository
-from vocero.mcp_gateway.questions import (
-    Refusal,
-    answer_problems,
-    build_request,
-    restrict_schema,
-    route_for,
-    with_defaults,
-)
+from vocero.mcp_gateway.questions import build_request, route_for
 from vocero.mcp_gateway.sanitize import secret_field
 from vocero.store.engine import Store
 from vocero.store.migrate import upgrade_async

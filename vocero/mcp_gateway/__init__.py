@@ -14,12 +14,10 @@ from vocero.mcp_gateway.adapters import (
     StatelessAdapter_2026_07_28,
     select_adapter,
 )
-from vocero.mcp_gateway.connection import (
-    AuthOptions,
-    McpConnections,
-    ServerConnection,
-    record_safely,
-)
+from vocero.mcp_gateway.askable import answer_problems
+from vocero.mcp_gateway.auth_flow import AuthOptions
+from vocero.mcp_gateway.calls import SdkCallObserver
+from vocero.mcp_gateway.connection import McpConnections, ServerConnection
 from vocero.mcp_gateway.consent import (
     CALLBACK_PARAMETERS,
     InMemoryConsentRepository,
@@ -45,13 +43,13 @@ from vocero.mcp_gateway.oauth import (
     OAuthTokenRepository,
     Sealer,
 )
+from vocero.mcp_gateway.outbox import record_safely
 from vocero.mcp_gateway.pinning import (
     InMemoryPinRepository,
     PinRepository,
     ToolPin,
     definition_hash,
 )
-from vocero.mcp_gateway.questions import answer_problems
 from vocero.mcp_gateway.settings import (
     AUTO_PROTOCOL,
     CANDIDATE_PROTOCOL,
@@ -84,6 +82,7 @@ __all__ = [
     "OperatorConsent",
     "PendingConsent",
     "PinRepository",
+    "SdkCallObserver",
     "Sealer",
     "ServerAuthError",
     "ServerConnection",

@@ -44,7 +44,8 @@ from vocero.contracts.domain import (
 from vocero.contracts.errors import ToolCallError
 from vocero.contracts.ports import CallMeta, InputRequest, InputResponse, ToolCallRequest
 from vocero.mcp_gateway.adapters import OpenOptions, SessionHooks, select_adapter
-from vocero.mcp_gateway.connection import AuthOptions, McpConnections
+from vocero.mcp_gateway.auth_flow import AuthOptions
+from vocero.mcp_gateway.connection import McpConnections
 from vocero.mcp_gateway.gateway import McpGateway
 from vocero.mcp_gateway.model import RemoteTool
 from vocero.mcp_gateway.oauth import ConsentResult, InMemoryOAuthTokenRepository
@@ -206,7 +207,7 @@ async def _discover(spec: McpServerSpec, auth: AuthOptions | None) -> list[Remot
     connections = McpConnections({SERVER: spec}, {SERVER: ["_"]}, audit=_PrintAudit(), auth=auth)
     conn = connections.connection(SERVER)
     assert conn is not None
-    options: OpenOptions = await conn._open_options()  # the same OAuth and question desk
+    options: OpenOptions = await conn.open_options()  # the same OAuth and question desk
     async with select_adapter(spec).open(
         SERVER, spec, hooks, connect_timeout_s=20, options=options
     ) as session:

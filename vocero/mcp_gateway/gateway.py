@@ -3,8 +3,9 @@
 A session's profile is its allowlist. ``definitions()`` shows the model only the profile's tools
 whose pinned definitions are approved; ``call()`` resolves the model-facing name through the
 profile, refuses anything else before a byte leaves the process, validates the arguments against
-the pinned schema, sends the SPEC §7 ``_meta``, checks and wraps the result, and audits the call.
-Prohibited tools and Vocero's built-in tools (``server: vocero``) are never routed here.
+the pinned schema, sends the ``_meta`` of docs/mcp.md "A call", checks and wraps the result, and
+audits the call. Prohibited tools and Vocero's built-in tools (``server: vocero``) are never
+routed here.
 """
 
 from __future__ import annotations
@@ -22,18 +23,14 @@ import msgspec
 from vocero.contracts.domain import AgentProfile, ToolDefinition, ToolSpec
 from vocero.contracts.errors import ToolCallError, ToolNotAllowedError, ToolUnavailableError
 from vocero.contracts.ports import CallMeta, InputHandler, ToolCallRequest, ToolResult
-from vocero.mcp_gateway.connection import (
-    BUILTIN_SERVER,
-    McpConnections,
-    ServerConnection,
-    record_safely,
-)
+from vocero.mcp_gateway.connection import BUILTIN_SERVER, McpConnections, ServerConnection
 from vocero.mcp_gateway.errors import (
     INPUT_SECRET_REQUESTED,
     ToolInputError,
     ToolSecretInputError,
 )
 from vocero.mcp_gateway.model import RemoteResult
+from vocero.mcp_gateway.outbox import record_safely
 from vocero.mcp_gateway.questions import CallRoute
 from vocero.mcp_gateway.resilience import backoff_delay
 
@@ -50,7 +47,8 @@ class CallObserver(Protocol):
 
 
 def wire_meta(meta: CallMeta) -> dict[str, Any]:
-    """The ``_meta`` of SPEC §7, from the authenticated identity, never from model output."""
+    """The ``_meta`` of a call (docs/mcp.md "A call"), from the authenticated identity, never
+    from model output."""
     principal = meta.principal
     wire: dict[str, Any] = {
         OPERATION_ID: meta.operation_id or f"op_{uuid.uuid4().hex}",

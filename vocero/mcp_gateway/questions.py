@@ -14,10 +14,10 @@ as the only call with a route in flight on that connection. Anything else is dec
 (``input_unroutable``): a question is never put to a caller it may not belong to.
 
 What the caller sees is an :class:`~vocero.contracts.ports.InputRequest`: a flat schema holding
-only fields a caller may answer. A question that needs a secret (password, token, card number)
-is never asked: the server gets a decline saying why (``_meta["io.vocero/reason"]``). An
-accepted answer is validated against that schema before it is sent. Nothing here logs or audits
-a value: events carry names, the action and the reason.
+only fields a caller may answer (cut by :mod:`vocero.mcp_gateway.askable`). A question that needs
+a secret (password, token, card number) is never asked: the server gets a decline saying why
+(``_meta["io.vocero/reason"]``). An accepted answer is validated against that schema before it is
+sent. Nothing here logs or audits a value: events carry names, the action and the reason.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import anyio
 import mcp_types as types
@@ -44,53 +43,31 @@ from vocero.contracts.ports import (
     InputRequest,
     InputResponse,
 )
+from vocero.mcp_gateway.askable import (
+    MAX_MESSAGE_CHARS,
+    Refusal,
+    answer_problems,
+    checked_url,
+    restrict_schema,
+    with_defaults,
+)
 from vocero.mcp_gateway.errors import (
     INPUT_CANCELLED,
     INPUT_DECLINED,
     INPUT_INVALID,
     INPUT_NOT_COMPLETED,
-    INPUT_SCHEMA_UNSUPPORTED,
-    INPUT_SECRET_REQUESTED,
     INPUT_TIMEOUT,
     INPUT_UNAVAILABLE,
     INPUT_UNROUTABLE,
-    INPUT_URL_REJECTED,
     LINKS_REQUIRED,
     ToolInputError,
 )
-from vocero.mcp_gateway.sanitize import scrub, secret_field
+from vocero.mcp_gateway.sanitize import scrub
 
 log = structlog.get_logger("vocero.mcp_gateway")
 
 REASON_META = "io.vocero/reason"
 OPERATION_META = "io.vocero/operation_id"
-_MAX_MESSAGE_CHARS = 500
-_MAX_URL_CHARS = 2048
-_PRIMITIVES = frozenset({"string", "number", "integer", "boolean"})
-_STRING_FORMATS = frozenset({"email", "uri", "date", "date-time"})
-_KEPT_KEYS = frozenset(
-    {
-        "type",
-        "title",
-        "description",
-        "enum",
-        "enumNames",
-        "oneOf",
-        "anyOf",
-        "items",
-        "minLength",
-        "maxLength",
-        "minimum",
-        "maximum",
-        "minItems",
-        "maxItems",
-        "format",
-        "default",
-        "const",
-    }
-)
-_TEXT_KEYS = ("title", "description")
-_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 _MAX_LINKS = 4
 """Pages one ``-32042`` may send the caller to; more is not a request a caller can follow."""
 _EARLY_S = 10.0
@@ -99,10 +76,6 @@ _EARLY_KEPT = 64
 
 AuditFn = Callable[[str, dict[str, Any]], Awaitable[None]]
 T = TypeVar("T")
-
-
-class Refusal(Exception):
-    """A question the gateway will not put to the caller; the message is the reason code."""
 
 
 @dataclass(eq=False)
@@ -309,7 +282,7 @@ async def _answer_request(route: CallRoute, request: InputRequest) -> types.Elic
         await _answered(route, request, "accept", [])
         return types.ElicitResult(action="accept")
     content = with_defaults(request, response.content)
-    problems = answer_problems(request, content, route)
+    problems = answer_problems(request, content, route._validators)
     if problems:
         return await _close(route, "cancel", INPUT_INVALID, request=request, problems=problems)
     await _answered(route, request, "accept", sorted(content))
@@ -318,7 +291,7 @@ async def _answer_request(route: CallRoute, request: InputRequest) -> types.Elic
 
 def build_request(route: CallRoute, params: types.ElicitRequestParams) -> InputRequest:
     """The protocol-neutral question, or :class:`Refusal` with the reason it is not asked."""
-    message = scrub(params.message[:_MAX_MESSAGE_CHARS])
+    message = scrub(params.message[:MAX_MESSAGE_CHARS])
     common: dict[str, Any] = {
         "id": f"q_{secrets.token_hex(8)}",
         "server": route.server,
@@ -330,103 +303,11 @@ def build_request(route: CallRoute, params: types.ElicitRequestParams) -> InputR
         "message_flags": sorted(message.flags),
     }
     if isinstance(params, types.ElicitRequestURLParams):
-        url = _checked_url(params.url)
+        url = checked_url(params.url)
         link = InputLink(server=route.server, url=url, message=message.value)
         return InputRequest(**common, mode="url", link=link)
     schema = restrict_schema(dict(params.requested_schema), max_fields=route.max_fields)
     return InputRequest(**common, mode="form", requested_schema=schema)
-
-
-def restrict_schema(schema: dict[str, Any], *, max_fields: int) -> dict[str, Any]:
-    """The requested schema cut to what a caller may answer by voice.
-
-    Flat objects of primitives only (the elicitation subset); descriptive text scrubbed; an
-    optional secret field dropped, a required one refuses the whole question.
-    """
-    properties = schema.get("properties")
-    if schema.get("type", "object") != "object" or not isinstance(properties, dict):
-        raise Refusal(INPUT_SCHEMA_UNSUPPORTED)
-    required = [name for name in schema.get("required") or [] if name in properties]
-    kept: dict[str, Any] = {}
-    for name, prop in properties.items():
-        if not isinstance(name, str) or not isinstance(prop, dict):
-            raise Refusal(INPUT_SCHEMA_UNSUPPORTED)
-        if secret_field(name, prop):
-            if name in required:
-                raise Refusal(INPUT_SECRET_REQUESTED)
-            continue
-        kept[name] = _primitive(prop)
-    if not kept or len(kept) > max_fields:
-        raise Refusal(INPUT_SCHEMA_UNSUPPORTED)
-    return {
-        "type": "object",
-        "properties": kept,
-        "required": [name for name in required if name in kept],
-        "additionalProperties": False,
-    }
-
-
-def with_defaults(request: InputRequest, content: dict[str, Any]) -> dict[str, Any]:
-    """The answer with each omitted field that has a ``default`` set to it (SEP-1034): what a
-    caller accepts without mentioning a field is its default, so a read-back should say it."""
-    properties: dict[str, Any] = request.requested_schema.get("properties") or {}
-    filled = {
-        name: prop["default"]
-        for name, prop in properties.items()
-        if isinstance(prop, dict) and "default" in prop and name not in content
-    }
-    return {**filled, **content}
-
-
-def answer_problems(
-    request: InputRequest, content: dict[str, Any], route: CallRoute | None = None
-) -> list[str]:
-    """What is wrong with ``content`` against the question's schema: JSON paths and keywords,
-    never values. Empty: the answer may be sent. The lead's side can call this to ask again."""
-    cache = route._validators if route is not None else {}
-    validator = cache.get(request.id)
-    if validator is None:
-        validator = Draft202012Validator(
-            request.requested_schema, format_checker=Draft202012Validator.FORMAT_CHECKER
-        )
-        cache[request.id] = validator
-    return sorted(
-        f"{'/'.join(str(p) for p in error.absolute_path) or '$'}:{error.validator}"
-        for error in validator.iter_errors(content)
-    )
-
-
-def _primitive(prop: dict[str, Any]) -> dict[str, Any]:
-    kind = prop.get("type")
-    if kind == "array":
-        items = prop.get("items")
-        if not isinstance(items, dict) or not (items.get("enum") or items.get("anyOf")):
-            raise Refusal(INPUT_SCHEMA_UNSUPPORTED)
-    elif kind not in _PRIMITIVES:
-        raise Refusal(INPUT_SCHEMA_UNSUPPORTED)
-    if kind == "string" and "format" in prop and prop["format"] not in _STRING_FORMATS:
-        raise Refusal(INPUT_SCHEMA_UNSUPPORTED)
-    kept = {key: value for key, value in prop.items() if key in _KEPT_KEYS}
-    for key in _TEXT_KEYS:
-        if isinstance(kept.get(key), str):
-            kept[key] = scrub(kept[key][:_MAX_MESSAGE_CHARS]).value
-    return kept
-
-
-def _checked_url(url: str) -> str:
-    """An https link (http only on loopback), no credentials in it, of sane length."""
-    if len(url) > _MAX_URL_CHARS:
-        raise Refusal(INPUT_URL_REJECTED)
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        raise Refusal(INPUT_URL_REJECTED) from None
-    host = (parts.hostname or "").lower()
-    if parts.username or parts.password or not host:
-        raise Refusal(INPUT_URL_REJECTED)
-    if parts.scheme != "https" and not (parts.scheme == "http" and host in _LOOPBACK):
-        raise Refusal(INPUT_URL_REJECTED)
-    return url
 
 
 async def _close(
