@@ -2,7 +2,7 @@
 # The official MCP conformance suite (npm @modelcontextprotocol/conformance), client mode, once per
 # supported revision (2025-11-25 and 2026-07-28, each at its own wire: --requirements runs exactly
 # the scenarios a revision requires, frozen at its release, plus its extensions unscored) against
-# Vocero's gateway in its default configuration (python -m vocero.mcp_gateway.conformance;
+# Vocero's gateway in its default configuration (python -m vocero.bench.conformance;
 # protocol: auto). The suite starts its own scenario servers on localhost, so it runs offline
 # once installed; installing needs the npm registry only.
 #
@@ -73,7 +73,7 @@ for revision in $REVISIONS; do
   # timeout for want of CPU. A scored failure is therefore run again on its own; only a failure
   # that repeats alone fails this script.
   if "$node_bin" "$suite" client \
-    --command "$PYTHON -m vocero.mcp_gateway.conformance" \
+    --command "$PYTHON -m vocero.bench.conformance" \
     --requirements "$revision" \
     --timeout 60000 \
     -o "$results" 2>&1 | tee "$log"; then
@@ -87,7 +87,7 @@ for revision in $REVISIONS; do
   for scenario in "${failed[@]}"; do
     echo "== $revision: $scenario failed in the parallel run; running it alone"
     if ! "$node_bin" "$suite" client \
-      --command "$PYTHON -m vocero.mcp_gateway.conformance" \
+      --command "$PYTHON -m vocero.bench.conformance" \
       --scenario "$scenario" \
       --spec-version "$revision" \
       --timeout 60000 \

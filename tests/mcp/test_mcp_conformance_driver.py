@@ -1,4 +1,4 @@
-"""The client the official conformance suite drives (``vocero.mcp_gateway.conformance``) goes
+"""The client the official conformance suite drives (``vocero.bench.conformance``) goes
 through the gateway in its default configuration: discovery, pinning, the question port."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import pytest
 from bookings_support import bookings
 from gateway_support import http_servers, records
 
-from vocero.contracts.ports import InputRequest
-from vocero.mcp_gateway.conformance import (
+from vocero.bench.conformance import (
     planned_calls,
     run,
     sample_arguments,
     stand_in_caller,
 )
+from vocero.contracts.ports import InputRequest
 from vocero.mcp_gateway.model import RemoteTool
 
 pytestmark = pytest.mark.anyio

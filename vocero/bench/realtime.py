@@ -204,7 +204,7 @@ async def turns(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def mcp(args: argparse.Namespace) -> dict[str, Any]:
-    from vocero.mcp_gateway.bench import run_bench
+    from vocero.bench.gateway import run_bench
 
     return await run_bench(calls=args.iterations)
 

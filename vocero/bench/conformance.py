@@ -1,6 +1,6 @@
 """The client the official MCP conformance suite drives: Vocero's gateway, default configuration.
 
-``conformance client --command "python -m vocero.mcp_gateway.conformance"`` (npm package
+``conformance client --command "python -m vocero.bench.conformance"`` (npm package
 ``@modelcontextprotocol/conformance``) starts a scenario server and runs this module with its URL
 as the last argument (the scenario in ``MCP_CONFORMANCE_SCENARIO``, its data in
 ``MCP_CONFORMANCE_CONTEXT``). It connects as Vocero does in production, through
@@ -275,7 +275,7 @@ async def run(
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:
-        print("usage: python -m vocero.mcp_gateway.conformance SERVER_URL", file=sys.stderr)
+        print("usage: python -m vocero.bench.conformance SERVER_URL", file=sys.stderr)
         return 2
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")

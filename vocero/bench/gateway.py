@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gc
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 
+from vocero.bench.stats import percentiles
 from vocero.contracts.domain import (
     AgentProfile,
     McpProtocol,
@@ -74,18 +74,6 @@ class _SdkTimes(SdkCallObserver):
         taken = (self.wall_s, self.cpu_s)
         self.wall_s = self.cpu_s = 0.0
         return taken
-
-
-def percentiles(samples_s: Sequence[float]) -> dict[str, float]:
-    """p50 / p95 / p99 / mean in milliseconds."""
-    ms = sorted(s * 1000 for s in samples_s)
-    cuts = statistics.quantiles(ms, n=100, method="inclusive") if len(ms) > 1 else ms * 99
-    return {
-        "p50": round(cuts[49], 3),
-        "p95": round(cuts[94], 3),
-        "p99": round(cuts[98], 3),
-        "mean": round(statistics.fmean(ms), 3),
-    }
 
 
 async def run_bench(
@@ -166,13 +154,13 @@ async def _measure(spec: McpServerSpec, *, calls: int, warmup: int) -> dict[str,
             if i >= warmup:
                 timings += (bare, ours)
     gateway_calls = [t for t in timings if t.gateway]
-    bare_p = percentiles([t.wall for t in timings if not t.gateway])
-    gateway_p = percentiles([t.wall for t in gateway_calls])
+    bare_p = percentiles([t.wall for t in timings if not t.gateway], scale=1000, digits=3)
+    gateway_p = percentiles([t.wall for t in gateway_calls], scale=1000, digits=3)
     return {
         "bare_sdk_ms": bare_p,
         "gateway_ms": gateway_p,
-        "overhead_ms": percentiles([t.own_wall for t in gateway_calls]),
-        "overhead_cpu_ms": percentiles([t.own_cpu for t in gateway_calls]),
+        "overhead_ms": percentiles([t.own_wall for t in gateway_calls], scale=1000, digits=3),
+        "overhead_cpu_ms": percentiles([t.own_cpu for t in gateway_calls], scale=1000, digits=3),
         "delta_of_percentiles_ms": {
             k: round(gateway_p[k] - bare_p[k], 3) for k in ("p50", "p95", "p99")
         },
