@@ -1,4 +1,4 @@
-"""The WebSocket protocol of SPEC §2 as msgspec Structs.
+"""The WebSocket protocol (docs/protocol.md) as msgspec Structs.
 
 Every frame is one envelope. The envelope's ``type`` is the tag of a tagged union, so each
 direction has exactly one union and one decoder: :data:`ClientEvent` and :data:`ServerEvent`.
@@ -234,7 +234,7 @@ class ToolStatusChanged(msgspec.Struct, kw_only=True):
     reason_code: str = ""
     kind: ToolKind = "action"
     """``lookup``: a read (``action_class: read``) that changes nothing; ``action``: a write.
-    (Added by issue #25 with a default, so clients that ignore it read every status as before.)"""
+    (Added later with a default, so clients that ignore it read every status as before.)"""
 
 
 class InputLinkShown(msgspec.Struct, kw_only=True):
@@ -251,7 +251,8 @@ class InputField(msgspec.Struct, kw_only=True):
 
 
 class ToolInputRequired(msgspec.Struct, kw_only=True):
-    """A server asks the caller something during a tool call (an addition to SPEC §2)."""
+    """A server asks the caller something during a tool call (docs/protocol.md "A server's
+    questions")."""
 
     question_id: str
     server: str

@@ -1,4 +1,4 @@
-"""Protocol adapters on the official MCP Python SDK (seed 004 §9.6, docs/adr/0007).
+"""Protocol adapters on the official MCP Python SDK (docs/adr/0004, docs/adr/0007).
 
 Three ways to open a server, chosen by ``McpServerSpec.protocol``:
 

@@ -1,4 +1,4 @@
-"""How MCP and transport failures become the stable ``error.v1`` codes of SPEC §2.
+"""How MCP and transport failures become the stable ``error.v1`` codes of docs/protocol.md.
 
 Every failure leaves the gateway as a :class:`~vocero.contracts.errors.ToolCallError` whose message
 is a short reason token (``timeout``, ``circuit_open``, ...): never a server URL, an argument value,

@@ -2,7 +2,7 @@
 
 Sans-IO: a table of entries keyed by server and *partition*, the authorization context the
 listing was fetched under (the gateway's credential for that server, its revocation epoch, and
-the tenant when a listing is fetched on a tenant's behalf). Rules (seed 004 §9.6):
+the tenant when a listing is fetched on a tenant's behalf). Rules (ADR-0004, docs/mcp.md):
 
 * an entry is served only to the partition it was fetched for: ``private`` by definition, and
   ``public`` too: a cache is never shared across tenants or credentials on a server's word

@@ -1,7 +1,7 @@
 """Protocol-neutral shapes the adapters produce: what a server listed and what a call returned.
 
 Adapters translate each MCP revision into these, so pinning, validation and the gateway never see
-a transport or an SDK type (seed 004 §9.6: data layer apart from transport).
+a transport or an SDK type (ADR-0004: the data layer apart from the transport).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ class GatewaySettings:
     reissue_broken_streams: int = 1
     """2026-07-28 over HTTP has no stream resumption: a call whose response stream broke is sent
     again this many times, with a new request id and the same ``io.vocero/operation_id`` (the
-    server's idempotency key, SPEC §7)."""
+    server's idempotency key, docs/mcp.md "A call")."""
 
     connect_timeout_s: float = 10.0
     reconnect_initial_s: float = 0.2

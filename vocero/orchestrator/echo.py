@@ -2,7 +2,7 @@
 
 A caller on a speakerphone without a headset (or a browser without echo cancellation) sends the
 agent's own audio back, attenuated and a little late. The VAD hears speech in it; left alone
-that speech would interrupt the agent (seed 004 §8.3: adaptive thresholds against
+that speech would interrupt the agent (docs/architecture.md "Barge-in": adaptive thresholds against
 self-interruption). :class:`EchoGate` remembers how loud the agent's output was over the last
 ``echo_window_ms`` (its audio is sent up to ``max_lead_ms`` before it plays, and the echo comes
 back later still), and a caller frame heard meanwhile counts toward a barge-in only when it is

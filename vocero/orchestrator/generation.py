@@ -22,7 +22,7 @@ class UnitRecord:
     """Admitted: its first audio (or, without a voice, its text) went to the client."""
     separator: str = ""
     """What goes before this unit's text on the wire: a space after the first unit, so the text
-    deltas of a generation concatenate to exactly what is spoken (SPEC §2)."""
+    deltas of a generation concatenate to exactly what is spoken (docs/protocol.md "Barge-in")."""
     complete: bool = False
     """Its synthesis ended: :attr:`audio_ms` is all of its audio."""
     alignment: list[tuple[float, float]] = field(default_factory=list)

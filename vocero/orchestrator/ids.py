@@ -1,4 +1,4 @@
-"""Opaque identifiers (seed 004 §7.2): a prefix naming the kind, then random hex."""
+"""Opaque identifiers (docs/protocol.md): a prefix naming the kind, then random hex."""
 
 from __future__ import annotations
 

@@ -139,7 +139,8 @@ class Effect(enum.StrEnum):
 Intent = Literal["confirm", "reject", "uncertain", "new_request"]
 """How a turn relates to the open question, as the model classified it."""
 ANSWERS: Final[frozenset[str]] = frozenset({"confirm", "reject", "uncertain"})
-"""The intents that answer the open question; anything else is a new request (SPEC §2)."""
+"""The intents that answer the open question; anything else is a new request (docs/protocol.md
+"Answers and new requests")."""
 
 
 def routing_event(intent: str) -> Event:

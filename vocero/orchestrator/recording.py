@@ -32,7 +32,7 @@ class SessionRecorder(Protocol):
     def state(self, session_id: str, state: str) -> None: ...
 
     def unit(self, entry: UnitEntry) -> None:
-        """A spoken unit planned or decided (SPEC §8): the first decision is final."""
+        """A spoken unit planned or decided (docs/grounding.md): the first decision is final."""
         ...
 
     def unit_audio(self, session_id: str, unit_id: str, *, sample_rate: int) -> AudioSink:

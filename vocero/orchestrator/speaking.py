@@ -1,5 +1,5 @@
 """Speaking one generation: every sentence is a planned, grounded unit, admitted at every
-boundary before its audio leaves (seed 000, SPEC §8).
+boundary before its audio leaves (docs/grounding.md).
 
 :func:`speaking` opens a :class:`Speaker` for one generation inside its own task group. The
 generation's planner (:class:`~vocero.speech.UnitPlanner`) turns what the answer produces into

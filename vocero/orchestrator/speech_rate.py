@@ -3,10 +3,11 @@ honest while a unit is still being synthesized.
 
 A streaming TTS sends a unit's audio as it makes it, so until its synthesis ends nobody knows
 how long the unit is. Taking the audio sent so far for its length overstates what a caller who
-barges in heard (SPEC §2). Past the engine's own alignment points, the share of a unit that was
-spoken is bounded with the *slowest* rate (milliseconds a character) the voice was measured at
-over its recent complete units: a slower guess can only under-count what was heard, which is the
-safe side. Shared by every session of a process that uses the same runner and voice.
+barges in heard (docs/protocol.md "Barge-in"). Past the engine's own alignment points, the share of
+a unit that was spoken is bounded with the *slowest* rate (milliseconds a character) the voice was
+measured at over its recent complete units: a slower guess can only under-count what was heard,
+which is the safe side. Shared by every session of a process that uses the same runner and
+voice.
 """
 
 from __future__ import annotations

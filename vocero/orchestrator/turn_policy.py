@@ -1,7 +1,8 @@
 """When the caller's turn is over: a sans-IO policy over VAD frames and end-of-turn verdicts.
 
 Fed, on a clock it is given (ms), whether each frame of the utterance was voiced, and the
-verdicts of the judge it asked for, it decides (seed 004 §12.1 endpointing, §15.2 long pauses):
+verdicts of the judge it asked for, it decides (docs/architecture.md "Turn-taking and endpointing",
+ADR-0017, ADR-0022):
 
 * ask the judge (:class:`AskJudge`) as soon as a transcript of the utterance up to this pause
   is ready (:meth:`TurnPolicy.words`), and at a pause of ``judge_pause_ms`` if none is yet,

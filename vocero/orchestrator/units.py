@@ -1,5 +1,6 @@
 """The record of every unit a speaker planned: planned first, then exactly one final disposition
-(admitted, or why it never played), with the metric of each (SPEC §8 ``GET /v1/units``)."""
+(admitted, or why it never played), with the metric of each (``GET /v1/units``,
+docs/grounding.md)."""
 
 from __future__ import annotations
 

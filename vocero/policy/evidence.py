@@ -1,4 +1,5 @@
-"""Evidence for required steps, as one sans-IO transition table (seed 001).
+"""Evidence for required steps, as one sans-IO transition table
+(docs/adr/0009-policy-outside-the-llm.md).
 
 The one required step today is the read-back of a proposal revision: a confirmation binds only
 after the caller heard the whole question. A step is ``missing`` until a generation starts

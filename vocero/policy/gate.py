@@ -1,4 +1,5 @@
-"""The permit gate (seed 004 §11.3): a pure function of trusted facts, with reason codes.
+"""The permit gate (docs/architecture.md "The action path", ADR-0009): a pure function of trusted
+facts, with reason codes.
 
 ``permit`` decides on the *resolved* server tool, never the model-facing name: a tool's class,
 scopes and confirmation rule are the strictest the profile declares for that ``(server, tool)``

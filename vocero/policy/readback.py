@@ -74,7 +74,8 @@ def fields_of(arguments: Mapping[str, Any]) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class Readback:
     """A read-back and the spoken form of every consequential value in it, in order: a "yes"
-    binds once the caller has heard all of them (SPEC §2), even if it cuts off the question."""
+    binds once the caller has heard all of them (docs/protocol.md "Tools and confirmations"), even
+    if it cuts off the question."""
 
     text: str
     parts: tuple[str, ...]

@@ -1,9 +1,9 @@
 """Reason codes of the action path and what the conversation may say about each.
 
-A code names the check that failed (seed 001: "record which check denied execution"), so a spike
-of ``required_delivery_missing`` reads differently from one of ``authorization_expired``. Codes
-label the ``vocero_denials_total`` counter; the explanations are user-safe and never reveal
-internal detail (that stays in the audit log under opaque references).
+A code names the check that failed (ADR-0009: the record says which check denied execution), so a
+spike of ``required_delivery_missing`` reads differently from one of ``authorization_expired``.
+Codes label the ``vocero_denials_total`` counter; the explanations are user-safe and never
+reveal internal detail (that stays in the audit log under opaque references).
 """
 
 from __future__ import annotations

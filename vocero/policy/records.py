@@ -32,8 +32,8 @@ class OperationRecord(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: datetime
 
     def public(self) -> dict[str, Any]:
-        """The operator view (SPEC §3 ``/v1/operations``): no principal; a write's canonical
-        ``arguments`` without their sensitive keys (what ``tool.confirmation_required.v1``
+        """The operator view (``GET /v1/operations``, docs/operators.md): no principal; a write's
+        canonical ``arguments`` without their sensitive keys (what ``tool.confirmation_required.v1``
         shows as ``fields``), ``None`` for a read (its row keeps only the arguments' hash)."""
         return {
             "operation_id": self.id, "proposal_id": self.proposal_id, "revision": self.revision,
