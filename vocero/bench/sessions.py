@@ -303,15 +303,6 @@ async def run_sessions(
             await server.wait()
 
 
-def _summary(samples: list[float]) -> dict[str, float]:
-    """p50, p95, max, mean (as the other benchmarks) and p99."""
-    summary = percentiles(samples)
-    if samples:
-        ordered = sorted(samples)
-        summary["p99"] = round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 4)
-    return summary
-
-
 async def _measure(
     pool: list[_Worker], probe: _Probe, window_start: float, duration_s: float
 ) -> None:
@@ -353,7 +344,7 @@ def _report(
     received = sum(r.received for r in results)
     reports = sum(r.reports for r in results)
     late = sum(r.late_frames for r in results)
-    lag = _summary([lag for r in results for lag in r.lags_ms])
+    lag = percentiles([lag for r in results for lag in r.lags_ms])
     checks = {
         "all_connected": connected == n,
         "none_dropped": dropped == 0,
@@ -401,7 +392,7 @@ def _report(
             "workers": len(pool),
             "cpu_s": round(generator_cpu_s, 2),
             "cpu_share_of_one_core": round(generator_cpu_s / wall_s, 3),
-            "send_slip_ms": _summary([slip for r in results for slip in r.send_slip_ms]),
+            "send_slip_ms": percentiles([slip for r in results for slip in r.send_slip_ms]),
         },
         "machine": {
             "cores": cores,

@@ -5,20 +5,21 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 
+from vocero.observability.percentiles import percentile
+
 
 def percentiles(
     samples: Iterable[float], *, scale: float = 1.0, digits: int = 4
 ) -> dict[str, float]:
     """``n``, ``p50``, ``p95``, ``p99``, ``max`` and ``mean`` of ``samples``, each multiplied by
-    ``scale`` (1000: seconds to milliseconds) and rounded to ``digits``. A percentile is the
-    sample at rank ``floor(q·n)`` of the sorted samples (no interpolation): always a value that
-    was measured. No samples: ``{"n": 0}``."""
+    ``scale`` (1000: seconds to milliseconds) and rounded to ``digits``; each percentile is
+    :func:`~vocero.observability.percentiles.percentile`'s. No samples: ``{"n": 0}``."""
     ordered = sorted(sample * scale for sample in samples)
     if not ordered:
         return {"n": 0}
 
     def pick(q: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], digits)
+        return round(percentile(ordered, q), digits)
 
     return {
         "n": len(ordered),

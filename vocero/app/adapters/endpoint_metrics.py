@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector
 
 from vocero.inference.remote.endpoint import EndpointHealth
 from vocero.inference.runner_set import RunnerSet
+from vocero.observability.percentiles import percentile
 
 
 class EndpointCollector(Collector):
@@ -54,8 +55,7 @@ class EndpointCollector(Collector):
                 ordered = sorted(values)
                 for q in (0.5, 0.95):
                     if ordered:
-                        at = min(len(ordered) - 1, int(q * len(ordered)))
-                        family.add_metric([health.stage, str(q)], ordered[at])
+                        family.add_metric([health.stage, str(q)], percentile(ordered, q))
         yield errors
         yield in_flight
         yield breaker

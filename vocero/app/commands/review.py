@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import statistics
 import wave
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,6 +34,7 @@ import anyio
 from sqlalchemy import select
 
 from vocero.app.commands.output import CommandError, run_json_command
+from vocero.observability.percentiles import percentile
 from vocero.speech.values import critical_values
 from vocero.store.engine import Store
 from vocero.store.knowledge import KnowledgeRepository, Scope
@@ -325,9 +325,8 @@ def _summary(values: list[float]) -> dict[str, Any]:
     if not values:
         return {"count": 0, "p50": None, "p95": None, "max": None}
     ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
-    return {"count": len(ordered), "p50": statistics.median(ordered), "p95": p95,
-            "max": ordered[-1]}
+    return {"count": len(ordered), "p50": percentile(ordered, 0.5),
+            "p95": percentile(ordered, 0.95), "max": ordered[-1]}
 
 
 def _iso(value: datetime | None) -> str | None:
