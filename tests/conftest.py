@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 import yaml
 from hypothesis import settings
 from starlette.testclient import TestClient
@@ -67,6 +68,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             kinds.add("pg")
         for kind in sorted(kinds - {mark.name for mark in item.iter_markers()}):
             item.add_marker(kind)
+
+@pytest.fixture(autouse=True)
+def _structlog_as_it_was() -> Iterator[None]:
+    """A command run in process (``vocero review``, ``purge``, ``profiles`` through their
+    ``main``) configures structlog for the whole process at level warning, as the command line
+    should; restored after each test, so a later test's ``capture_logs`` still sees info lines."""
+    before = structlog.get_config()
+    yield
+    structlog.configure(**before)
+
 
 DEMO_SCRIPT = {
     "stt": ["what is the status of order A123", "yes"],
