@@ -16,6 +16,9 @@ pytestmark = pytest.mark.process
 
 
 def python(code: str) -> list[str]:
+    """A stand-in server. Its ``time.sleep(60)`` is the server staying up until the harness
+    stops it (each test ends it by SIGTERM or SIGKILL long before); the test itself never sleeps
+    to wait for anything, it waits on the harness's readiness and exit."""
     return [sys.executable, "-c", code]
 
 
@@ -30,6 +33,8 @@ def test_ready_on_its_line_and_stopped_by_sigterm() -> None:
 
 def test_ready_when_its_port_accepts_connections() -> None:
     port = free_port()
+    # the stand-in binds, then listens only 0.3 s later: the harness must wait for the port to
+    # accept, not merely for the process to exist
     code = (f"import socket, time\ns = socket.socket()\ns.bind(('127.0.0.1', {port}))\n"
             "time.sleep(0.3)\ns.listen()\ntime.sleep(60)")
     with ServerProcess("listener", python(code), port=port):
