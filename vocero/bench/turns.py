@@ -308,14 +308,19 @@ SWEEP: tuple[dict[str, float], ...] = (
 
 
 async def run_turns(limit: int | None = None, sweep: bool = True) -> dict[str, Any]:
-    from vocero.inference.cpu.settings import CpuSettings, vad_model_path
+    from vocero.inference.cpu.settings import CpuSettings, llm_model_path, vad_model_path
     from vocero.inference.cpu.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
+    from vocero.inference.cpu.turn_words import SmolWordsEngine, words_model_path
 
     load_before = os.getloadavg()[0]
     clips = load_corpus(kind="complete", limit=limit) + load_corpus(kind="paused", limit=limit)
     settings = CpuSettings.from_env()
     threads = settings.cpu_threads()
-    judge = EndOfTurnJudge(SmartTurnEngine(turn_model_path(), threads=threads))
+    words = words_model_path(llm_model_path(settings))
+    judge = EndOfTurnJudge(
+        SmartTurnEngine(turn_model_path(), threads=threads),
+        words=SmolWordsEngine(words) if words else None,
+    )
     await judge.warm_up()
     recogniser = await anyio.to_thread.run_sync(Recogniser)
     oracle = Oracle(judge, recogniser)

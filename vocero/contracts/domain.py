@@ -222,6 +222,20 @@ class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """After the caller paused and went on, a pause whose words were judged and do not go on
     (open, closed or finished) ends the turn after this much silence, whatever the judge says:
     ``max_silence_ms`` is kept for words that go on."""
+    words_end_probability: float = 0.2
+    """When a words model read the transcript (``TurnVerdict.words_probability``: that the
+    caller's sentence ends after its last word), words it finds this likely to end there end
+    the turn at ``words_end_audio_probability`` or above, whatever the lexicon made of them
+    (a short answer, words the recogniser was unsure of): the words carry the decision. Chosen
+    on the tuning half and its development set (ADR-0025); above 1: never."""
+    words_end_audio_probability: float = 0.05
+    """The audio model's least probability for a turn the words model ends: the audio vetoes
+    only when it is all but sure the caller goes on."""
+    words_hold_probability: float = 0.05
+    """Words the words model finds less likely than this to end where they stop never end the
+    turn on that verdict, whatever the audio says ("I was wondering if you could", "We've been
+    waiting since."): the same as words that visibly go on; ``max_silence_ms`` ends such a
+    turn. 0: never."""
     audio_probability: float = 0.97
     """A judgement of the audio alone must reach this; above 1: never (wait for the words)."""
     audio_min_speech_ms: int = 600

@@ -244,6 +244,9 @@ class TurnVerdict(msgspec.Struct, frozen=True, kw_only=True):
     words_sure: bool = False
     """The recogniser was sure of the words of that finished clause: the turn policy may end
     the turn even when the audio is unsure (ADR-0022)."""
+    words_probability: float | None = None
+    """That the caller's sentence ends after its last word, as a language model reads the
+    transcript (English only); ``None`` when no words model read it. (Added with a default.)"""
     model_ms: float = 0.0
     """Time the judge itself took (its queue wait excluded)."""
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Literal
 
 from vocero.contracts.lexicon import Lexicon, for_locale, open_ending, words_of
+from vocero.contracts.ports import TurnVerdict
 
 GOING_ON_CAP = 0.05
 """The highest end-of-turn probability a sentence that visibly goes on may get."""
@@ -197,3 +198,29 @@ def words_kind(
 def capped(probability: float, kind: WordsKind) -> float:
     """The audio model's probability, capped when the words say the sentence goes on."""
     return min(probability, GOING_ON_CAP) if kind == "going_on" else probability
+
+
+def reading(
+    probability: float,
+    transcript: str,
+    *,
+    locale: str = "en-US",
+    confidence: float | None = None,
+    words_probability: float | None = None,
+    model_ms: float = 0.0,
+) -> TurnVerdict:
+    """The verdict of a judge that heard ``probability`` from the audio and read
+    ``transcript`` (with the recogniser's ``confidence`` and, when a words model read it, its
+    ``words_probability``): the words are read once, here."""
+    kind = words_kind(transcript, locale, confidence)
+    return TurnVerdict(
+        probability=capped(probability, kind),
+        # Words that do not vouch for an end (``open``) count as none: the audio decides.
+        heard_words=kind in ("going_on", "closed", "finished"),
+        words_finished=kind == "finished",
+        words_question=kind == "finished" and is_question(transcript),
+        words_going_on=kind == "going_on",
+        words_sure=kind == "finished" and words_sure(confidence),
+        words_probability=words_probability,
+        model_ms=model_ms,
+    )

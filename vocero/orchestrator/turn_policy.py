@@ -213,7 +213,7 @@ class TurnPolicy:
         if ticket != self.pending or self.state != "judging":
             return None
         self.pending = None
-        if self._asked_words and not verdict.words_going_on:
+        if self._asked_words and not (verdict.words_going_on or self._words_hold(verdict)):
             self._judged_words = True
         threshold = self._threshold(verdict)
         if verdict.probability >= threshold:
@@ -241,8 +241,12 @@ class TurnPolicy:
 
     def _threshold(self, verdict: TurnVerdict) -> float:
         s = self.settings
-        if verdict.words_going_on:
+        if verdict.words_going_on or self._words_hold(verdict):
             return float("inf")  # words that cannot end a turn never end one
+        if verdict.words_probability is not None and (
+            verdict.words_probability >= s.words_end_probability
+        ):
+            return s.words_end_audio_probability  # words likely to end here: they decide
         if verdict.words_finished:
             finished = (
                 s.finished_probability
@@ -257,6 +261,11 @@ class TurnPolicy:
         if self.last_voiced_ms - self._begun_ms < self.settings.audio_min_speech_ms:
             return float("inf")  # too short for the audio alone: wait for the words
         return self.settings.audio_probability
+
+    def _words_hold(self, verdict: TurnVerdict) -> bool:
+        """The words model finds an end after these words all but impossible."""
+        probability = verdict.words_probability
+        return probability is not None and probability < self.settings.words_hold_probability
 
     def _judgement_due(self, now_ms: float) -> bool:
         if self.state == "judging" or self._fallback:

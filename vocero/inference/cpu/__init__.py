@@ -1,4 +1,5 @@
-"""The embedded CPU runner set: Silero VAD, Whisper tiny.en, SmolLM2-135M behind rules, Piper.
+"""The embedded CPU runner set: Silero VAD, Whisper tiny.en, SmolLM2-135M behind rules, Piper;
+Smart Turn with SmolLM2 reading the words for the end of a turn.
 
 Everything installs from PyPI and runs on two cores with no download (see ``settings``).
 """
@@ -22,6 +23,7 @@ from vocero.inference.cpu.settings import (
 from vocero.inference.cpu.stt import SpeechToText, WhisperEngine
 from vocero.inference.cpu.tts import PiperEngine, TextToSpeech
 from vocero.inference.cpu.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
+from vocero.inference.cpu.turn_words import SmolWordsEngine, words_model_path
 from vocero.inference.cpu.vad import SileroVad
 from vocero.inference.runner_set import RunnerSet
 
@@ -40,6 +42,8 @@ def build_cpu_runners(
     paths = model_paths(settings)
     check_pins(paths)  # a changed or unpinned model refuses to start (pins.py)
     tts_model, tts_config = paths["tts"], paths["tts_config"]
+    words_path = words_model_path(paths["llm"])
+    words = SmolWordsEngine(words_path) if words_path else None
     vad = SileroVad(paths["vad"])
     vad.load()  # 2 MB of ONNX: cheap, and no session ever pays for it
     engine = LlamaEngine(
@@ -64,7 +68,7 @@ def build_cpu_runners(
             PiperEngine(tts_model, tts_config, allow_voice_fallback=settings.allow_voice_fallback),
             settings.tts,
         ),
-        turn=EndOfTurnJudge(SmartTurnEngine(paths["turn"], threads=threads)),
+        turn=EndOfTurnJudge(SmartTurnEngine(paths["turn"], threads=threads), words=words),
     )
 
 

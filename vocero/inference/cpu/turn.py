@@ -31,7 +31,8 @@ from vocero.inference.cpu import mel, threads
 from vocero.inference.cpu.audio import Float32, pcm16_to_float, resample
 from vocero.inference.cpu.settings import ModelNotFoundError, QueueSettings
 from vocero.inference.cpu.shell import RunnerShell
-from vocero.inference.turn import capped, is_question, words_kind, words_sure
+from vocero.inference.cpu.turn_words import WordsEngine
+from vocero.inference.turn import reading
 
 log = structlog.get_logger(__name__)
 TURN_QUEUE = QueueSettings(capacity=1, max_queue=8, deadline_s=0.25)
@@ -51,12 +52,22 @@ class TurnEngine(Protocol):
 class EndOfTurnJudge(RunnerShell):
     """The :class:`~vocero.contracts.ports.TurnJudge` port over any :class:`TurnEngine`."""
 
-    def __init__(self, engine: TurnEngine, queue: QueueSettings = TURN_QUEUE) -> None:
+    def __init__(
+        self,
+        engine: TurnEngine,
+        queue: QueueSettings = TURN_QUEUE,
+        *,
+        words: WordsEngine | None = None,
+    ) -> None:
         super().__init__(engine.name, queue)
         self._engine = engine
+        self._words = words
         self._last: tuple[str, int, float] | None = None
         """(utterance, audio bytes, probability) of the last judgement: the policy asks again
         about the same audio when the pause's transcript arrives, and only the words changed."""
+        self._last_words: tuple[str, float] | None = None
+        """(transcript, probability) of the words model's last reading: a pause is judged
+        again about new audio with the same words."""
 
     async def warm_up(self) -> None:
         # Turn detection is part of hearing the caller: a judge that cannot start is reported
@@ -65,7 +76,20 @@ class EndOfTurnJudge(RunnerShell):
             ErrorCode.STT_UNAVAILABLE,
             lambda: threads.run(self._engine.load),
             lambda: threads.run(lambda: self._engine.probability(_murmur(1.5))),
+            lambda: threads.run(self._warm_words),
         )
+
+    def _warm_words(self) -> None:
+        """Load the words model; one that cannot load leaves the judge to the audio and the
+        lexicon (a turn is still judged), and says so."""
+        if self._words is None:
+            return
+        try:
+            self._words.load()
+            self._words.end_probability("I would like to check my order")
+        except Exception as exc:
+            log.error("turn.words_model_unavailable", error=f"{type(exc).__name__}: {exc}")
+            self._words = None
 
     async def judge(
         self,
@@ -78,17 +102,29 @@ class EndOfTurnJudge(RunnerShell):
         confidence: float | None = None,
     ) -> TurnVerdict:
         probability, model_ms = await self._probability(pcm16, sample_rate, utterance_id)
-        kind = words_kind(transcript, locale, confidence)  # the words are read once
-        return TurnVerdict(
-            probability=capped(probability, kind),
-            # Words that do not vouch for an end (``open``) count as none: the audio decides.
-            heard_words=kind in ("going_on", "closed", "finished"),
-            words_finished=kind == "finished",
-            words_question=kind == "finished" and is_question(transcript),
-            words_going_on=kind == "going_on",
-            words_sure=kind == "finished" and words_sure(confidence),
-            model_ms=model_ms,
+        words_probability, words_ms = await self._words_probability(transcript, locale)
+        return reading(
+            probability,
+            transcript,
+            locale=locale,
+            confidence=confidence,
+            words_probability=words_probability,
+            model_ms=model_ms + words_ms,
         )
+
+    async def _words_probability(self, transcript: str, locale: str) -> tuple[float | None, float]:
+        words = self._words
+        if words is None or not transcript.strip() or not locale.lower().startswith("en"):
+            return None, 0.0
+        last = self._last_words
+        if last is not None and last[0] == transcript:
+            return last[1], 0.0
+        async with self._admission.slot(self._queue.deadline_s):
+            started = time.perf_counter()
+            probability = await threads.run(lambda: words.end_probability(transcript))
+            words_ms = (time.perf_counter() - started) * 1000.0
+        self._last_words = (transcript, probability)
+        return probability, words_ms
 
     async def _probability(
         self, pcm16: bytes, sample_rate: int, utterance_id: str

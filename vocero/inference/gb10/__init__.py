@@ -16,6 +16,7 @@ from vocero.inference.cpu.settings import CpuSettings, ModelNotFoundError, vad_m
 from vocero.inference.cpu.stt import SpeechToText
 from vocero.inference.cpu.tts import TextToSpeech
 from vocero.inference.cpu.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
+from vocero.inference.cpu.turn_words import SmolWordsEngine, words_model_path
 from vocero.inference.cpu.vad import SileroVad
 from vocero.inference.gb10.llm import Llama31Llm
 from vocero.inference.gb10.settings import Gb10Settings
@@ -68,4 +69,7 @@ def _turn_judge() -> EndOfTurnJudge | None:
         path = turn_model_path()
     except ModelNotFoundError:
         return None
-    return EndOfTurnJudge(SmartTurnEngine(path, threads=2))
+    words = words_model_path()  # SmolLM2 on the CPU reads the words, when it is installed
+    return EndOfTurnJudge(
+        SmartTurnEngine(path, threads=2), words=SmolWordsEngine(words) if words else None
+    )

@@ -1,0 +1,229 @@
+"""The words' own end-of-turn model (SmolLM2 reading the transcript) and what the judge and the
+turn policy make of its probability (ADR-0025)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vocero.contracts.domain import TurnTaking
+from vocero.contracts.ports import TurnVerdict
+from vocero.inference.cpu.audio import Float32
+from vocero.inference.cpu.settings import CpuSettings, ModelNotFoundError, llm_model_path
+from vocero.inference.cpu.turn import EndOfTurnJudge
+from vocero.inference.cpu.turn_words import SmolWordsEngine, sentence_so_far, words_model_path
+from vocero.orchestrator.turn_policy import AskJudge, Commit, TurnPolicy
+
+pytestmark = pytest.mark.anyio
+PCM = b"\x10\x00" * 16_000
+
+
+class FakeAudio:
+    name = "turn.fake"
+
+    def __init__(self, probability: float) -> None:
+        self.value = probability
+
+    def load(self) -> None:
+        pass
+
+    def probability(self, audio: Float32) -> float:
+        return self.value
+
+
+class FakeWords:
+    """A words model that answers from a table and counts its readings."""
+
+    name = "turn.words.fake"
+
+    def __init__(self, table: dict[str, float], fail_load: bool = False) -> None:
+        self.table = table
+        self.fail_load = fail_load
+        self.read: list[str] = []
+
+    def load(self) -> None:
+        if self.fail_load:
+            raise ValueError("not a ChatML model")
+
+    def end_probability(self, transcript: str) -> float:
+        self.read.append(transcript)
+        return self.table.get(transcript, 0.5)
+
+
+# ------------------------------------------------------------------------------ the judge
+
+
+async def test_the_verdict_carries_the_words_model_s_reading_of_the_transcript() -> None:
+    words = FakeWords({"It's under the name.": 0.001})
+    judge = EndOfTurnJudge(FakeAudio(0.97), words=words)
+    await judge.warm_up()
+    verdict = await judge.judge(PCM, sample_rate=16_000, transcript="It's under the name.")
+    assert verdict.words_probability == 0.001
+    assert verdict.probability == 0.97  # the audio's own figure is left as it is
+
+
+async def test_no_words_or_another_language_get_no_reading() -> None:
+    words = FakeWords({})
+    judge = EndOfTurnJudge(FakeAudio(0.5), words=words)
+    await judge.warm_up()
+    warm_up_reads = len(words.read)
+    silent = await judge.judge(PCM, sample_rate=16_000, transcript="")
+    hindi = await judge.judge(PCM, sample_rate=16_000, transcript="मेरा ऑर्डर", locale="hi-IN")
+    assert silent.words_probability is None
+    assert hindi.words_probability is None
+    assert len(words.read) == warm_up_reads
+
+
+async def test_the_same_words_are_read_once_however_often_the_pause_is_judged() -> None:
+    words = FakeWords({})
+    judge = EndOfTurnJudge(FakeAudio(0.5), words=words)
+    await judge.warm_up()
+    before = len(words.read)
+    for size in (8_000, 9_000, 10_000):
+        await judge.judge(b"\x10\x00" * size, sample_rate=16_000, transcript="Cancel it.")
+    assert words.read[before:] == ["Cancel it."]
+
+
+async def test_a_words_model_that_cannot_load_leaves_the_judge_working_without_it() -> None:
+    judge = EndOfTurnJudge(FakeAudio(0.9), words=FakeWords({}, fail_load=True))
+    await judge.warm_up()
+    assert judge.status().health == "ready"
+    verdict = await judge.judge(PCM, sample_rate=16_000, transcript="Cancel it.")
+    assert verdict.words_probability is None
+    assert verdict.probability == 0.9
+
+
+def test_the_model_reads_the_caller_s_words_without_the_recogniser_s_closing_mark() -> None:
+    assert sentence_so_far("Is it possible to?") == "Is it possible to"
+    assert sentence_so_far("  We've been waiting since.  ") == "We've been waiting since"
+    assert sentence_so_far("My number is 4 4 9...") == "My number is 4 4 9"
+    long = " ".join(f"w{i}" for i in range(100))
+    assert sentence_so_far(long).split() == [f"w{i}" for i in range(52, 100)]
+
+
+def test_the_model_path_is_configured_switched_off_or_the_shipped_one(tmp_path: Path) -> None:
+    assert words_model_path(environ={"VOCERO_TURN_WORDS_MODEL": "off"}) is None
+    model = tmp_path / "words.gguf"
+    model.write_bytes(b"GGUF")
+    assert words_model_path(environ={"VOCERO_TURN_WORDS_MODEL": str(model)}) == str(model)
+    with pytest.raises(ModelNotFoundError, match="no such file"):
+        words_model_path(environ={"VOCERO_TURN_WORDS_MODEL": str(tmp_path / "missing.gguf")})
+    assert words_model_path("/the/dialogue/model.gguf", environ={}) == "/the/dialogue/model.gguf"
+
+
+# ------------------------------------------------------------------------------ the policy
+
+SETTINGS = TurnTaking(judge_pause_ms=150, max_silence_ms=1600, fallback_silence_ms=480)
+
+
+def _judged(verdict: TurnVerdict, settings: TurnTaking = SETTINGS) -> list[object]:
+    """Speech for 800 ms, then silence: every decision, each judgement answered with
+    ``verdict`` 40 ms after it was asked."""
+    policy = TurnPolicy(settings)
+    policy.begin(0)
+    decisions: list[object] = []
+    pending: tuple[int, float] | None = None
+    for now in range(20, 3001, 20):
+        if pending is not None and now >= pending[1]:
+            decision = policy.verdict(pending[0], verdict, now)
+            pending = None
+            if decision is not None:
+                decisions.append(decision)
+                if isinstance(decision, Commit):
+                    return decisions
+        decision = policy.frame(now, voiced=now <= 800)
+        if isinstance(decision, AskJudge):
+            pending = (decision.ticket, now + 40)
+        if decision is not None:
+            decisions.append(decision)
+            if isinstance(decision, Commit):
+                return decisions
+    return decisions
+
+
+def test_words_likely_to_end_commit_though_the_audio_doubts() -> None:
+    verdict = TurnVerdict(probability=0.2, heard_words=True, words_probability=0.4)
+    commit = _judged(verdict)[-1]
+    assert isinstance(commit, Commit) and commit.reason == "judged"
+    assert commit.endpointing_ms < 300
+    # Without the words model's reading the same audio and words wait for the last resort.
+    plain = _judged(TurnVerdict(probability=0.2, heard_words=True))[-1]
+    assert isinstance(plain, Commit) and plain.reason == "max_silence"
+
+
+def test_the_audio_vetoes_words_only_when_all_but_sure_the_caller_goes_on() -> None:
+    vetoed = _judged(TurnVerdict(probability=0.01, heard_words=True, words_probability=0.4))
+    assert isinstance(vetoed[-1], Commit) and vetoed[-1].reason == "max_silence"
+
+
+def test_words_unlikely_to_end_never_end_the_turn_whatever_the_audio() -> None:
+    verdict = TurnVerdict(
+        probability=0.99, heard_words=True, words_finished=True, words_probability=0.01
+    )
+    commit = _judged(verdict)[-1]
+    assert isinstance(commit, Commit) and commit.reason == "max_silence"
+    assert commit.endpointing_ms >= SETTINGS.max_silence_ms
+
+
+def test_between_the_two_thresholds_the_earlier_rules_decide() -> None:
+    finished = TurnVerdict(
+        probability=0.95, heard_words=True, words_finished=True, words_probability=0.1
+    )
+    commit = _judged(finished)[-1]
+    assert isinstance(commit, Commit) and commit.reason == "judged"
+
+
+def test_thresholds_switch_the_words_model_off() -> None:
+    off = TurnTaking(
+        judge_pause_ms=150, words_end_probability=1.01, words_hold_probability=0.0
+    )
+    verdict = TurnVerdict(probability=0.99, heard_words=True, words_probability=0.001)
+    commit = _judged(verdict, off)[-1]
+    assert isinstance(commit, Commit) and commit.reason == "judged"  # the audio decided
+
+
+# ------------------------------------------------------------------------- the real model
+
+
+@pytest.fixture(scope="module")
+def smol() -> SmolWordsEngine:
+    try:
+        path = llm_model_path(CpuSettings.from_env({}))
+    except ModelNotFoundError as exc:
+        pytest.fail(f"the CPU runners' SmolLM2 is part of the install: {exc}")
+    engine = SmolWordsEngine(path)
+    engine.load()
+    return engine
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
+    ("going_on", "finished"),
+    [
+        ("I was wondering if you could", "I was wondering if you could help me"),
+        ("The parcel was supposed to arrive on", "The parcel was supposed to arrive on Monday"),
+        ("Could you send the invoice to", "Could you send the invoice to my email"),
+        ("I ordered a lamp and", "I ordered a lamp and it arrived broken"),
+    ],
+)
+def test_smollm2_finds_a_sentence_that_goes_on_far_less_likely_to_end(
+    smol: SmolWordsEngine, going_on: str, finished: str
+) -> None:
+    """Sentences of this test's own (neither half of the turn corpus): the prefix is held by
+    the default ``words_hold_probability``; the whole sentence reads far likelier to end."""
+    settings = TurnTaking()
+    cut = smol.end_probability(going_on + ".")  # the recogniser's made-up full stop is ignored
+    whole = smol.end_probability(finished + ".")
+    assert cut < settings.words_hold_probability
+    assert whole > 5 * cut
+
+
+@pytest.mark.model
+def test_smollm2_readings_are_repeatable_and_keep_the_header_cached(
+    smol: SmolWordsEngine,
+) -> None:
+    first = smol.end_probability("Cancel my order please")
+    smol.end_probability("It is about the boiler inspection that")
+    assert smol.end_probability("Cancel my order please") == pytest.approx(first, abs=1e-6)
+    assert smol._llm.n_tokens > len(smol._header)  # the header stayed; only words were added
