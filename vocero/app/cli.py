@@ -83,8 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_endpoint_arguments(bench)  # ttfs: a stage on a serving engine, as serve takes it
     bench.add_argument("--turn-rule", choices=["judge", "hangover"], default="judge",
                        help="ttfs: end turns with the end-of-turn judge or a fixed silence")
-    bench.add_argument("--half", choices=["tuning", "heldout", "both"], default="tuning",
-                       help="ttfs: which half of the turn corpus (fixtures/turns) to speak; "
+    bench.add_argument("--half", choices=["tuning", "heldout", "both", "dev"], default="tuning",
+                       help="ttfs: which half of the turn corpus (fixtures/turns) to speak "
+                       "(both: tuning and heldout; dev: the tuning half's development set); "
                        "the spoken requests run with the tuning half")
     bench.add_argument("--workers", type=int, default=1,
                        help="server processes (sessions, actions); more than one: PostgreSQL")

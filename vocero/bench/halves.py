@@ -31,8 +31,13 @@ from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.session import Session
 
 FRAME = 640  # 20 ms of 16 kHz PCM16
-HALVES: dict[str, Path] = {"tuning": CORPUS, "heldout": CORPUS / "heldout"}
-"""Each half of the turn corpus and where its ``corpus.yaml`` lives."""
+HALVES: dict[str, Path] = {
+    "tuning": CORPUS,
+    "heldout": CORPUS / "heldout",
+    "dev": CORPUS / "dev",
+}
+"""Each half of the turn corpus and where its ``corpus.yaml`` lives (``dev``: the tuning half's
+development set, 330 more clips tuned on; ADR-0025)."""
 ANSWER_TIMEOUT_S = 12.0
 """A complete clip whose answer has not started this long after its last word counts as never."""
 

@@ -247,6 +247,10 @@ class TurnVerdict(msgspec.Struct, frozen=True, kw_only=True):
     words_probability: float | None = None
     """That the caller's sentence ends after its last word, as a language model reads the
     transcript (English only); ``None`` when no words model read it. (Added with a default.)"""
+    words_identifier: bool = False
+    """The transcript is a statement that ends on a code or digits ("... order A124."): the
+    words model's doubt does not hold the turn (it cannot tell a code given whole from one
+    half read out; the lexicon's identifier rule judges those). (Added with a default.)"""
     model_ms: float = 0.0
     """Time the judge itself took (its queue wait excluded)."""
 

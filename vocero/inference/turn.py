@@ -222,5 +222,18 @@ def reading(
         words_going_on=kind == "going_on",
         words_sure=kind == "finished" and words_sure(confidence),
         words_probability=words_probability,
+        # A small language model cannot tell a code just given from one half read out ("order
+        # A124" reads to it as going on): its doubt about an identifier does not hold the turn.
+        words_identifier=_ends_on_identifier(transcript, locale),
         model_ms=model_ms,
+    )
+
+
+def _ends_on_identifier(transcript: str, locale: str) -> bool:
+    """A statement that ends on a code or a digit ("... order A124.", "The code is 47")."""
+    text = transcript.strip()
+    lexicon = for_locale(locale)
+    words = words_of(text)
+    return bool(words) and lexicon is not None and not text.endswith("?") and (
+        _ends_on_code(words, lexicon)
     )

@@ -22,6 +22,10 @@ ADR-0017, ADR-0022):
 * words that visibly go on (``TurnVerdict.words_going_on``: an open word, a number being
   spelled out) never commit, whatever the audio says; words the recogniser was sure of that
   read as finished commit at ``sure_probability`` (the words carry the decision);
+* when a words model read the transcript (``TurnVerdict.words_probability``, ADR-0025), words
+  it finds unlikely to end there (``words_hold_probability``) never commit on that verdict,
+  and words it finds likely to (``words_end_probability``) commit unless the audio is all but
+  sure the caller goes on (``words_end_audio_probability``);
 * once the caller has paused (a pause the judge was asked about) and gone on, the utterance is
   *resumed*: its next pause is judged with the whole utterance's words and audio as quickly as
   any, a finished statement commits at ``resumed_probability``, and a pause whose words were
@@ -213,7 +217,9 @@ class TurnPolicy:
         if ticket != self.pending or self.state != "judging":
             return None
         self.pending = None
-        if self._asked_words and not (verdict.words_going_on or self._words_hold(verdict)):
+        if self._asked_words and not verdict.words_going_on:
+            # The words model's doubt holds a judged end, not the resumed silence: after a
+            # pause and more words, a second pause ends the turn at ``resumed_silence_ms``.
             self._judged_words = True
         threshold = self._threshold(verdict)
         if verdict.probability >= threshold:
@@ -265,7 +271,9 @@ class TurnPolicy:
     def _words_hold(self, verdict: TurnVerdict) -> bool:
         """The words model finds an end after these words all but impossible."""
         probability = verdict.words_probability
-        return probability is not None and probability < self.settings.words_hold_probability
+        if probability is None or verdict.words_identifier:
+            return False
+        return probability < self.settings.words_hold_probability
 
     def _judgement_due(self, now_ms: float) -> bool:
         if self.state == "judging" or self._fallback:
