@@ -18,9 +18,17 @@ def _turns(*afters: float | None, ttfs: tuple[float | None, ...] = ()) -> list[P
     return turns
 
 
-def test_both_halves_have_a_corpus() -> None:
-    assert set(HALVES) == {"tuning", "heldout"}
+def test_both_halves_and_the_development_set_have_a_corpus() -> None:
+    assert set(HALVES) == {"tuning", "heldout", "dev"}
     assert all((path / "corpus.yaml").exists() for path in HALVES.values())
+    # The development set is tuned on: none of its sentences is a held-out one.
+    import yaml
+
+    def texts(half: str) -> set[str]:
+        clips = yaml.safe_load((HALVES[half] / "corpus.yaml").read_text())["clips"]
+        return {clip["text"].replace(" ... ", " ").lower() for clip in clips}
+
+    assert not texts("dev") & texts("heldout")
 
 
 def test_a_paused_caller_committed_before_the_last_word_is_cut_off_and_not_answered() -> None:

@@ -13,6 +13,7 @@ from vocero.inference.cpu.audio import Float32
 from vocero.inference.cpu.settings import CpuSettings, ModelNotFoundError, llm_model_path
 from vocero.inference.cpu.turn import EndOfTurnJudge
 from vocero.inference.cpu.turn_words import SmolWordsEngine, sentence_so_far, words_model_path
+from vocero.inference.turn import reading
 from vocero.orchestrator.turn_policy import AskJudge, Commit, TurnPolicy
 
 pytestmark = pytest.mark.anyio
@@ -181,6 +182,57 @@ def test_thresholds_switch_the_words_model_off() -> None:
     verdict = TurnVerdict(probability=0.99, heard_words=True, words_probability=0.001)
     commit = _judged(verdict, off)[-1]
     assert isinstance(commit, Commit) and commit.reason == "judged"  # the audio decided
+
+
+def test_a_code_just_given_is_not_held_by_the_words_model_s_doubt() -> None:
+    """"order A124" reads to a small language model as going on; the lexicon judges codes."""
+    verdict = reading(
+        0.98, "Please tell me the status of order A124.", confidence=0.9, words_probability=0.001
+    )
+    assert verdict.words_identifier and verdict.words_finished
+    commit = _judged(verdict)[-1]
+    assert isinstance(commit, Commit) and commit.reason == "judged"
+    # The same doubt about words that end on no code holds the turn.
+    plain = reading(0.98, "Please tell me the status of my order.", words_probability=0.001)
+    assert not plain.words_identifier
+    held = _judged(plain)[-1]
+    assert isinstance(held, Commit) and held.reason == "max_silence"
+
+
+def test_only_a_statement_that_ends_on_a_code_is_an_identifier() -> None:
+    assert reading(0.5, "My reference is K7 741.").words_identifier
+    assert reading(0.5, "The code is 47").words_identifier
+    assert not reading(0.5, "Is it A124?").words_identifier
+    assert not reading(0.5, "Book it for Tuesday at 3.").words_identifier
+    assert not reading(0.5, "No, the other one.").words_identifier
+
+
+def test_a_resumed_caller_s_second_pause_ends_at_resumed_silence_though_the_model_doubts() -> None:
+    """Speech, a pause the judge holds, more speech, a pause: the words model's doubt holds a
+    judged end, but the second pause ends the turn after ``resumed_silence_ms``, as before."""
+    doubtful = TurnVerdict(probability=0.9, heard_words=True, words_probability=0.01)
+    policy = TurnPolicy(SETTINGS)
+    policy.begin(0)
+    commit: Commit | None = None
+    pending: tuple[int, float] | None = None
+    for now in range(20, 4001, 20):
+        if pending is not None and now >= pending[1]:
+            decision = policy.verdict(pending[0], doubtful, now)
+            pending = None
+            assert not isinstance(decision, Commit)
+        voiced = now <= 800 or 1600 < now <= 2200
+        if not voiced and policy.state not in ("idle", "committed") and policy.pending is None:
+            words = policy.words(now) if now in (1000, 2400) else None
+            if isinstance(words, AskJudge):
+                pending = (words.ticket, now + 40)
+        decision = policy.frame(now, voiced=voiced)
+        if isinstance(decision, AskJudge):
+            pending = (decision.ticket, now + 40)
+        if isinstance(decision, Commit):
+            commit = decision
+            break
+    assert commit is not None and commit.reason == "resumed"
+    assert commit.endpointing_ms == pytest.approx(SETTINGS.resumed_silence_ms, abs=20)
 
 
 # ------------------------------------------------------------------------- the real model

@@ -175,6 +175,8 @@ class JudgeClock:
             self.call_ms.append((time.perf_counter() - started) * 1000.0)
             self.model_ms.append(verdict.model_ms)
             finished = " finished" if verdict.words_finished else ""
+            if verdict.words_probability is not None:  # the words model's reading
+                finished += f" w{verdict.words_probability:.3f}"
             words = kwargs.get("transcript", "")
             confidence = kwargs.get("confidence")
             sure = f" ({confidence:.2f})" if isinstance(confidence, float) else ""

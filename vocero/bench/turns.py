@@ -319,7 +319,7 @@ async def run_turns(limit: int | None = None, sweep: bool = True) -> dict[str, A
     words = words_model_path(llm_model_path(settings))
     judge = EndOfTurnJudge(
         SmartTurnEngine(turn_model_path(), threads=threads),
-        words=SmolWordsEngine(words) if words else None,
+        words=SmolWordsEngine(words, n_threads=threads) if words else None,
     )
     await judge.warm_up()
     recogniser = await anyio.to_thread.run_sync(Recogniser)

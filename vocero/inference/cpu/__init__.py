@@ -43,7 +43,7 @@ def build_cpu_runners(
     check_pins(paths)  # a changed or unpinned model refuses to start (pins.py)
     tts_model, tts_config = paths["tts"], paths["tts_config"]
     words_path = words_model_path(paths["llm"])
-    words = SmolWordsEngine(words_path) if words_path else None
+    words = SmolWordsEngine(words_path, n_threads=threads) if words_path else None
     vad = SileroVad(paths["vad"])
     vad.load()  # 2 MB of ONNX: cheap, and no session ever pays for it
     engine = LlamaEngine(

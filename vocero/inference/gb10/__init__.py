@@ -71,5 +71,6 @@ def _turn_judge() -> EndOfTurnJudge | None:
         return None
     words = words_model_path()  # SmolLM2 on the CPU reads the words, when it is installed
     return EndOfTurnJudge(
-        SmartTurnEngine(path, threads=2), words=SmolWordsEngine(words) if words else None
+        SmartTurnEngine(path, threads=2),
+        words=SmolWordsEngine(words, n_threads=2) if words else None,
     )
