@@ -37,7 +37,7 @@ HALVES: dict[str, Path] = {
     "dev": CORPUS / "dev",
 }
 """Each half of the turn corpus and where its ``corpus.yaml`` lives (``dev``: the tuning half's
-development set, 330 more clips tuned on; ADR-0025)."""
+development set, 327 more clips tuned on; ADR-0025)."""
 ANSWER_TIMEOUT_S = 12.0
 """A complete clip whose answer has not started this long after its last word counts as never."""
 
