@@ -146,11 +146,35 @@ def _judged(verdict: TurnVerdict, settings: TurnTaking = SETTINGS) -> list[objec
 def test_words_likely_to_end_commit_though_the_audio_doubts() -> None:
     verdict = TurnVerdict(probability=0.2, heard_words=True, words_probability=0.4)
     commit = _judged(verdict)[-1]
-    assert isinstance(commit, Commit) and commit.reason == "judged"
-    assert commit.endpointing_ms < 300
+    assert isinstance(commit, Commit) and commit.reason == "words"
+    assert commit.endpointing_ms == pytest.approx(TurnTaking().words_end_silence_ms, abs=20)
     # Without the words model's reading the same audio and words wait for the last resort.
     plain = _judged(TurnVerdict(probability=0.2, heard_words=True))[-1]
     assert isinstance(plain, Commit) and plain.reason == "max_silence"
+
+
+def test_the_words_model_ends_a_turn_no_sooner_than_words_end_silence_ms() -> None:
+    """A comma's pause after "Never mind" is judged at once, but ends nothing before
+    ``words_end_silence_ms``; speech that resumes meanwhile keeps the caller's turn."""
+    verdict = TurnVerdict(probability=0.6, heard_words=True, words_probability=0.5)
+    settings = TurnTaking(judge_pause_ms=150, words_end_silence_ms=400)
+    commit = _judged(verdict, settings)[-1]
+    assert isinstance(commit, Commit) and commit.reason == "words"
+    assert commit.endpointing_ms == pytest.approx(400, abs=20)
+    policy = TurnPolicy(settings)
+    policy.begin(0)
+    ask = None
+    for now in range(20, 1001, 20):
+        decision = policy.frame(now, voiced=now <= 400)
+        if isinstance(decision, AskJudge):
+            ask = decision
+            assert policy.verdict(ask.ticket, verdict, now + 20) is None
+        assert not isinstance(decision, Commit)
+        if now == 700:
+            break
+    assert ask is not None
+    assert policy.frame(720, voiced=True) is None  # "... goodbye": the caller goes on
+    assert policy.state == "speaking"
 
 
 def test_the_audio_vetoes_words_only_when_all_but_sure_the_caller_goes_on() -> None:

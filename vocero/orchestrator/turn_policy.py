@@ -50,7 +50,7 @@ TurnState = Literal["idle", "speaking", "paused", "judging", "committed"]
 TurnEvent = Literal[
     "begin", "speech", "quiet", "due", "timeout", "finished", "going_on", "failed", "words"
 ]
-CommitReason = Literal["judged", "max_silence", "fallback", "resumed"]
+CommitReason = Literal["judged", "max_silence", "fallback", "resumed", "words"]
 
 TRANSITIONS: dict[tuple[TurnState, TurnEvent], TurnState] = {
     **{(state, "begin"): "speaking" for state in ("idle", "speaking", "paused", "judging")},
@@ -148,6 +148,9 @@ class TurnPolicy:
         """The pending judgement weighs that transcript."""
         self._judged_words = False
         """A verdict of this pause weighed words that do not go on."""
+        self._words_end_due: float | None = None
+        """The words model ended this pause before ``words_end_silence_ms``: the probability
+        the turn ends with once that much silence has passed."""
 
     # ------------------------------------------------------------------------------ inputs
 
@@ -174,6 +177,8 @@ class TurnPolicy:
             return self._commit(now_ms, "max_silence")
         if self.resumed and self._judged_words and silence >= self.settings.resumed_silence_ms:
             return self._commit(now_ms, "resumed")
+        if self._words_end_due is not None and silence >= self.settings.words_end_silence_ms:
+            return self._commit(now_ms, "words", self._words_end_due)
         if self._fallback and silence >= self.settings.fallback_silence_ms:
             return self._commit(now_ms, "fallback")
         if self._judgement_due(now_ms):
@@ -223,7 +228,12 @@ class TurnPolicy:
             self._judged_words = True
         threshold = self._threshold(verdict)
         if verdict.probability >= threshold:
-            return self._commit(now_ms, "judged", verdict.probability)
+            if self._words_end(verdict) and (
+                now_ms - self.last_voiced_ms < self.settings.words_end_silence_ms
+            ):
+                self._words_end_due = verdict.probability  # ends at that silence (frame)
+            else:
+                return self._commit(now_ms, "judged", verdict.probability)
         self._move("going_on")
         self._next_due_ms = now_ms + self.settings.rejudge_ms
         if self._words_waiting:
@@ -267,6 +277,16 @@ class TurnPolicy:
         if self.last_voiced_ms - self._begun_ms < self.settings.audio_min_speech_ms:
             return float("inf")  # too short for the audio alone: wait for the words
         return self.settings.audio_probability
+
+    def _words_end(self, verdict: TurnVerdict) -> bool:
+        """The words model, not the earlier rules, ends the turn on this verdict."""
+        probability = verdict.words_probability
+        return (
+            probability is not None
+            and probability >= self.settings.words_end_probability
+            and not verdict.words_going_on
+            and not self._words_hold(verdict)
+        )
 
     def _words_hold(self, verdict: TurnVerdict) -> bool:
         """The words model finds an end after these words all but impossible."""
