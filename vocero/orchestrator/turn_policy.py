@@ -259,9 +259,7 @@ class TurnPolicy:
         s = self.settings
         if verdict.words_going_on or self._words_hold(verdict):
             return float("inf")  # words that cannot end a turn never end one
-        if verdict.words_probability is not None and (
-            verdict.words_probability >= s.words_end_probability
-        ):
+        if self._words_end(verdict):
             return s.words_end_audio_probability  # words likely to end here: they decide
         if verdict.words_finished:
             finished = (

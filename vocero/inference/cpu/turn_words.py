@@ -33,6 +33,7 @@ import numpy as np
 import structlog
 
 from vocero.inference.cpu import threads
+from vocero.inference.cpu.settings import ModelNotFoundError
 
 log = structlog.get_logger(__name__)
 
@@ -144,8 +145,6 @@ def words_model_path(
         return None
     if configured:
         if not Path(configured).exists():
-            from vocero.inference.cpu.settings import ModelNotFoundError
-
             raise ModelNotFoundError(f"VOCERO_TURN_WORDS_MODEL={configured}: no such file")
         return configured
     if default:
