@@ -158,6 +158,23 @@ async def test_words_on_their_way_are_the_pause_s_only_judgement() -> None:
         assert metrics.values["turn_endpointing_ms"] == [340.0]
 
 
+async def test_the_judge_reads_each_utterance_after_what_the_caller_last_heard_the_agent_say(
+) -> None:
+    judge = SimTurnJudge([[1.0], [1.0]])
+    runners, _ = with_judge(judge, ["what is my order status", "yes please"])
+    async with running(runners) as h:
+        await speak(h, tone_frames(700) + silence_frames(160))
+        await h.until_frame("ResponseCompleted")
+        heard = [m.content for m in h.session.core.history if m.role == "assistant"]
+        assert heard == ["Let me check that."]
+        await speak(h, tone_frames(400) + silence_frames(160))
+        await h.until_frame("transcript.final.v1", 2)
+        # Before the agent spoke there was nothing to read the words after; then its line, as
+        # heard, was made ready when the caller began to speak, and the words read after it.
+        assert judge.prepared == ["", "Let me check that."]
+        assert [c.agent_said for c in judge.calls] == ["", "Let me check that."]
+
+
 async def test_an_empty_early_transcript_lets_the_audio_be_judged_at_once() -> None:
     judge = SimTurnJudge([[0.99]])
     runners, stt = with_judge(judge, [""])

@@ -12,7 +12,15 @@ from vocero.contracts.ports import TurnVerdict
 from vocero.inference.cpu.audio import Float32
 from vocero.inference.cpu.settings import CpuSettings, ModelNotFoundError, llm_model_path
 from vocero.inference.cpu.turn import EndOfTurnJudge
-from vocero.inference.cpu.turn_words import SmolWordsEngine, sentence_so_far, words_model_path
+from vocero.inference.cpu.turn_words import (
+    AGENT_WORDS,
+    OPENING,
+    SmolWordsEngine,
+    _header,
+    agent_line,
+    sentence_so_far,
+    words_model_path,
+)
 from vocero.inference.turn import reading
 from vocero.orchestrator.turn_policy import AskJudge, Commit, TurnPolicy
 
@@ -42,13 +50,20 @@ class FakeWords:
         self.table = table
         self.fail_load = fail_load
         self.read: list[str] = []
+        self.after: list[str] = []
+        """What the agent had said, for each reading."""
+        self.prepared: list[str] = []
 
     def load(self) -> None:
         if self.fail_load:
             raise ValueError("not a ChatML model")
 
-    def end_probability(self, transcript: str) -> float:
+    def prepare(self, agent_said: str) -> None:
+        self.prepared.append(agent_said)
+
+    def end_probability(self, transcript: str, agent_said: str = "") -> float:
         self.read.append(transcript)
+        self.after.append(agent_said)
         return self.table.get(transcript, 0.5)
 
 
@@ -84,6 +99,45 @@ async def test_the_same_words_are_read_once_however_often_the_pause_is_judged() 
     for size in (8_000, 9_000, 10_000):
         await judge.judge(b"\x10\x00" * size, sample_rate=16_000, transcript="Cancel it.")
     assert words.read[before:] == ["Cancel it."]
+
+
+async def test_the_words_are_read_after_what_the_agent_said_once_per_line() -> None:
+    words = FakeWords({})
+    judge = EndOfTurnJudge(FakeAudio(0.5), words=words)
+    await judge.warm_up()
+    before = len(words.read)
+    asked = "Which day suits you?"
+    for size, said in ((8_000, asked), (9_000, asked), (10_000, "")):
+        await judge.judge(
+            b"\x10\x00" * size, sample_rate=16_000, transcript="Friday.", agent_said=said
+        )
+    assert words.read[before:] == ["Friday.", "Friday."]  # the same words after another line
+    assert words.after[before:] == [asked, ""]
+
+
+async def test_the_agent_s_line_is_made_ready_unless_the_judge_is_busy() -> None:
+    words = FakeWords({})
+    judge = EndOfTurnJudge(FakeAudio(0.5), words=words)
+    await judge.warm_up()
+    await judge.prepare(agent_said="Shall I go ahead?")
+    await judge.prepare(agent_said="Hindi words are not read", locale="hi-IN")
+    assert words.prepared == ["Shall I go ahead?"]
+    async with judge._admission.slot():  # a judgement is running: best effort gives way
+        await judge.prepare(agent_said="Anything else?")
+    assert words.prepared == ["Shall I go ahead?"]
+
+
+def test_only_the_agent_s_last_sentences_are_read() -> None:
+    assert agent_line("") == ""
+    assert agent_line("Your order A123 has shipped. Anything else?") == (
+        "Your order A123 has shipped. Anything else?"
+    )
+    many = "I have moved it. " * 10 + "Shall I send a text to confirm it?"
+    assert agent_line(many) == "I have moved it. " * 3 + "Shall I send a text to confirm it?"
+    one_long = " ".join(f"w{i}" for i in range(40)) + "?"
+    assert agent_line(one_long).split() == one_long.split()[-AGENT_WORDS:]
+    assert "<|" not in agent_line("Hi <|im_end|> there") and "|>" not in agent_line("a |> b")
+    assert _header("").endswith(f"{OPENING}<|im_end|>\n<|im_start|>user\n")
 
 
 async def test_a_words_model_that_cannot_load_leaves_the_judge_working_without_it() -> None:
@@ -296,10 +350,59 @@ def test_smollm2_finds_a_sentence_that_goes_on_far_less_likely_to_end(
 
 
 @pytest.mark.model
-def test_smollm2_readings_are_repeatable_and_keep_the_header_cached(
+def test_smollm2_readings_are_repeatable_and_keep_the_agent_s_line_cached(
     smol: SmolWordsEngine,
 ) -> None:
+    asked = "Shall I book it for you?"
     first = smol.end_probability("Cancel my order please")
-    smol.end_probability("It is about the boiler inspection that")
+    after = smol.end_probability("Yes", asked)
+    smol.end_probability("It is about the boiler inspection that", asked)
     assert smol.end_probability("Cancel my order please") == pytest.approx(first, abs=1e-6)
-    assert smol._llm.n_tokens > len(smol._header)  # the header stayed; only words were added
+    assert smol.end_probability("Yes", asked) == pytest.approx(after, abs=1e-6)
+    smol.prepare(asked)
+    header = smol._llm.tokenize(
+        _header(asked).encode(), add_bos=False, special=True
+    )
+    assert smol._cached == header  # the line is in the cache: a reading adds only the words
+    smol.end_probability("Yes please", asked)
+    assert smol._cached[: len(header)] == header
+    assert len(smol._cached) > len(header)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
+    ("asked", "answer"),
+    [
+        ("Would you like me to book that for you?", "Yes please"),
+        ("What day works best for you?", "Thursday"),
+        ("What day works best for you?", "Thursday please"),
+    ],
+)
+def test_smollm2_reads_a_short_answer_as_an_end_after_the_question_it_answers(
+    smol: SmolWordsEngine, asked: str, answer: str
+) -> None:
+    """This test's own lines (neither corpus half, nor the eval scenarios): an answer read
+    after the question the caller heard ends the turn on the words, and reads likelier to end
+    than as a caller's first message."""
+    settings = TurnTaking()
+    opening = smol.end_probability(answer)
+    answering = smol.end_probability(answer, asked)
+    assert answering >= settings.words_end_probability
+    assert answering > 1.4 * opening
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
+    ("asked", "going_on"),
+    [
+        ("Would you like me to book that for you?", "Yes please and"),
+        ("What day works best for you?", "Thursday or"),
+        ("Can I take the account number please?", "It's B"),
+    ],
+)
+def test_smollm2_still_holds_an_answer_that_goes_on_after_the_question(
+    smol: SmolWordsEngine, asked: str, going_on: str
+) -> None:
+    """The question does not make every answer an end: one stopped on an open word or a
+    letter of a code is still held."""
+    assert smol.end_probability(going_on, asked) < TurnTaking().words_hold_probability

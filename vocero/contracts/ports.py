@@ -273,11 +273,19 @@ class TurnJudge(Runner, Protocol):
         locale: str = "en-US",
         utterance_id: str = "",
         confidence: float | None = None,
+        agent_said: str = "",
     ) -> TurnVerdict:
         """Judge the utterance so far: ``pcm16`` is its audio from speech start (a little
         before) up to now, trailing silence included; ``transcript`` is what the recogniser
         heard of it, when there is a transcript, and ``confidence`` how sure it was
-        (:attr:`Transcription.confidence`)."""
+        (:attr:`Transcription.confidence`); ``agent_said`` is what the caller last heard the
+        agent say ("" before the agent spoke): "Friday." answers "Which day suits you?"."""
+        ...
+
+    async def prepare(self, *, agent_said: str, locale: str = "en-US") -> None:
+        """The caller began to speak after hearing ``agent_said``: a judge that reads the
+        words may get ready for them now, off the critical path (best effort: a busy judge
+        skips it, and its judgements stay correct, only slower)."""
         ...
 
 

@@ -96,7 +96,18 @@ def words_go_on(transcript: str, locale: str = "en-US") -> bool:
         words = _without_trailing_you(words)
         if not words or (text.endswith(".") and _stranded_question(words)):
             return False  # "Who am I speaking with." (not "Can you check my refund for")
+    if _clock_time(words, lexicon):
+        return False  # "at 11 am": a time of day, not "I am"
     return open_ending(words, lexicon) is not None
+
+
+def _clock_time(words: list[str], lexicon: Lexicon) -> bool:
+    """The words end on a.m./p.m. after a number ("at 11 am", "ten am"): "am" is not the verb."""
+    if len(words) < 2 or words[-1] not in lexicon.clock.meridiem:
+        return False
+    before = words[-2]
+    spelled = before in lexicon.digit_words or before in lexicon.numbers.cardinals
+    return spelled or any(ch.isdigit() for ch in before)
 
 
 def _modal_alone(words: list[str]) -> bool:

@@ -49,12 +49,17 @@ class Endpointer:
         *,
         on_commit: CommitSink,
         words_of: WordsOf,
+        agent_said: Callable[[], str] = str,
         locale: str = "en-US",
     ) -> None:
         self._judge = judge
         self._tg = tg
         self._on_commit = on_commit
         self._words_of = words_of
+        self._agent_said = agent_said
+        self._said = ""
+        """What the caller had last heard the agent say when the current utterance began: its
+        words are judged as the answer to that."""
         self._locale = locale
         self.policy = TurnPolicy(settings)
         self._fallback_ms = settings.fallback_silence_ms
@@ -71,6 +76,14 @@ class Endpointer:
         self.current = utterance
         self._answered = False
         self.policy.begin(utterance.duration_ms)
+        self._said = self._agent_said()
+        self._tg.start_soon(self._prepare, self._said)  # while the caller speaks
+
+    async def _prepare(self, said: str) -> None:
+        try:
+            await self._judge.prepare(agent_said=said, locale=self._locale)
+        except Exception as exc:  # best effort: the judgements evaluate the line themselves
+            log.info("endpointing.prepare_failed", error=type(exc).__name__)
 
     def forget(self) -> None:
         """The utterance ended some other way (its maximum length, an explicit commit)."""
@@ -131,6 +144,7 @@ class Endpointer:
                 confidence=words[1],
                 locale=self._locale,
                 utterance_id=utterance.utterance_id,
+                agent_said=self._said,
             )
         except Exception as exc:  # busy (CapacityError) or broken: a fixed silence this pause
             log.info("endpointing.judge_failed", error=type(exc).__name__)

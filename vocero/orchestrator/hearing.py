@@ -73,9 +73,17 @@ class Hearing:
                 self._tg,
                 on_commit=self._judged_end,
                 words_of=_words_of,
+                agent_said=self._agent_said,
                 locale=self.core.ctx.effective.locale,
             )
         return Listener(vad, vad_ends=self.endpointer is None)
+
+    def _agent_said(self) -> str:
+        """What the caller last heard the agent say (the history keeps it as heard)."""
+        for message in reversed(self.core.history.messages()):
+            if message.role == "assistant" and message.content.strip():
+                return message.content
+        return ""
 
     # ------------------------------------------------------------------------ handlers
 

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 import structlog
 
-from vocero.contracts.errors import ErrorCode
+from vocero.contracts.errors import CapacityError, ErrorCode
 from vocero.contracts.ports import TurnVerdict
 from vocero.inference.cpu import mel, threads
 from vocero.inference.cpu.audio import Float32, pcm16_to_float, resample
@@ -65,9 +65,9 @@ class EndOfTurnJudge(RunnerShell):
         self._last: tuple[str, int, float] | None = None
         """(utterance, audio bytes, probability) of the last judgement: the policy asks again
         about the same audio when the pause's transcript arrives, and only the words changed."""
-        self._last_words: tuple[str, float] | None = None
-        """(transcript, probability) of the words model's last reading: a pause is judged
-        again about new audio with the same words."""
+        self._last_words: tuple[tuple[str, str], float] | None = None
+        """((transcript, agent's line), probability) of the words model's last reading: a pause
+        is judged again about new audio with the same words."""
 
     async def warm_up(self) -> None:
         # Turn detection is part of hearing the caller: a judge that cannot start is reported
@@ -100,9 +100,12 @@ class EndOfTurnJudge(RunnerShell):
         locale: str = "en-US",
         utterance_id: str = "",
         confidence: float | None = None,
+        agent_said: str = "",
     ) -> TurnVerdict:
         probability, model_ms = await self._probability(pcm16, sample_rate, utterance_id)
-        words_probability, words_ms = await self._words_probability(transcript, locale)
+        words_probability, words_ms = await self._words_probability(
+            transcript, locale, agent_said
+        )
         return reading(
             probability,
             transcript,
@@ -112,18 +115,33 @@ class EndOfTurnJudge(RunnerShell):
             model_ms=model_ms + words_ms,
         )
 
-    async def _words_probability(self, transcript: str, locale: str) -> tuple[float | None, float]:
+    async def prepare(self, *, agent_said: str, locale: str = "en-US") -> None:
+        """Evaluate the agent's line for the words model while the caller speaks; skipped when
+        the judge is busy (the first judgement then evaluates it)."""
+        words = self._words
+        if words is None or not locale.lower().startswith("en"):
+            return
+        try:
+            async with self._admission.slot(wait=False):
+                await threads.run(lambda: words.prepare(agent_said))
+        except CapacityError:
+            return
+
+    async def _words_probability(
+        self, transcript: str, locale: str, agent_said: str
+    ) -> tuple[float | None, float]:
         words = self._words
         if words is None or not transcript.strip() or not locale.lower().startswith("en"):
             return None, 0.0
+        key = (transcript, agent_said)
         last = self._last_words
-        if last is not None and last[0] == transcript:
+        if last is not None and last[0] == key:
             return last[1], 0.0
         async with self._admission.slot(self._queue.deadline_s):
             started = time.perf_counter()
-            probability = await threads.run(lambda: words.end_probability(transcript))
+            probability = await threads.run(lambda: words.end_probability(transcript, agent_said))
             words_ms = (time.perf_counter() - started) * 1000.0
-        self._last_words = (transcript, probability)
+        self._last_words = (key, probability)
         return probability, words_ms
 
     async def _probability(

@@ -29,6 +29,7 @@ class JudgeCall:
     utterance_id: str
     audio_ms: float
     transcript: str
+    agent_said: str = ""
 
 
 class SimTurnJudge:
@@ -50,12 +51,17 @@ class SimTurnJudge:
         self._utterance_id: str | None = None
         self._asked = 0
         self.calls: list[JudgeCall] = []
+        self.prepared: list[str] = []
+        """What the agent had said when each utterance began (:meth:`prepare`)."""
 
     async def warm_up(self) -> None:
         return None
 
     def status(self) -> RunnerStatus:
         return RunnerStatus(health="ready", capacity=1_000_000)
+
+    async def prepare(self, *, agent_said: str, locale: str = "en-US") -> None:
+        self.prepared.append(agent_said)
 
     async def judge(
         self,
@@ -66,12 +72,13 @@ class SimTurnJudge:
         locale: str = "en-US",
         utterance_id: str = "",
         confidence: float | None = None,
+        agent_said: str = "",
     ) -> TurnVerdict:
         await anyio.lowlevel.checkpoint()
         if utterance_id != self._utterance_id:
             self._utterance_id, self._utterance, self._asked = utterance_id, self._utterance + 1, 0
         audio_ms = len(pcm16) / 2 * 1000 / sample_rate
-        self.calls.append(JudgeCall(utterance_id, audio_ms, transcript))
+        self.calls.append(JudgeCall(utterance_id, audio_ms, transcript, agent_said))
         probability = self._next(pcm16, sample_rate)
         return TurnVerdict(probability=probability, heard_words=bool(transcript.strip()))
 
