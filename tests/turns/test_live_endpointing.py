@@ -277,6 +277,10 @@ async def test_a_barge_in_still_stops_the_agent_and_becomes_a_judged_turn() -> N
         await speak(h, silence_frames(160))
         final = await h.until_frame("transcript.final.v1", 2)
         assert final.text == "stop please"
+        # The words were read after the part of the story the caller had heard, not all of it.
+        heard = [m.content for m in h.session.core.history if m.role == "assistant"][0]
+        assert judge.calls[-1].agent_said == heard
+        assert 0 < len(heard) < len(STORY)
 
 
 async def test_push_to_talk_is_never_judged() -> None:

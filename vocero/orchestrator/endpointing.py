@@ -57,9 +57,9 @@ class Endpointer:
         self._on_commit = on_commit
         self._words_of = words_of
         self._agent_said = agent_said
-        self._said = ""
-        """What the caller had last heard the agent say when the current utterance began: its
-        words are judged as the answer to that."""
+        """What the caller last heard the agent say: their words are judged as the answer to
+        it (read again at each judgement: an answer the caller cut short is remembered, as
+        heard, once the barge-in took the turn)."""
         self._locale = locale
         self.policy = TurnPolicy(settings)
         self._fallback_ms = settings.fallback_silence_ms
@@ -76,8 +76,7 @@ class Endpointer:
         self.current = utterance
         self._answered = False
         self.policy.begin(utterance.duration_ms)
-        self._said = self._agent_said()
-        self._tg.start_soon(self._prepare, self._said)  # while the caller speaks
+        self._tg.start_soon(self._prepare, self._agent_said())  # while the caller speaks
 
     async def _prepare(self, said: str) -> None:
         try:
@@ -144,7 +143,7 @@ class Endpointer:
                 confidence=words[1],
                 locale=self._locale,
                 utterance_id=utterance.utterance_id,
-                agent_said=self._said,
+                agent_said=self._agent_said(),
             )
         except Exception as exc:  # busy (CapacityError) or broken: a fixed silence this pause
             log.info("endpointing.judge_failed", error=type(exc).__name__)
