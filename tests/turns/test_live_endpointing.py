@@ -278,7 +278,7 @@ async def test_a_barge_in_still_stops_the_agent_and_becomes_a_judged_turn() -> N
         final = await h.until_frame("transcript.final.v1", 2)
         assert final.text == "stop please"
         # The words were read after the part of the story the caller had heard, not all of it.
-        heard = [m.content for m in h.session.core.history if m.role == "assistant"][0]
+        heard = next(m.content for m in h.session.core.history if m.role == "assistant")
         assert judge.calls[-1].agent_said == heard
         assert 0 < len(heard) < len(STORY)
 
