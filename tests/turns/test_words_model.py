@@ -231,6 +231,26 @@ def test_the_words_model_ends_a_turn_no_sooner_than_words_end_silence_ms() -> No
     assert policy.state == "speaking"
 
 
+@pytest.mark.parametrize(("words", "ends_at"), [(1, 600), (2, 600), (3, 400), (0, 400)])
+def test_a_short_answer_the_words_model_ends_waits_longer(words: int, ends_at: int) -> None:
+    """"No wait, ... make it 11": one or two words the model reads as an answer end the turn
+    at ``words_end_short_silence_ms``, longer ones at ``words_end_silence_ms``."""
+    verdict = TurnVerdict(
+        probability=0.6, heard_words=True, words_probability=0.5, words_count=words
+    )
+    settings = TurnTaking(
+        judge_pause_ms=150, words_end_silence_ms=400, words_end_short_silence_ms=600
+    )
+    commit = _judged(verdict, settings)[-1]
+    assert isinstance(commit, Commit) and commit.reason == "words"
+    assert commit.endpointing_ms == pytest.approx(ends_at, abs=20)
+
+
+def test_the_verdict_counts_the_words_read() -> None:
+    assert reading(0.5, "No wait.", words_probability=0.4).words_count == 2
+    assert reading(0.5, "", words_probability=None).words_count == 0
+
+
 def test_the_audio_vetoes_words_only_when_all_but_sure_the_caller_goes_on() -> None:
     vetoed = _judged(TurnVerdict(probability=0.01, heard_words=True, words_probability=0.4))
     assert isinstance(vetoed[-1], Commit) and vetoed[-1].reason == "max_silence"

@@ -251,6 +251,8 @@ class TurnVerdict(msgspec.Struct, frozen=True, kw_only=True):
     """The transcript is a statement that ends on a code or digits ("... order A124."): the
     words model's doubt does not hold the turn (it cannot tell a code given whole from one
     half read out; the lexicon's identifier rule judges those). (Added with a default.)"""
+    words_count: int = 0
+    """How many words the transcript read has (0: none was read). (Added with a default.)"""
     model_ms: float = 0.0
     """Time the judge itself took (its queue wait excluded)."""
 

@@ -75,6 +75,10 @@ TRANSITIONS: dict[tuple[TurnState, TurnEvent], TurnState] = {
 }
 
 
+SHORT_ANSWER_WORDS = 2
+"""Words of at most this many are a short answer (``TurnTaking.words_end_short_silence_ms``)."""
+
+
 class TurnPolicyError(Exception):
     """An event the policy's state cannot take (a bug in the caller, never caller input)."""
 
@@ -148,9 +152,10 @@ class TurnPolicy:
         """The pending judgement weighs that transcript."""
         self._judged_words = False
         """A verdict of this pause weighed words that do not go on."""
-        self._words_end_due: float | None = None
-        """The words model ended this pause before ``words_end_silence_ms``: the probability
-        the turn ends with once that much silence has passed."""
+        self._words_end_due: tuple[float, float] | None = None
+        """The words model ended this pause before its silence (``words_end_silence_ms``, or
+        ``words_end_short_silence_ms`` for a short answer): the probability the turn ends with
+        and the silence it ends at."""
 
     # ------------------------------------------------------------------------------ inputs
 
@@ -177,8 +182,8 @@ class TurnPolicy:
             return self._commit(now_ms, "max_silence")
         if self.resumed and self._judged_words and silence >= self.settings.resumed_silence_ms:
             return self._commit(now_ms, "resumed")
-        if self._words_end_due is not None and silence >= self.settings.words_end_silence_ms:
-            return self._commit(now_ms, "words", self._words_end_due)
+        if self._words_end_due is not None and silence >= self._words_end_due[1]:
+            return self._commit(now_ms, "words", self._words_end_due[0])
         if self._fallback and silence >= self.settings.fallback_silence_ms:
             return self._commit(now_ms, "fallback")
         if self._judgement_due(now_ms):
@@ -228,10 +233,9 @@ class TurnPolicy:
             self._judged_words = True
         threshold = self._threshold(verdict)
         if verdict.probability >= threshold:
-            if self._words_end(verdict) and (
-                now_ms - self.last_voiced_ms < self.settings.words_end_silence_ms
-            ):
-                self._words_end_due = verdict.probability  # ends at that silence (frame)
+            wait_ms = self._words_end_silence(verdict)
+            if self._words_end(verdict) and now_ms - self.last_voiced_ms < wait_ms:
+                self._words_end_due = (verdict.probability, wait_ms)  # ends then (frame)
             else:
                 return self._commit(now_ms, "judged", verdict.probability)
         self._move("going_on")
@@ -285,6 +289,12 @@ class TurnPolicy:
             and not verdict.words_going_on
             and not self._words_hold(verdict)
         )
+
+    def _words_end_silence(self, verdict: TurnVerdict) -> float:
+        """The least silence a turn the words model ends takes."""
+        if 0 < verdict.words_count <= SHORT_ANSWER_WORDS:
+            return self.settings.words_end_short_silence_ms
+        return self.settings.words_end_silence_ms
 
     def _words_hold(self, verdict: TurnVerdict) -> bool:
         """The words model finds an end after these words all but impossible."""
