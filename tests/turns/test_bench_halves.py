@@ -31,6 +31,17 @@ def test_both_halves_and_the_development_set_have_a_corpus() -> None:
     assert not texts("dev") & texts("heldout")
 
 
+def test_every_development_sentence_has_the_agent_line_said_before_it() -> None:
+    """``prompts.yaml`` (ADR-0025): one agent line per sentence, in the sentences' order."""
+    import yaml
+
+    dev = HALVES["dev"]
+    sentences = yaml.safe_load((dev / "sentences.yaml").read_text())
+    prompts = yaml.safe_load((dev / "prompts.yaml").read_text())["prompts"]
+    assert [p["caller"] for p in prompts] == sentences["complete"] + sentences["paused"]
+    assert all(p["said"].strip() and len(p["said"].split()) <= 25 for p in prompts)
+
+
 def test_a_paused_caller_committed_before_the_last_word_is_cut_off_and_not_answered() -> None:
     report = paused_report(_turns(-500.0, 300.0, 900.0, None))
     assert report["premature_cut_off_rate"] == 0.25
