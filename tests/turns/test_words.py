@@ -44,6 +44,12 @@ def test_a_sentence_that_stops_mid_way_goes_on(text: str) -> None:
         "Book it for Tuesday at 3.",
         "What is it for?",
         "That's all, thank you.",
+        # A time of day ends on a.m./p.m., not on the verb "am" (heard in the voice eval:
+        # "... to Saturday at 11 AM." was held for 1.6 s).
+        "Move it to Saturday at 11 AM.",
+        "Friday at ten am",
+        "Make it 9 p.m.",
+        "at eleven pm.",
         "",
         "   ",
     ],
@@ -249,21 +255,6 @@ def test_sure_means_at_or_above_the_threshold() -> None:
 def test_a_finished_clause_ending_on_a_time_or_a_pronoun_one_is_no_number_in_progress() -> None:
     assert not words_go_on("I need to reschedule for next Friday at 10")
     assert not words_go_on("No, the other one")
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Move it to Saturday at 11 AM.",
-        "Friday at ten am",
-        "Make it 9 p.m.",
-        "at eleven pm.",
-    ],
-)
-def test_a_time_of_day_ends_on_am_or_pm_not_on_the_verb(text: str) -> None:
-    # Heard in the voice eval: "... to Saturday at 11 AM." was held as "I am" for 1.6 s.
-    assert not words_go_on(text)
-
 
 
 def test_am_after_anything_but_a_number_is_still_the_verb() -> None:

@@ -80,7 +80,7 @@ class Hearing:
 
     def _agent_said(self) -> str:
         """What the caller last heard the agent say (the history keeps it as heard)."""
-        for message in reversed(self.core.history.messages()):
+        for message in reversed(self.core.history):
             if message.role == "assistant" and message.content.strip():
                 return message.content
         return ""

@@ -233,11 +233,10 @@ class TurnPolicy:
             self._judged_words = True
         threshold = self._threshold(verdict)
         if verdict.probability >= threshold:
-            wait_ms = self._words_end_silence(verdict)
-            if self._words_end(verdict) and now_ms - self.last_voiced_ms < wait_ms:
-                self._words_end_due = (verdict.probability, wait_ms)  # ends then (frame)
-            else:
+            wait_ms = self._words_end_silence(verdict) if self._words_end(verdict) else 0.0
+            if now_ms - self.last_voiced_ms >= wait_ms:
                 return self._commit(now_ms, "judged", verdict.probability)
+            self._words_end_due = (verdict.probability, wait_ms)  # ends then (frame)
         self._move("going_on")
         self._next_due_ms = now_ms + self.settings.rejudge_ms
         if self._words_waiting:
