@@ -241,6 +241,37 @@ def test_a_doubtful_short_window_result_is_done_again_the_standard_way(
     assert word_errors("Cancel appointment 204.", heard.text)[0] == 0
 
 
+class _CountingDecoder:
+    """CTranslate2's Whisper, with its decoder passes counted."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.passes = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def generate(self, *args: object, **kwargs: object) -> object:
+        self.passes += 1
+        return self.inner.generate(*args, **kwargs)  # type: ignore[attr-defined]
+
+
+def test_speech_whisper_cannot_make_out_is_decoded_once_the_standard_way(
+    whisper: WhisperEngine, piper: PiperEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Time-reversed speech sounds like speech and means nothing, as letters spelled in a voice
+    # Whisper does not know do: the short window doubts it, and the standard way used to decode
+    # it again at five higher temperatures (seven passes, 2-3 s before the turn is answered).
+    speech = pcm16_to_float(speak_16k(piper, "I'd like to book a table for four at seven."))
+    decoder = _CountingDecoder(whisper._model.model)
+    monkeypatch.setattr(whisper._model, "model", decoder)
+    fallbacks = whisper.fallbacks
+    heard = whisper.recognise(speech[::-1].copy(), words=False)
+    assert whisper.fallbacks == fallbacks + 1
+    assert decoder.passes == 2, "once in the short window, once the standard way"
+    assert heard.confidence is not None and heard.confidence < 0.6
+
+
 def test_whisper_engine_is_shared_per_process(whisper: WhisperEngine) -> None:
     other = WhisperEngine(whisper._model_dir, threads=whisper._threads)
     other.load()

@@ -123,6 +123,11 @@ PROMPT_TOKENS = 64
 they are decoded with every recognition (the demo profile's 24 cost p50 +30-50 ms a
 recognition for tiny.en on two cores, measured with other work running)."""
 _PROMPTS_CACHED = 64
+_FULL_TEMPERATURE = 0.0
+"""The standard way decodes once, greedily. faster-whisper's default is to decode again at five
+higher temperatures while the result fails its loop and log-probability checks: on speech
+Whisper cannot make out (letters spelled in a voice it does not know) that is six passes and
+1.5-3 s before the caller's turn can be answered, and the sampled text is no better."""
 _TOKENS_PER_S = 8
 _LOOP_MARGIN = 10
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
@@ -221,6 +226,7 @@ class WhisperEngine:
             condition_on_previous_text=False,
             vad_filter=False,
             initial_prompt=list(prompt) or None,
+            temperature=_FULL_TEMPERATURE,
         )
         parts: list[str] = []
         found: list[Word] = []
