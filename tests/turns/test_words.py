@@ -29,6 +29,12 @@ from vocero.inference.turn import (
         "I ordered a blue jacket and",
         "My phone number is five five five,",
         "So, the thing is -",
+        # A pronoun and its auxiliary go on, after yes or no too, unless the auxiliary is the
+        # answer's last word.
+        "I am",
+        "Yes, it's",
+        "Yes, I want",
+        "No, my name is",
     ],
 )
 def test_a_sentence_that_stops_mid_way_goes_on(text: str) -> None:
@@ -50,6 +56,13 @@ def test_a_sentence_that_stops_mid_way_goes_on(text: str) -> None:
         "Friday at ten am",
         "Make it 9 p.m.",
         "at eleven pm.",
+        # The answer to a yes-or-no question leaves its verb out: "Yes, I am." ends on the
+        # auxiliary and was held for 1.6 s as "I am ...".
+        "Yes, I am.",
+        "Yes I do",
+        "No, it is not.",
+        "Yeah, we can.",
+        "Oh yes, there is.",
         "",
         "   ",
     ],

@@ -413,6 +413,28 @@ def test_smollm2_reads_a_short_answer_as_an_end_after_the_question_it_answers(
 
 @pytest.mark.model
 @pytest.mark.parametrize(
+    ("asked", "answer"),
+    [
+        ("Do you have the card you paid with?", "Yes, I do."),
+        ("Are you the person named on the policy?", "Yes, I am."),
+        ("Is the parcel still with you?", "No, it isn't."),
+    ],
+)
+def test_an_answer_that_leaves_the_question_s_verb_out_ends_on_the_words(
+    smol: SmolWordsEngine, asked: str, answer: str
+) -> None:
+    """This test's own lines: "Yes, I am." after the question it answers ends the turn on the
+    words, though the audio doubts; it was read as "I am ..." going on, held for 1.6 s."""
+    verdict = reading(
+        0.3, answer, confidence=0.9, words_probability=smol.end_probability(answer, asked)
+    )
+    commit = _judged(verdict)[-1]
+    assert isinstance(commit, Commit) and commit.reason == "words"
+    assert commit.endpointing_ms < TurnTaking().max_silence_ms / 2
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
     ("asked", "going_on"),
     [
         ("Would you like me to book that for you?", "Yes please and"),

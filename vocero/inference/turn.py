@@ -35,6 +35,17 @@ _CLOSED = (".", "?", "!")
 _TIME_WORDS: frozenset[str] = frozenset({"at", "by", "until", "till", "before", "after", "around"})
 _MODALS: frozenset[str] = frozenset({"can", "could", "would", "will", "should", "may", "shall"})
 _PRONOUNS: frozenset[str] = frozenset({"you", "i", "we", "they", "he", "she", "it", "someone"})
+_ANSWERS: frozenset[str] = frozenset({"yes", "yeah", "yep", "yup", "no", "nope", "nah"})
+_SUBJECTS: frozenset[str] = frozenset(
+    {"i", "you", "we", "they", "he", "she", "it", "that", "there", "this"}
+)
+_ANSWERING_AUXILIARIES: frozenset[str] = frozenset(
+    {
+        "am", "is", "are", "was", "were", "do", "does", "did", "have", "has", "can", "could",
+        "will", "would", "should", "shall", "must",
+    }
+)  # fmt: skip
+"""The auxiliaries an answer to a yes-or-no question ends on ("Yes, I do")."""
 _NAMING: frozenset[str] = frozenset({"is", "number", "code", "reference", "was", "are"})
 """Words after which a lone "one" is a digit ("the code is one"), not a pronoun."""
 MIN_CONFIDENCE = 0.65
@@ -98,6 +109,8 @@ def words_go_on(transcript: str, locale: str = "en-US") -> bool:
             return False  # "Who am I speaking with." (not "Can you check my refund for")
     if _clock_time(words, lexicon):
         return False  # "at 11 am": a time of day, not "I am"
+    if lexicon.language == "en" and _elliptical_answer(words):
+        return False  # "Yes, I am.": the question's verb is left out, not still to come
     return open_ending(words, lexicon) is not None
 
 
@@ -108,6 +121,20 @@ def _clock_time(words: list[str], lexicon: Lexicon) -> bool:
     before = words[-2]
     spelled = before in lexicon.digit_words or before in lexicon.numbers.cardinals
     return spelled or any(ch.isdigit() for ch in before)
+
+
+def _elliptical_answer(words: list[str]) -> bool:
+    """Yes or no, then a pronoun and its auxiliary, perhaps with "not": "Yes, I am", "No, it is
+    not", "Yeah, we do", "Yes, I can". The answer to a yes-or-no question leaves the question's
+    verb out; the auxiliary is where it ends, not a verb still to come ("I am" alone, "Yes, I
+    want", "Yes, it's" still go on)."""
+    core = words[:-1] if words and words[-1] == "not" else words
+    return (
+        len(core) >= 3
+        and core[-3] in _ANSWERS
+        and core[-2] in _SUBJECTS
+        and core[-1] in _ANSWERING_AUXILIARIES
+    )
 
 
 def _modal_alone(words: list[str]) -> bool:
