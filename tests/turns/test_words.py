@@ -35,6 +35,8 @@ from vocero.inference.turn import (
         "Yes, it's",
         "Yes, I want",
         "No, my name is",
+        "Do",
+        "and so",
     ],
 )
 def test_a_sentence_that_stops_mid_way_goes_on(text: str) -> None:
@@ -63,6 +65,9 @@ def test_a_sentence_that_stops_mid_way_goes_on(text: str) -> None:
         "No, it is not.",
         "Yeah, we can.",
         "Oh yes, there is.",
+        "Uh, I think so.",  # the development set's; "so" stands for the question
+        "I don't think so",
+        "Please do.",  # the development set's, after "Shall I email you a copy?"
         "",
         "   ",
     ],

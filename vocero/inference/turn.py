@@ -46,6 +46,10 @@ _ANSWERING_AUXILIARIES: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 """The auxiliaries an answer to a yes-or-no question ends on ("Yes, I do")."""
+_SO_VERBS: frozenset[str] = frozenset(
+    {"think", "hope", "guess", "believe", "suppose", "expect", "imagine", "reckon", "afraid"}
+)
+"""Words after which "so" stands for the clause asked about ("I think so", "I'm afraid so")."""
 _NAMING: frozenset[str] = frozenset({"is", "number", "code", "reference", "was", "are"})
 """Words after which a lone "one" is a digit ("the code is one"), not a pronoun."""
 MIN_CONFIDENCE = 0.65
@@ -110,7 +114,7 @@ def words_go_on(transcript: str, locale: str = "en-US") -> bool:
     if _clock_time(words, lexicon):
         return False  # "at 11 am": a time of day, not "I am"
     if lexicon.language == "en" and _elliptical_answer(words):
-        return False  # "Yes, I am.": the question's verb is left out, not still to come
+        return False  # "Yes, I am.", "I think so.": the question's verb is left out
     return open_ending(words, lexicon) is not None
 
 
@@ -124,11 +128,18 @@ def _clock_time(words: list[str], lexicon: Lexicon) -> bool:
 
 
 def _elliptical_answer(words: list[str]) -> bool:
-    """Yes or no, then a pronoun and its auxiliary, perhaps with "not": "Yes, I am", "No, it is
-    not", "Yeah, we do", "Yes, I can". The answer to a yes-or-no question leaves the question's
-    verb out; the auxiliary is where it ends, not a verb still to come ("I am" alone, "Yes, I
-    want", "Yes, it's" still go on)."""
+    """An answer that leaves the question's verb out, ending on a word that elsewhere waits for
+    one: yes or no, then a pronoun and its auxiliary, perhaps with "not" ("Yes, I am", "No, it
+    is not", "Yeah, we do"); "please do"; and "so" standing for the question after "think",
+    "hope" and the like ("I think so", "I'm afraid so"). "I am" alone, "Yes, I want", "Yes,
+    it's", "Do" and "and so" still go on."""
     core = words[:-1] if words and words[-1] == "not" else words
+    if len(core) < 2:
+        return False
+    if core[-1] == "so":
+        return core[-2] in _SO_VERBS
+    if core[-2:] == ["please", "do"]:
+        return True
     return (
         len(core) >= 3
         and core[-3] in _ANSWERS
