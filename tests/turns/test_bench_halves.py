@@ -5,10 +5,12 @@ from __future__ import annotations
 from vocero.bench.halves import (
     HALVES,
     PausedTurn,
+    agent_lines,
     complete_report,
     half_summary,
     paused_report,
 )
+from vocero.bench.turn_corpus import load_labels
 
 
 def _turns(*afters: float | None, ttfs: tuple[float | None, ...] = ()) -> list[PausedTurn]:
@@ -40,6 +42,15 @@ def test_every_development_sentence_has_the_agent_line_said_before_it() -> None:
     prompts = yaml.safe_load((dev / "prompts.yaml").read_text())["prompts"]
     assert [p["caller"] for p in prompts] == sentences["complete"] + sentences["paused"]
     assert all(p["said"].strip() and len(p["said"].split()) <= 25 for p in prompts)
+
+
+def test_only_the_development_set_is_spoken_after_the_agent_s_lines() -> None:
+    lines = {half: agent_lines(directory) for half, directory in HALVES.items()}
+    dev = load_labels(HALVES["dev"]).clips
+    assert all(lines["dev"].get(clip.text) for clip in dev), "every clip finds its line"
+    paused = next(c for c in dev if c.kind == "paused")
+    assert " ... " in paused.text and lines["dev"][paused.text]
+    assert lines["tuning"] == {} and lines["heldout"] == {}
 
 
 def test_a_paused_caller_committed_before_the_last_word_is_cut_off_and_not_answered() -> None:

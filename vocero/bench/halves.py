@@ -13,6 +13,11 @@ on). Each is reported on its own:
   same way until the session commits the turn; a commit before the end of the last word cuts
   the caller off (``cut_off_rate``), one after it answers that much later
   (``answered_after_last_word_ms``: the commit, the moment the answer starts being made).
+
+A half that ships the agent's line before each sentence (``prompts.yaml``: the development set,
+ADR-0025) is spoken in context: the session's history holds that line as what the caller last
+heard the agent say, as it would in a conversation (:func:`agent_lines`). The others are spoken
+as a caller's first words.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
+import yaml
 
 from vocero.bench.stats import percentiles
 from vocero.bench.turn_corpus import CORPUS, Clip
@@ -31,6 +37,8 @@ from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.session import Session
 
 FRAME = 640  # 20 ms of 16 kHz PCM16
+PROMPTS = "prompts.yaml"
+"""The file of a half's agent lines, one per sentence, in the sentences' order."""
 HALVES: dict[str, Path] = {
     "tuning": CORPUS,
     "heldout": CORPUS / "heldout",
@@ -61,6 +69,8 @@ class PausedTurn:
     it weighed, its probability."""
     ttfs_ms: float | None = None
     """Complete clips: the end of the last word to the first audio of the answer."""
+    agent_said: str = ""
+    """The agent's line the session held as heard before the clip (:func:`agent_lines`)."""
 
     @property
     def premature(self) -> bool:
@@ -79,6 +89,17 @@ async def _play(session: Session, out: OutputChannel) -> float | None:
                 int(out.playout_of(frame.payload.generation_id).sent_ms),
             )
     return first
+
+
+def agent_lines(directory: Path) -> dict[str, str]:
+    """What the agent said before each sentence of the half in ``directory``, by the sentence as
+    its clips' labels spell it (a pause, " | " in the prompts, is " ... " there); empty for a
+    half without ``prompts.yaml``."""
+    path = directory / PROMPTS
+    if not path.exists():
+        return {}
+    prompts = yaml.safe_load(path.read_text())["prompts"]
+    return {p["caller"].replace(" | ", " ... "): p["said"] for p in prompts}
 
 
 async def speak_clip(
@@ -154,6 +175,8 @@ def _detail(p: PausedTurn) -> dict[str, Any]:
     }
     if p.ttfs_ms is not None:
         row["ttfs_ms"] = round(p.ttfs_ms, 1)
+    if p.agent_said:
+        row["agent_said"] = p.agent_said
     return row
 
 

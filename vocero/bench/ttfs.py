@@ -39,6 +39,7 @@ from vocero.app.settings import REPO_ROOT, Settings
 from vocero.bench.halves import (
     HALVES,
     PausedTurn,
+    agent_lines,
     complete_report,
     half_summary,
     paused_report,
@@ -47,7 +48,7 @@ from vocero.bench.halves import (
 from vocero.bench.stats import percentiles
 from vocero.contracts import events as ev
 from vocero.contracts.domain import DEFAULT_VOICE, AgentProfile, Caller
-from vocero.contracts.ports import TurnVerdict
+from vocero.contracts.ports import Message, TurnVerdict
 from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.session import Session
 
@@ -271,6 +272,7 @@ async def run_ttfs(
             turns.append(turn)
         for half, clips in corpora.items():
             heard: dict[str, list[PausedTurn]] = {"complete": [], "paused": []}
+            lines = agent_lines(HALVES[half])
             for clip in clips:
 
                 async def clip_turn(
@@ -279,9 +281,13 @@ async def run_ttfs(
                     clock: StageClock,
                     clip: Any = clip,
                     heard: dict[str, list[PausedTurn]] = heard,
+                    said: str = lines.get(clip.label.text, ""),
                 ) -> None:
                     judge_clock.trace = []
+                    if said:  # what the caller heard the agent say before this sentence
+                        session.core.remember(Message(role="assistant", content=said))
                     outcome = await speak_clip(session, out, clip, clock, answer=not clip.paused)
+                    outcome.agent_said = said
                     outcome.verdicts = _relative(judge_clock.trace, outcome.last_word_at)
                     heard["paused" if clip.paused else "complete"].append(outcome)
 
@@ -293,6 +299,7 @@ async def run_ttfs(
     report["halves"] = {
         half: {
             "corpus": str(HALVES[half].relative_to(REPO_ROOT)),
+            "in_context": sum(1 for t in heard["complete"] + heard["paused"] if t.agent_said),
             "summary": half_summary(heard["complete"], heard["paused"]),
             "complete": complete_report(heard["complete"]),
             "paused": paused_report(heard["paused"]),
