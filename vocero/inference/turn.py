@@ -36,15 +36,10 @@ _TIME_WORDS: frozenset[str] = frozenset({"at", "by", "until", "till", "before", 
 _MODALS: frozenset[str] = frozenset({"can", "could", "would", "will", "should", "may", "shall"})
 _PRONOUNS: frozenset[str] = frozenset({"you", "i", "we", "they", "he", "she", "it", "someone"})
 _ANSWERS: frozenset[str] = frozenset({"yes", "yeah", "yep", "yup", "no", "nope", "nah"})
-_SUBJECTS: frozenset[str] = frozenset(
-    {"i", "you", "we", "they", "he", "she", "it", "that", "there", "this"}
-)
-_ANSWERING_AUXILIARIES: frozenset[str] = frozenset(
-    {
-        "am", "is", "are", "was", "were", "do", "does", "did", "have", "has", "can", "could",
-        "will", "would", "should", "shall", "must",
-    }
-)  # fmt: skip
+_SUBJECTS: frozenset[str] = _PRONOUNS | {"that", "there", "this"}
+_ANSWERING_AUXILIARIES: frozenset[str] = _MODALS | {
+    "am", "is", "are", "was", "were", "do", "does", "did", "have", "has", "must",
+}  # fmt: skip
 """The auxiliaries an answer to a yes-or-no question ends on ("Yes, I do")."""
 _SO_VERBS: frozenset[str] = frozenset(
     {"think", "hope", "guess", "believe", "suppose", "expect", "imagine", "reckon", "afraid"}
