@@ -269,7 +269,7 @@ def reading(
         # A small language model cannot tell a code just given from one half read out ("order
         # A124" reads to it as going on): its doubt about an identifier does not hold the turn.
         words_identifier=_ends_on_identifier(transcript, locale),
-        words_count=len(transcript.split()),
+        words_count=len(words_of(transcript)),
         model_ms=model_ms,
     )
 
