@@ -69,3 +69,43 @@ def test_built_work_is_not_called_in_progress() -> None:
     for adr in ("0006-durable-state-and-leases.md", "0011-one-node-with-admission.md"):
         text = (REPO_ROOT / "docs" / "adr" / adr).read_text()
         assert "in progress" not in text and "being added" not in text, adr
+
+
+ADR_DIR = REPO_ROOT / "docs" / "adr"
+ADR_SECTIONS = ("Context", "Decision", "Alternatives", "Consequences", "Risks",
+                "Review condition")
+"""Seed 004 §16: "Each ADR must include context, decision, alternatives, consequences, risks,
+status and review condition." A heading may add a qualifier ("Decision (as it was)" of a
+superseded record, "Alternatives considered"), never replace the name."""
+
+
+def _adr_files() -> list[str]:
+    return sorted(p.name for p in ADR_DIR.glob("0*.md"))
+
+
+def test_every_adr_has_a_status_and_the_sections_seed_004_asks_for() -> None:
+    names = _adr_files()
+    assert len(names) >= 25, names
+    missing: dict[str, list[str]] = {}
+    for name in names:
+        text = (ADR_DIR / name).read_text()
+        headings = re.findall(r"^## (.+?)\s*$", text, re.MULTILINE)
+        lacks = [section for section in ADR_SECTIONS
+                 if not any(re.fullmatch(rf"{section}(?: considered| \(.+\))?", heading)
+                            for heading in headings)]
+        if not re.search(r"^\* \*\*Status:\*\* \S", text, re.MULTILINE):
+            lacks.insert(0, "Status")
+        if lacks:
+            missing[name] = lacks
+    assert not missing, f"ADRs without what seed 004 §16 asks of each: {missing}"
+
+
+def test_the_adr_index_lists_every_record_and_only_those() -> None:
+    index = (ADR_DIR / "README.md").read_text()
+    rows = re.findall(r"^\| \[(\d{4})\]\((0[^)]+\.md)\) \|", index, re.MULTILINE)
+    listed = {file for _, file in rows}
+    assert all(file.startswith(number) for number, file in rows), rows
+    unlisted = [name for name in _adr_files() if name not in listed]
+    assert not unlisted, f"ADRs the index table of docs/adr/README.md omits: {unlisted}"
+    gone = sorted(listed - set(_adr_files()))
+    assert not gone, f"the ADR index links records that do not exist: {gone}"
