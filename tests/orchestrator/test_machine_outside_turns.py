@@ -89,10 +89,20 @@ def test_a_dependency_lost_again_in_text_mode_is_taken_without_a_change() -> Non
     assert step("DEGRADED", Event.DEPENDENCY_FAILED) == ("DEGRADED", (X.OUTAGE_TAKEN,))
 
 
-def test_a_busy_or_configuring_session_does_not_take_the_outage_yet() -> None:
+def test_a_busy_session_does_not_take_the_outage_yet() -> None:
     """Its reporter reports it again later (the store's next failed renewal)."""
-    for state in (*ANSWERING_STATES, "INTERRUPTING", "CONFIGURING"):
+    for state in (*ANSWERING_STATES, "INTERRUPTING"):
         assert step(state, Event.DEPENDENCY_FAILED) == (state, ())
+
+
+def test_a_dependency_lost_while_configuring_starts_the_session_in_text_mode() -> None:
+    """Issue 41: the table ignored it, and the session went on to listen with no store."""
+    machine = SessionMachine("CONFIGURING")
+    lost = machine.process(Event.DEPENDENCY_FAILED)
+    assert (lost.state, lost.effects) == ("DEGRADED", (X.OUTAGE_TAKEN, X.EMIT_STATE))
+    configured = machine.process(Event.CONFIGURED)
+    assert (configured.state, configured.effects) == ("DEGRADED", ()), "stays in text mode"
+    assert machine.process(Event.DEPENDENCY_RECOVERED).state == "LISTENING"
 
 
 @given(live_states)

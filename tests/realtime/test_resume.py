@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from starlette.testclient import TestClient
 
 from tests.support.wsclient import ProtocolClient
+from vocero.app.server import create_app
+from vocero.app.settings import REPO_ROOT, Settings
 
 
 def payload(frame: dict[str, Any]) -> dict[str, Any]:
@@ -108,3 +113,36 @@ def test_another_caller_cannot_resume_a_session(client: TestClient) -> None:
         assert connect(owner, resume=applied["resume_token"])["session_id"] == applied[
             "session_id"
         ], "a refused attempt does not spend the owner's token"
+
+
+def test_a_session_is_not_resumed_on_another_profile_version(
+    sim_settings: Settings, tmp_path: Path
+) -> None:
+    """The profile a session started with is part of what it resumes: after the profile changed
+    (a new version published and the server restarted), the token opens a new session on the new
+    version, with the reason in ``rejected_fields``; the unchanged profile resumes."""
+    profiles = tmp_path / "profiles"
+    shutil.copytree(REPO_ROOT / "fixtures" / "profiles", profiles)
+    shutil.copytree(REPO_ROOT / "fixtures" / "mcp_servers", tmp_path / "mcp_servers")
+    settings = replace(sim_settings, profiles=str(profiles))
+
+    def dropped_session() -> dict[str, Any]:
+        with TestClient(create_app(settings)) as client, \
+                client.websocket_connect("/v1/realtime") as ws:
+            pc = ProtocolClient(ws)
+            applied = connect(pc)
+            assert one_answer(pc, "hello")
+            return applied
+
+    first = dropped_session()
+    with TestClient(create_app(settings)) as client, client.websocket_connect("/v1/realtime") as ws:
+        same = connect(ProtocolClient(ws), resume=first["resume_token"])
+    assert same["session_id"] == first["session_id"], "same profile version: resumed"
+
+    demo = profiles / "demo.yaml"
+    demo.write_text(demo.read_text().replace('version: "1"', 'version: "2"', 1))
+    with TestClient(create_app(settings)) as client, client.websocket_connect("/v1/realtime") as ws:
+        fresh = connect(ProtocolClient(ws), resume=same["resume_token"])
+    assert fresh["session_id"] != first["session_id"], "a new session instead"
+    assert fresh["effective"]["profile_version"] != first["effective"]["profile_version"]
+    assert fresh["rejected_fields"] == [{"field": "resume_token", "reason": "profile_changed"}]

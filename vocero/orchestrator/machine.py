@@ -196,6 +196,11 @@ live, and the table says what they do."""
 
 TABLE: dict[tuple[State, Event], Rule] = {
     ("CONFIGURING", E.CONFIGURED): Rule("LISTENING"),
+    # A dependency lost before the session listens (the store stopped answering while it was
+    # being set up): it starts in text mode, like an idle session would go there, and the
+    # configuration that finishes meanwhile leaves it there until the dependency is back.
+    ("CONFIGURING", E.DEPENDENCY_FAILED): Rule("DEGRADED", (X.OUTAGE_TAKEN,)),
+    ("DEGRADED", E.CONFIGURED): STAY,
     # Idle, with or without an open question: the caller speaks, types, clicks.
     ("LISTENING", E.SPEECH_STARTED): Rule("TRANSCRIBING"),
     ("LISTENING", E.SPEECH_HINT): Rule("TRANSCRIBING"),
@@ -301,7 +306,7 @@ IGNORED: dict[Event, frozenset[State]] = {
     E.QUESTION_UNANSWERED: frozenset(STATES) - {"LISTENING"} - TERMINAL,
     # A dependency failure noticed while answering is acted on once the answer is over (its
     # reporter reports it again; the recogniser is asked again when the answer settles).
-    E.DEPENDENCY_FAILED: _BUSY | {"CONFIGURING"},
+    E.DEPENDENCY_FAILED: _BUSY,
     E.STT_DOWN: frozenset(STATES) - {"LISTENING"} - TERMINAL,
     E.DEPENDENCY_RECOVERED: frozenset(STATES) - {"DEGRADED"} - TERMINAL,
 }
