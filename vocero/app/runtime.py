@@ -261,7 +261,8 @@ async def open_runtime(
     )
     connections = McpConnections.from_profiles(
         list(profiles), audit=audit, pins=SqlPinRepository(store), auth=mcp_auth,
-        settings=GatewaySettings(input_timeout_s=settings.mcp_input_timeout_s),
+        settings=GatewaySettings(input_timeout_s=settings.mcp_input_timeout_s,
+                                 auto_approve_first_seen=settings.tool_approval != "review"),
     )
     if gateway_for is None:
         def gateway_for(profile: AgentProfile, caller: Caller | None) -> ToolGateway | None:

@@ -50,6 +50,10 @@ class Settings:
     mcp_input_timeout_s: float = 60.0
     """How long a tool server's question (MCP elicitation) waits for the caller's answer before
     it is cancelled (the agent then says the call stopped)."""
+    tool_approval: str = "auto"
+    """``auto``: an MCP tool seen for the first time is pinned and callable (trust on first use);
+    ``review``: it is ``pending`` and refused (``tool_pending``) until an operator approves its
+    definition hash (docs/mcp.md "Discovery and pinning")."""
     followups_tick_s: float = 30.0
     """How often ``serve`` runs a pass of the follow-up queue (docs/followups.md); 0 turns it
     off."""
@@ -159,6 +163,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
             "how long after a dropped connection its session may be resumed")
     _number(parser, d, "mcp_input_timeout_s", float,
             "seconds a tool server's question waits for the caller's answer")
+    parser.add_argument(
+        "--tool-approval", dest="tool_approval", choices=["auto", "review"],
+        default=_env("tool_approval", d.tool_approval),
+        help="auto: a first-seen MCP tool is trusted as listed; review: it waits for an "
+        "operator's approval (default auto)",
+    )
     _number(parser, d, "followups_tick_s", float,
             "seconds between passes of the follow-up queue (0: off)")
     parser.add_argument(

@@ -281,6 +281,10 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     word_budget: int = 60
     mcp_servers: dict[str, McpServerSpec] = {}
     tools: list[ToolSpec] = []
+    tool_approval: Literal["auto", "review"] = "auto"
+    """``review``: a tool this profile's MCP servers list for the first time is ``pending`` until
+    an operator approves its definition, whatever ``serve --tool-approval`` says (the stricter
+    of the two wins; docs/mcp.md "Discovery and pinning")."""
     grounding: Literal["strict", "assisted"] = "strict"
     claims: list[Claim] = []
     """The approved claim catalog (docs/grounding.md). In the YAML file it is an inline list or a

@@ -19,6 +19,7 @@ in one task group::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -34,6 +35,7 @@ from vocero.contracts.ports import AuditSink, CallMeta, InputHandler, Timers
 from vocero.mcp_gateway.adapters import OpenOptions
 from vocero.mcp_gateway.auth_flow import AuthFlow, AuthOptions
 from vocero.mcp_gateway.calls import SdkCallObserver, ToolCalls
+from vocero.mcp_gateway.errors import ToolPendingError
 from vocero.mcp_gateway.link import Link, ServerState
 from vocero.mcp_gateway.model import RemoteResult
 from vocero.mcp_gateway.outbox import AuditOutbox
@@ -183,6 +185,8 @@ class ServerConnection:
             if self.state == "connected":
                 raise ToolUnavailableError("tool_not_listed")
             raise self.auth.unavailable()
+        if pin.status == "pending":
+            raise ToolPendingError(f"tool_{pin.status}")
         if not pin.active:
             raise ToolChangedError(f"tool_{pin.status}")
         return pin
@@ -266,11 +270,16 @@ class McpConnections:
 
     @classmethod
     def from_profiles(cls, profiles: Iterable[AgentProfile], **kwargs: Any) -> McpConnections:
-        """Servers and callable tools of every profile (prohibited and built-in tools excluded)."""
+        """Servers and callable tools of every profile (prohibited and built-in tools excluded).
+        A server of a profile with ``tool_approval: review`` keeps its first-seen tools
+        ``pending`` until an operator approves them, whatever ``settings`` says (stricter wins)."""
         servers: dict[str, McpServerSpec] = {}
         owners: dict[str, str] = {}
         tools: dict[str, set[str]] = {}
+        review: set[str] = set()
         for profile in profiles:
+            if profile.tool_approval == "review":
+                review.update(profile.mcp_servers)
             for name, spec in profile.mcp_servers.items():
                 if servers.setdefault(name, spec) != spec:
                     problem = f"defined differently by profiles {owners[name]} and {profile.id}"
@@ -283,7 +292,12 @@ class McpConnections:
                 names.add(tool.resolves_to)
                 if tool.lookup_tool:
                     names.add(tool.lookup_tool)
-        return cls(servers, tools, **kwargs)
+        settings: GatewaySettings = kwargs.pop("settings", None) or GatewaySettings()
+        if review:
+            settings = dataclasses.replace(
+                settings, review_servers=settings.review_servers | frozenset(review)
+            )
+        return cls(servers, tools, settings=settings, **kwargs)
 
     def connection(self, server: str) -> ServerConnection | None:
         return self._connections.get(server)

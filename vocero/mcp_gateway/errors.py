@@ -28,6 +28,7 @@ from vocero.contracts.errors import (
     ErrorCode,
     ToolArgumentsError,
     ToolCallError,
+    ToolChangedError,
     ToolInvalidResultError,
     ToolTimeoutError,
     ToolUnavailableError,
@@ -119,6 +120,16 @@ class ToolSecretInputError(ToolInputError):
     """The server asked for a secret (password, token, card number): never asked by voice."""
 
     code = ErrorCode.TOOL_DENIED
+
+
+class ToolPendingError(ToolChangedError):
+    """The tool was seen for the first time under ``--tool-approval review`` (or a profile's
+    ``tool_approval: review``) and no operator has approved its definition yet: nothing is sent.
+    """
+
+    @property
+    def reason_code(self) -> str:
+        return "tool_pending"
 
 
 class ConnectionLostError(Exception):

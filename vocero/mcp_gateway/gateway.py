@@ -114,6 +114,16 @@ class McpGateway:
             )
         return found
 
+    def withheld(self, tool: str) -> str:
+        """``tool_pending`` when ``tool`` (a profile name) is not offered because its server
+        listed it for the first time under review and no operator has approved it yet; ""
+        otherwise (changed, missing, rejected, not listed: ``tool_unavailable`` as before)."""
+        binding = self._bindings.get(tool)
+        if binding is None:
+            return ""
+        pin = binding.connection.pins.get(binding.spec.resolves_to)
+        return "tool_pending" if pin is not None and pin.status == "pending" else ""
+
     async def call(
         self, request: ToolCallRequest, *, on_dispatched: Callable[[], None] | None = None
     ) -> ToolResult:

@@ -51,7 +51,7 @@ class ToolRegistry:
             tools,
             repository,
             now=clock.now,
-            auto_approve=settings.auto_approve_first_seen,
+            auto_approve=settings.auto_approves(name),
             check=lambda tool: schema_problem(tool, settings),
         )
         self.listings = ListingCache(max_age_s=settings.relist_interval_s)

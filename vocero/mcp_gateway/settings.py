@@ -48,8 +48,16 @@ class GatewaySettings:
     it, but never more often than this."""
 
     auto_approve_first_seen: bool = True
-    """Trust on first use: a tool never seen before is pinned as listed. With ``False`` it waits
-    for an operator's approval like a changed one."""
+    """Trust on first use: a tool never seen before is pinned as listed. With ``False``
+    (``serve --tool-approval review``) it is ``pending`` and cannot be called until an operator
+    approves its definition hash, like a changed one."""
+    review_servers: frozenset[str] = frozenset()
+    """Servers whose first-seen tools wait for an operator whatever ``auto_approve_first_seen``
+    says: those of a profile with ``tool_approval: review`` (the stricter setting wins)."""
+
+    def auto_approves(self, server: str) -> bool:
+        """Whether a tool ``server`` lists for the first time is approved on sight."""
+        return self.auto_approve_first_seen and server not in self.review_servers
 
     input_timeout_s: float = 60.0
     """How long a server's question may wait for the caller's answer before it is cancelled."""

@@ -8,7 +8,9 @@ from typing import Protocol, runtime_checkable
 from vocero.contracts.builtins import BuiltinTools
 from vocero.contracts.ports import CallMeta, ToolResult
 
-__all__ = ["BuiltinTools", "Counter", "NullCounter", "StepHook", "SupportsLookup"]
+__all__ = [
+    "BuiltinTools", "Counter", "NullCounter", "StepHook", "SupportsLookup", "SupportsWithheld",
+]
 
 
 @runtime_checkable
@@ -16,6 +18,16 @@ class SupportsLookup(Protocol):
     """A gateway that can reconcile an operation through the tool's ``lookup_tool``."""
 
     async def lookup(self, tool: str, meta: CallMeta) -> ToolResult: ...
+
+
+@runtime_checkable
+class SupportsWithheld(Protocol):
+    """A gateway that can say why a profile tool it does not offer is withheld."""
+
+    def withheld(self, tool: str) -> str:
+        """A reason code (``tool_pending``: its definition awaits an operator's approval), or
+        "" when it is not withheld for a reason the caller should hear apart."""
+        ...
 
 
 class Counter(Protocol):

@@ -85,7 +85,10 @@ class Proposals:
                 )
             decision = permit(replace(request, claimed_tenant=canonical.claimed_tenant))
         if decision.outcome == "deny" or tool is None or canonical is None:
-            return await self._deny(intent.name, call_id, decision.reason, "propose")
+            reason = decision.reason
+            if reason == "tool_unavailable":  # a tool awaiting review says so (tool_pending)
+                reason = facts.withheld(tool) or reason
+            return await self._deny(intent.name, call_id, reason, "propose")
         args_hash = arguments_hash(tool, schema_ver or "", canonical.arguments)
         if not tool.write:
             self._runnables.allow(

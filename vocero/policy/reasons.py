@@ -17,6 +17,7 @@ Reason = Literal[
     "cross_tenant_target",
     "arguments_unresolved",
     "tool_unavailable",
+    "tool_pending",
     "confirmation_missing",
     "confirmation_unclear",
     "confirmation_used",
@@ -35,6 +36,10 @@ EXPLANATIONS: Final[dict[str, str]] = {
     "cross_tenant_target": "I can't act on that record from your account.",
     "arguments_unresolved": "I need a little more detail before I can do that.",
     "tool_unavailable": "That service isn't available right now, so I haven't changed anything.",
+    "tool_pending": (
+        "I can't use that service yet: it is waiting for a check by our team, so I haven't done "
+        "anything."
+    ),
     "confirmation_missing": "I need your confirmation before I do that.",
     "confirmation_unclear": "Sorry, I need a clear yes or no.",
     "confirmation_used": "That request has already been handled.",

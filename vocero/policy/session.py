@@ -19,7 +19,7 @@ from vocero.contracts.domain import AgentProfile, Caller, Principal
 from vocero.contracts.ports import Message, Timers, ToolGateway
 from vocero.policy.canonical import Canonical, Context, canonicalize, observed_versions, zone_of
 from vocero.policy.gate import PermitRequest, ResolvedTool, binding_hash, schema_version
-from vocero.policy.ports import BuiltinTools, Counter
+from vocero.policy.ports import BuiltinTools, Counter, SupportsWithheld
 from vocero.policy.repository import ActionRepository
 
 log = structlog.get_logger("vocero.policy")
@@ -76,6 +76,17 @@ class SessionFacts:
         if found is None:
             return {}, None, True
         return found.input_schema, schema_version(found.input_schema), True
+
+    def withheld(self, tool: ResolvedTool | None) -> str:
+        """Why the gateway does not offer this MCP tool, when the caller should hear it apart
+        from ``tool_unavailable`` (``tool_pending``); "" otherwise."""
+        if tool is None or tool.builtin or not isinstance(self.gateway, SupportsWithheld):
+            return ""
+        try:
+            return self.gateway.withheld(tool.name)
+        except Exception:  # the plain reason stands
+            log.exception("policy.withheld_failed")
+            return ""
 
     def request(
         self,

@@ -161,14 +161,16 @@ def _pin_view(pin: Any) -> dict[str, Any]:
         "server": pin.server,
         "tool": pin.tool,
         "status": pin.status,
-        "definition_hash": pin.definition_hash,
+        # the approved definition's hash: a first-seen tool awaiting review has none yet
+        "definition_hash": "" if pin.status == "pending" else pin.definition_hash,
         "observed_hash": pin.observed_hash,
         "approved_by": pin.approved_by,
     }
 
 
 async def list_tools(request: Request, runtime: Runtime, _: Operator) -> Response:
-    """Pinned MCP tool definitions; a ``disabled`` one changed and awaits review."""
+    """Pinned MCP tool definitions; a ``pending`` (first seen under review) or ``changed`` one
+    awaits an operator's approval of its ``observed_hash``."""
     pins = runtime.connections.pins() if runtime.connections is not None else []
     return json({"items": [_pin_view(p) for p in pins]})
 

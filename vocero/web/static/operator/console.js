@@ -330,8 +330,8 @@ async function loadNeeds() {
     const button = el("button", { type: "button", onclick: () => act(button, () =>
       api(`/v1/tools/${encodeURIComponent(t.server)}/${encodeURIComponent(t.tool)}/approvals`,
         { method: "POST", body: { definition_hash: t.observed_hash } })) }, "Approve new definition");
-    return el("li", { dataset: { tool: `${t.server}/${t.tool}` } }, el("strong", {}, `${t.server}/${t.tool}`), ` · ${t.status} · pinned `,
-      el("code", {}, t.definition_hash.slice(0, 19)), " → now ", el("code", {}, (t.observed_hash || "").slice(0, 19)), " ",
+    return el("li", { dataset: { tool: `${t.server}/${t.tool}` } }, el("strong", {}, `${t.server}/${t.tool}`), ` · ${t.status} · approved `,
+      t.definition_hash ? el("code", {}, t.definition_hash.slice(0, 19)) : "none yet", " → now ", el("code", {}, (t.observed_hash || "").slice(0, 19)), " ",
       t.observed_hash ? button : el("span", { class: "muted" }, "no new definition to approve"));
   }) : none));
   $("#needs-voices").replaceChildren(...(versions.length ? versions.map(({ voice, version }) => {
