@@ -96,6 +96,25 @@ class McpOAuthSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """``authorization_code`` only: where the operator's consent redirects."""
 
 
+class TokenExchangeSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Delegation (SPEC §11, docs/adr/0027): each caller's JWT is exchanged (RFC 8693) at
+    ``token_url`` for a token for this server, sent on that caller's calls only. The client
+    authenticates with ``client_secret_basic``; the secret is in the environment variable
+    ``client_secret_env``, never in a profile."""
+
+    token_url: str
+    audience: str = ""
+    scope: str = ""
+    client_id: str
+    client_secret_env: str
+
+
+class McpServerAuth(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How a server's calls are authorized per caller (``auth:`` of a server entry)."""
+
+    token_exchange: TokenExchangeSpec | None = None
+
+
 class McpServerSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """An MCP server: streamable HTTP (``url``) or stdio (``command`` + ``args``)."""
 
@@ -107,6 +126,8 @@ class McpServerSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     protocol: McpProtocol = "auto"
     max_concurrency: int = 8
     oauth: McpOAuthSpec | None = None
+    auth: McpServerAuth | None = None
+    """Per-caller delegation (``token_exchange``); exclusive with ``oauth``."""
 
 
 class ToolSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -130,6 +151,41 @@ class ToolSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     examples: list[str] = []
     """Caller lines that ask for this tool (optional): what the CPU dialogue manager's intent
     model learns from besides the tool's description and schema (docs/protocol.md)."""
+
+
+class StepScope(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Which writes a required step guards: profile tools by name (any alias of the same server
+    tool counts) and/or action classes (``reversible_write``, ``irreversible``)."""
+
+    tools: list[str] = []
+    classes: list[ActionClass] = []
+
+
+class AskedFact(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One fact a verification step asks the caller for: ``question`` is said verbatim;
+    ``type`` says how the answer is read and compared (``date``: normalised dates; ``text``:
+    case-, space- and punctuation-insensitive; ``number``: digits only)."""
+
+    field: str
+    question: str
+    type: Literal["date", "text", "number"] = "text"
+
+
+class RequiredStep(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A step the policy owner requires before a write (docs/adr/0026-required-steps.md):
+    ``disclosure``: ``text`` must have been heard (by playout) in this session;
+    ``verify_identity``: the caller's answers to ``ask`` are passed to the profile read tool
+    ``tool`` (``arguments``: tool argument -> asked field) and each asked field named in
+    ``match`` must equal the result field it names (asked field -> result field)."""
+
+    kind: Literal["disclosure", "verify_identity"]
+    id: str
+    applies_to: StepScope
+    text: str = ""
+    tool: str = ""
+    ask: list[AskedFact] = []
+    arguments: dict[str, str] = {}
+    match: dict[str, str] = {}
 
 
 class ClaimSource(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -276,6 +332,10 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     rules: list[str] = []
     locale: str = "en-US"
     voice: VoiceSelection | None = None
+    allow_voice_fallback: bool = False
+    """Where the runner cannot speak ``voice`` (a vault version without an ``engine_voice`` on a
+    remote TTS, a clone on Piper), speak the runner's built-in voice instead, and say so in
+    ``effective``; ``False`` (default): such a session is refused with ``VOICE_UNAVAILABLE``."""
     min_interruption_ms: int = 200
     max_lead_ms: int = 400
     word_budget: int = 60
@@ -291,6 +351,9 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     path relative to the profile; the identity plane loads the file before decoding."""
     unit_max_age_ms: int = 4000
     """A planned spoken unit older than this when its turn to play comes is dropped."""
+    required_steps: list[RequiredStep] = []
+    """Steps the policy owner requires before the writes they apply to (disclosures heard,
+    identity verified): checked by the final gate (docs/adr/0026-required-steps.md)."""
     followups: FollowupSettings = FollowupSettings()
     turn_taking: TurnTaking = TurnTaking()
     vocabulary: list[str] = []
@@ -326,6 +389,14 @@ class VoiceRef(msgspec.Struct, frozen=True, kw_only=True):
     ref_audio: bytes = b""
     ref_text: str = ""
     x_vector_only: bool = False
+    engine_voice: str = ""
+    """The serving engine's voice name this version is spoken with on a remote TTS, approved
+    with the version; "" where none was approved (a remote TTS cannot speak the version)."""
+
+    @property
+    def builtin(self) -> bool:
+        """Whether this is the runner's built-in default voice (no vault version)."""
+        return (self.voice_profile_id, self.voice_version) == ("builtin", "default")
 
 
 DEFAULT_VOICE = VoiceRef(voice_profile_id="builtin", voice_version="default")

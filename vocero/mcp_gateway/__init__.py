@@ -25,6 +25,7 @@ from vocero.mcp_gateway.consent import (
     PendingConsent,
     callback_problem,
 )
+from vocero.mcp_gateway.delegation import CallerCredentials, DelegationUnavailable, SubjectTokens
 from vocero.mcp_gateway.errors import (
     INPUT_REASONS,
     CandidateDisabledError,
@@ -67,9 +68,11 @@ __all__ = [
     "STATELESS_PROTOCOL",
     "AuthOptions",
     "CallObserver",
+    "CallerCredentials",
     "CandidateAdapter_2026_07_28",
     "CandidateDisabledError",
     "ConsentResult",
+    "DelegationUnavailable",
     "GatewaySettings",
     "InMemoryConsentRepository",
     "InMemoryOAuthTokenRepository",
@@ -89,6 +92,7 @@ __all__ = [
     "ServerRefusedError",
     "StableAdapter_2025_11_25",
     "StatelessAdapter_2026_07_28",
+    "SubjectTokens",
     "ToolBusyError",
     "ToolInputError",
     "ToolPin",

@@ -24,6 +24,7 @@ from vocero.contracts.domain import McpServerSpec
 from vocero.contracts.errors import ToolUnavailableError
 from vocero.mcp_gateway.adapters import OpenOptions
 from vocero.mcp_gateway.consent import GrantedElsewhere, OperatorConsent
+from vocero.mcp_gateway.delegation import DelegatedBearer
 from vocero.mcp_gateway.errors import ServerAuthError, ServerRefusedError, consent_failure
 from vocero.mcp_gateway.oauth import (
     AuthGuard,
@@ -84,6 +85,13 @@ class AuthFlow:
     async def open_options(self, desk: QuestionDesk) -> OpenOptions:
         """The question desk, and OAuth when the server has it (refused if misconfigured)."""
         options = OpenOptions(desk=desk)
+        if self.spec.auth is not None and self.spec.auth.token_exchange is not None:
+            if self.spec.oauth is not None:
+                raise ServerRefusedError("delegation_with_oauth")
+            if not self.spec.url:
+                raise ServerRefusedError("delegation_needs_http")
+            options.auth = DelegatedBearer()  # each caller's own token (docs/adr/0027)
+            return options
         if self.spec.oauth is None:
             return options
         if self._options is None:

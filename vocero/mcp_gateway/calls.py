@@ -26,6 +26,7 @@ from vocero.contracts.domain import Principal
 from vocero.contracts.errors import ToolCallError, ToolUnavailableError
 from vocero.contracts.ports import AuditSink, CallMeta, InputHandler
 from vocero.mcp_gateway.adapters import AdapterSession, StreamBrokenError
+from vocero.mcp_gateway.delegation import TokenExchanger, delegated
 from vocero.mcp_gateway.errors import (
     ServerAuthError,
     ToolBusyError,
@@ -80,8 +81,10 @@ class ToolCalls:
         settings: GatewaySettings,
         max_concurrency: int,
         observer: SdkCallObserver | None = None,
+        delegation: TokenExchanger | None = None,
     ) -> None:
         self.name = name
+        self._delegation = delegation
         self._link = link
         self._breaker = breaker
         self._desk = desk
@@ -108,7 +111,12 @@ class ToolCalls:
         """Send one tools/call through the breaker, the bulkheads and the timeout.
 
         Returns the result with the call's :class:`CallRoute` (what its questions came to).
+        On a delegated server the caller's own token is had first: without one the call
+        fails closed (:class:`DelegationUnavailable`) before anything is sent or counted.
         """
+        bearer = None
+        if self._delegation is not None:
+            bearer = await self._delegation.bearer_for((call or _meta_of(meta)).principal)
         if not self._breaker.allow():
             raise ToolUnavailableError("circuit_open")
         session = self._link.session
@@ -134,7 +142,7 @@ class ToolCalls:
             max_fields=self._settings.max_input_fields,
         )
         try:
-            with self._desk.open(route):
+            with self._desk.open(route), delegated(str(meta.get(OPERATION_META, "")), bearer):
                 result = await self._send(
                     session, tool, arguments, meta, timeout_s, on_dispatched, route
                 )

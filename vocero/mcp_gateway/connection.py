@@ -20,6 +20,7 @@ in one task group::
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -29,16 +30,21 @@ import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
 from vocero.contracts.clock import SystemClock
-from vocero.contracts.domain import AgentProfile, McpServerSpec
+from vocero.contracts.domain import AgentProfile, McpServerSpec, Principal
 from vocero.contracts.errors import ConfigError, ToolChangedError, ToolUnavailableError
 from vocero.contracts.ports import AuditSink, CallMeta, InputHandler, Timers
 from vocero.mcp_gateway.adapters import OpenOptions
 from vocero.mcp_gateway.auth_flow import AuthFlow, AuthOptions
 from vocero.mcp_gateway.calls import SdkCallObserver, ToolCalls
+from vocero.mcp_gateway.delegation import (
+    AUTHORIZATION_UNAVAILABLE,
+    SubjectTokens,
+    TokenExchanger,
+)
 from vocero.mcp_gateway.errors import ToolPendingError
 from vocero.mcp_gateway.link import Link, ServerState
 from vocero.mcp_gateway.model import RemoteResult
-from vocero.mcp_gateway.outbox import AuditOutbox
+from vocero.mcp_gateway.outbox import AuditOutbox, record_safely
 from vocero.mcp_gateway.pinning import InMemoryPinRepository, PinRepository, ToolPin
 from vocero.mcp_gateway.questions import CallRoute, QuestionDesk
 from vocero.mcp_gateway.registry import ToolRegistry
@@ -78,10 +84,12 @@ class ServerConnection:
         clock: Timers,
         auth: AuthOptions | None = None,
         sdk_observer: SdkCallObserver | None = None,
+        subjects: SubjectTokens | None = None,
     ) -> None:
         self.name = name
         self.spec = spec
         self.settings = settings
+        self._audit = audit
         self._link = Link()
         self._outbox = outbox = AuditOutbox(name, audit, clock)
         self.registry = ToolRegistry(
@@ -105,6 +113,18 @@ class ServerConnection:
         self.auth = AuthFlow(
             name, spec, auth, outbox=outbox, new_credentials=self.registry.credentials_changed
         )
+        exchange = spec.auth.token_exchange if spec.auth is not None else None
+        self.delegation = (
+            TokenExchanger(
+                name,
+                exchange,
+                subjects,
+                environ=auth.environ if auth is not None else os.environ,
+                on_failure=self._delegation_failed,
+            )
+            if exchange is not None
+            else None
+        )
         self.calls = ToolCalls(
             name,
             link=self._link,
@@ -117,6 +137,7 @@ class ServerConnection:
             settings=settings,
             max_concurrency=spec.max_concurrency,
             observer=sdk_observer,
+            delegation=self.delegation,
         )
         self.supervisor = Supervisor(
             name,
@@ -224,6 +245,17 @@ class ServerConnection:
             "tools": {pin.tool: pin.status for pin in self.pins.all()},
         }
 
+    async def _delegation_failed(self, cause: str, principal: Principal) -> None:
+        """A caller's call fails closed for want of a token (never the token itself)."""
+        data = {
+            "server": self.name,
+            "reason_code": AUTHORIZATION_UNAVAILABLE,
+            "cause": cause,
+            "tenant_id": principal.tenant_id,
+            "subject_ref": principal.subject_ref,
+        }
+        await record_safely(self._audit, "mcp.delegation_failed", data)
+
     def _breaker_changed(self, before: BreakerState, after: BreakerState) -> None:
         log.info("mcp.breaker_changed", server=self.name, before=before, after=after)
         self._outbox.queue(
@@ -245,8 +277,10 @@ class McpConnections:
         clock: Timers | None = None,
         auth: AuthOptions | None = None,
         sdk_observer: SdkCallObserver | None = None,
+        subjects: SubjectTokens | None = None,
     ) -> None:
-        """``sdk_observer``: told the time of each SDK tools/call (``vocero bench mcp``)."""
+        """``sdk_observer``: told the time of each SDK tools/call (``vocero bench mcp``);
+        ``subjects``: the callers' own JWTs, for servers with delegation (docs/adr/0027)."""
         self.settings = settings or GatewaySettings()
         self.audit = audit
         self.validators = Validators(self.settings)
@@ -263,6 +297,7 @@ class McpConnections:
                 clock=self._clock,
                 auth=auth,
                 sdk_observer=sdk_observer,
+                subjects=subjects,
             )
             for name, spec in servers.items()
             if name != BUILTIN_SERVER and tools.get(name)

@@ -1,0 +1,143 @@
+"""Delegated credentials (SPEC §11, docs/adr/0027): each caller's JWT is exchanged (RFC 8693) at
+a real local identity provider (``tests/support/idp.py``) and the result rides only on that
+caller's ``tools/call``. The bookings fixture server checks every call's bearer by introspection
+at the provider and records the bearer it received (``VOCERO_MCP_CALL_INTROSPECT``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bookings_support import booking_request, booking_tools
+from gateway_support import HttpServer, RecordingAudit, profile, records
+
+from tests.support.idp import CLIENT_ID, CLIENT_SECRET, IdentityProvider, identity_provider
+from vocero.contracts.domain import McpServerAuth, McpServerSpec, Principal, TokenExchangeSpec
+from vocero.contracts.secrets import Secret
+from vocero.identity.caller_jwt import expires_at
+from vocero.mcp_gateway import CallerCredentials, DelegationUnavailable, McpConnections, McpGateway
+
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
+
+SECRET_ENV = "BOOKINGS_EXCHANGE_SECRET"
+ALICE = Principal(subject_ref="sub_alice", tenant_id="acme",
+                  scopes=["bookings:read", "bookings:write"])  # fmt: skip
+BRUNO = Principal(subject_ref="sub_bruno", tenant_id="acme",
+                  scopes=["bookings:read", "bookings:write"])  # fmt: skip
+
+
+@dataclass
+class World:
+    idp: IdentityProvider
+    server: HttpServer
+    folder: Path
+
+    def calls(self) -> list[dict[str, Any]]:
+        lines = records(self.folder / "headers.jsonl")
+        return [line for line in lines if line["body_method"] == "tools/call"]
+
+
+@pytest.fixture(scope="module")
+def w(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """One provider and one server for the module (a server takes a second or more to start);
+    each test uses operation ids of its own."""
+    tmp_path = tmp_path_factory.mktemp("delegation")
+    with identity_provider() as idp:
+        env = {
+            "VOCERO_MCP_RECORD": str(tmp_path / "bookings.jsonl"),
+            "VOCERO_MCP_STATE": str(tmp_path / "bookings.json"),
+            "VOCERO_MCP_HEADERS": str(tmp_path / "headers.jsonl"),
+            "VOCERO_MCP_CALL_INTROSPECT": idp.introspection_url,
+        }
+        server = HttpServer("bookings_server.py", env)
+        server.start()
+        try:
+            server.wait_ready()
+            yield World(idp, server, tmp_path)
+        finally:
+            server.stop()
+
+
+@asynccontextmanager
+async def gateway(
+    w: World, credentials: CallerCredentials, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[McpGateway, RecordingAudit]]:
+    monkeypatch.setenv(SECRET_ENV, CLIENT_SECRET)
+    exchange = TokenExchangeSpec(
+        token_url=w.idp.token_url, audience="bookings-api", scope="bookings:read bookings:write",
+        client_id=CLIENT_ID, client_secret_env=SECRET_ENV,
+    )
+    spec = McpServerSpec(url=w.server.url, auth=McpServerAuth(token_exchange=exchange))
+    chosen = profile({"bookings": spec}, booking_tools())
+    audit = RecordingAudit()
+    connections = McpConnections.from_profiles([chosen], audit=audit, subjects=credentials)
+    async with connections.running():
+        conn = connections.connection("bookings")
+        assert conn is not None and conn.state == "connected"  # listing needs no caller token
+        yield McpGateway(connections, chosen, session_id="ses_delegation"), audit
+
+
+def remember(credentials: CallerCredentials, principal: Principal, jwt: str) -> None:
+    credentials.remember(principal.tenant_id, principal.subject_ref, Secret(jwt), expires_at(jwt))
+
+
+async def test_two_callers_calls_carry_their_own_exchanged_tokens(
+    w: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w.idp.fail_exchange = ""
+    exchanged_before = len(w.idp.exchanges)
+    credentials = CallerCredentials()
+    remember(credentials, ALICE, w.idp.token(sub="alice"))
+    remember(credentials, BRUNO, w.idp.token("ES256", sub="bruno"))
+    async with gateway(w, credentials, monkeypatch) as (gw, audit):
+        for n, who in enumerate([ALICE, BRUNO, ALICE, BRUNO]):
+            result = await gw.call(booking_request(
+                "bookings.slots", {"day": f"d{n}"}, operation_id=f"op_two_{n}", principal=who))
+            assert result.content["day"] == f"d{n}"
+    exchanges = w.idp.exchanges[exchanged_before:]
+    assert len(exchanges) == 2  # one per caller, then cached
+    by_op = {c["operation_id"]: c["bearer"] for c in w.calls()}
+    assert by_op["op_two_0"] == by_op["op_two_2"] and by_op["op_two_1"] == by_op["op_two_3"]
+    assert by_op["op_two_0"] != by_op["op_two_1"]
+    assert w.idp.issued[by_op["op_two_0"]]["sub"] == "alice"
+    assert w.idp.issued[by_op["op_two_1"]]["sub"] == "bruno"
+    form = next(e.form for e in exchanges if e.issued == by_op["op_two_0"])
+    assert form["grant_type"] == "urn:ietf:params:oauth:grant-type:token-exchange"
+    assert form["subject_token_type"] == "urn:ietf:params:oauth:token-type:jwt"
+    assert (form["audience"], form["scope"]) == ("bookings-api", "bookings:read bookings:write")
+    assert all(e.client == (CLIENT_ID, CLIENT_SECRET) for e in exchanges)
+    listed = [h for h in records(w.folder / "headers.jsonl") if h["body_method"] != "tools/call"]
+    assert listed and all(h["authorization"] == "" for h in listed)  # never on listings
+    seen = json.dumps(audit.events)
+    assert not any(token in seen for token in [*by_op.values(), CLIENT_SECRET])
+
+
+@pytest.mark.parametrize("failure", ["http_error", "bad_json", "no_token", "no_caller_jwt"])
+async def test_a_failed_exchange_sends_nothing_to_the_server(
+    w: World, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    credentials = CallerCredentials()
+    w.idp.fail_exchange = ""
+    if failure != "no_caller_jwt":  # a caller of the identities file holds no JWT
+        remember(credentials, ALICE, w.idp.token(sub="alice"))
+        w.idp.fail_exchange = failure
+    operation = f"op_fail_{failure}"
+    async with gateway(w, credentials, monkeypatch) as (gw, audit):
+        with pytest.raises(DelegationUnavailable) as caught:
+            await gw.call(booking_request(
+                "bookings.order", {"item": "tea", "quantity": 1}, operation_id=operation,
+                principal=ALICE))
+    w.idp.fail_exchange = ""
+    assert caught.value.reason_code == "authorization_unavailable"
+    assert caught.value.possibly_executed is False
+    # no request, so no credential (the caller's or a shared one), reached the server
+    assert [c for c in w.calls() if c["operation_id"] == operation] == []
+    failed = audit.of("mcp.delegation_failed")
+    assert [f["reason_code"] for f in failed] == ["authorization_unavailable"]
+    assert audit.of("mcp.tool_call")[-1]["reason"] == "authorization_unavailable"
