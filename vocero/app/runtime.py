@@ -33,13 +33,22 @@ from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import AgentProfile, Caller
 from vocero.contracts.errors import ConfigError, ErrorCode
 from vocero.contracts.ports import ToolGateway
+from vocero.identity.caller_jwt import (
+    CallerJwtSettings,
+    CallerJwtVerifier,
+    ClaimNames,
+    expires_at,
+    looks_like_jwt,
+)
 from vocero.identity.identities import IdentityDirectory, load_identities
+from vocero.identity.jwks import KeySource
 from vocero.identity.profiles import ProfileCatalog, load_profiles
 from vocero.inference.remote import Endpoint, with_endpoints
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.sim import SimScript, build_sim_runners, load_script
 from vocero.mcp_gateway import (
     AuthOptions,
+    CallerCredentials,
     GatewaySettings,
     McpConnections,
     McpGateway,
@@ -114,6 +123,10 @@ class Runtime:
     released: dict[str, anyio.Event] = field(default_factory=dict)
     """Set once a live session's connection has let go of it (see ``SessionFactory``)."""
     ready: anyio.Event = field(default_factory=anyio.Event)
+    caller_jwt: CallerJwtVerifier | None = None
+    """Caller JWTs from the identity provider (``--caller-jwks``); ``None``: identities only."""
+    credentials: CallerCredentials = field(default_factory=CallerCredentials)
+    """The JWTs callers connected with, exchanged for delegated servers (docs/adr/0027)."""
 
     async def wait_ready(self, timeout_s: float = 30.0) -> bool:
         with anyio.move_on_after(timeout_s):
@@ -121,6 +134,15 @@ class Runtime:
         return self.ready.is_set()
 
     async def authenticate(self, token: str) -> Caller | None:
+        """The caller of a ``session.connect.v1`` token: a JWT verified against the identity
+        provider's keys when ``--caller-jwks`` is set (raises ``TokenDenied`` with its reason),
+        any other token from the identities file (``None``: unknown)."""
+        if self.caller_jwt is not None and looks_like_jwt(token):
+            caller = await self.caller_jwt.verify(token)
+            self.credentials.remember(
+                caller.tenant, caller.subject_ref, caller.token, expires_at(token)
+            )
+            return caller
         return self.identities.authenticate(token)
 
     def audit_soon(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:
@@ -160,6 +182,19 @@ def build_runners(settings: Settings) -> tuple[RunnerSet, Callable[[], RunnerSet
     return shared, lambda: shared
 
 
+def caller_verifier(settings: Settings) -> CallerJwtVerifier | None:
+    """The caller JWT verifier of ``--caller-jwks`` (SPEC §11); ``None`` without the flag."""
+    if not settings.caller_jwks:
+        return None
+    jwt_settings = CallerJwtSettings(
+        jwks=settings.caller_jwks,
+        issuer=settings.caller_issuer,
+        audience=settings.caller_audience,
+        claims=ClaimNames.parse(settings.caller_claims),
+    )
+    return CallerJwtVerifier(jwt_settings, KeySource(settings.caller_jwks))
+
+
 def endpoints(settings: Settings) -> dict[str, Any]:
     """Each stage's serving engine, from ``--llm-url`` and its twins (docs/deployment.md)."""
     keys = endpoint_keys()
@@ -183,7 +218,9 @@ def endpoints(settings: Settings) -> dict[str, Any]:
 
 
 def load_config(settings: Settings) -> tuple[IdentityDirectory, ProfileCatalog]:
-    """Load and validate the identities and profiles; raises ConfigError naming file and field."""
+    """Load and validate the identities and profiles (and the caller JWT flags); raises
+    ConfigError naming file and field."""
+    caller_verifier(settings)
     return load_identities(settings.identities_file), load_profiles(settings.profiles_dir)
 
 
@@ -259,8 +296,10 @@ async def open_runtime(
     mcp_auth = AuthOptions(
         sealer=cipher, repository=SqlOAuthTokenRepository(store), operator=consents,
     )
+    credentials = CallerCredentials()
     connections = McpConnections.from_profiles(
         list(profiles), audit=audit, pins=SqlPinRepository(store), auth=mcp_auth,
+        subjects=credentials,
         settings=GatewaySettings(input_timeout_s=settings.mcp_input_timeout_s,
                                  auto_approve_first_seen=settings.tool_approval != "review"),
     )
@@ -294,6 +333,7 @@ async def open_runtime(
         runners_for_session=per_session, shared_runners=shared, node=node,
         connections=connections, consents=consents, gateway_for=sessions_gateway,
         actions=actions, builtins=builtins, followups=followups, vault=vault,
+        caller_jwt=caller_verifier(settings), credentials=credentials,
     )
     try:
         await vault.load()

@@ -62,6 +62,12 @@ def serve(settings: Settings, argv: Sequence[str] = ()) -> int:
         ws_per_message_deflate=False,
         timeout_graceful_shutdown=8,
         ws_ping_interval=20,
+        # TLS of its own (https and wss) with --ssl-certfile/--ssl-keyfile (docs/deployment.md).
+        ssl_certfile=settings.ssl_certfile or None,
+        ssl_keyfile=settings.ssl_keyfile or None,
+        # Forwarded headers are believed by the app, and only from --forwarded-allow-ips
+        # (vocero.app.server); uvicorn's own default would believe 127.0.0.1.
+        proxy_headers=False,
     )
     server = _DrainingServer(config)
     try:
@@ -135,5 +141,5 @@ async def _serve(
 async def _announce(server: uvicorn.Server, settings: Settings) -> None:
     while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
         await anyio.sleep(0.02)
-    print(f"vocero listening on http://{settings.host}:{settings.port}", flush=True)
+    print(f"vocero listening on {settings.scheme}://{settings.host}:{settings.port}", flush=True)
     sys.stdout.flush()

@@ -13,6 +13,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from vocero.app.adapters.scrape import refresh_gauges
 from vocero.app.adapters.sessions import GatewayFor, SessionFactory
@@ -122,4 +123,13 @@ def create_app(
         *console_api.routes(),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
+    middleware = [Middleware(SecurityHeaders)]
+    if settings.forwarded_allow_ips:  # only these proxies' X-Forwarded-For/-Proto are believed
+        middleware.insert(0, Middleware(
+            ProxyHeadersMiddleware, trusted_hosts=trusted_proxies(settings.forwarded_allow_ips)))
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+
+
+def trusted_proxies(text: str) -> list[str]:
+    """``--forwarded-allow-ips``: comma-separated addresses or networks, or ``*``."""
+    return [part.strip() for part in text.split(",") if part.strip()]

@@ -52,6 +52,20 @@ class Settings:
     it is cancelled (the agent then says the call stopped)."""
     tool_approval: str = "auto"
     """``auto``: an MCP tool seen for the first time is pinned and callable (trust on first use);
+    caller_jwks: str = ""
+    """JWKS (``https://`` URL or file) caller JWTs are verified against (SPEC §11,
+    docs/deployment.md "Callers from your identity provider"); empty: identities file only."""
+    caller_issuer: str = ""
+    caller_audience: str = ""
+    caller_claims: str = ""
+    """Claim names over the defaults, ``field=claim,...``
+    (``tenant=org_id,roles=realm_access.roles``)."""
+    ssl_certfile: str = ""
+    """PEM certificate (chain) to serve https and wss with; empty: plain http and ws."""
+    ssl_keyfile: str = ""
+    forwarded_allow_ips: str = ""
+    """Comma-separated proxy addresses (or ``*``) whose ``X-Forwarded-For``/``-Proto`` are
+    believed; empty: none is."""
     ``review``: it is ``pending`` and refused (``tool_pending``) until an operator approves its
     definition hash (docs/mcp.md "Discovery and pinning")."""
     followups_tick_s: float = 30.0
@@ -112,6 +126,11 @@ class Settings:
         return Path(self.profiles) if self.profiles else shipped("fixtures/profiles")
 
     @property
+    @property
+    def scheme(self) -> str:
+        """``https`` with ``--ssl-certfile``, else ``http``."""
+        return "https" if self.ssl_certfile else "http"
+
     def identities_file(self) -> Path:
         return Path(self.identities) if self.identities else shipped("fixtures/identities.yaml")
 
@@ -218,6 +237,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
     """Per-stage serving engines (docs/deployment.md): ``--llm-url URL --llm-model NAME`` and the
+    add_identity_arguments(parser)
     STT and TTS twins; keys only from ``VOCERO_LLM_API_KEY`` and its twins
     (:func:`endpoint_keys`)."""
     d = Settings()
@@ -226,6 +246,24 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--" + name.replace("_", "-"), dest=name, default=_env(name, getattr(d, name)),
         )
+def add_identity_arguments(parser: argparse.ArgumentParser) -> None:
+    """Caller JWTs, TLS and trusted proxies (SPEC §11, docs/deployment.md)."""
+    d = Settings()
+    for name, what in (
+        ("caller_jwks", "JWKS URL or file caller JWTs (session.connect.v1 token) verify against"),
+        ("caller_issuer", "the iss caller JWTs must carry"),
+        ("caller_audience", "the aud caller JWTs must carry"),
+        ("caller_claims", "claim names over the defaults: field=claim,... (fields subject, "
+         "tenant, roles, scopes, locale, timezone, phone)"),
+        ("ssl_certfile", "PEM certificate: serve https and wss"),
+        ("ssl_keyfile", "PEM private key of --ssl-certfile"),
+        ("forwarded_allow_ips", "comma-separated proxy addresses ('*': any) whose "
+         "X-Forwarded-For/-Proto are believed (default: none)"),
+    ):
+        parser.add_argument("--" + name.replace("_", "-"), dest=name,
+                            default=_env(name, getattr(d, name)), help=what)
+
+
     parser.add_argument(
         "--llm-mode", dest="llm_mode", choices=["agent", "routed"],
         default=_env("llm_mode", d.llm_mode),

@@ -103,7 +103,8 @@ class Supervisor:
             if not self._wait_listening():
                 self._stop_all()
                 return 1
-            print(f"vocero listening on http://{self.settings.host}:{self.settings.port}",
+            print(f"vocero listening on {self.settings.scheme}://{self.settings.host}:"
+                  f"{self.settings.port}",
                   flush=True)
             log.info("workers.listening", workers=self.count)
             return self._watch()

@@ -23,6 +23,8 @@ from vocero.contracts.secrets import Secret
 from vocero.orchestrator.ids import new_id
 from vocero.relay.ports import RelayConfig
 
+UNKNOWN_TOKEN = "unknown_token"
+"""The reason code of a token that is not a JWT and not in the identities file."""
 HTTP_FORBIDDEN = 403
 HTTP_TOO_MANY_REQUESTS = 429
 
@@ -84,10 +86,19 @@ class Admission:
         config = self.config
         if config.draining:
             raise self.refuse(ErrorCode.SHUTTING_DOWN, CloseCode.TRY_AGAIN_LATER)
-        caller = await config.authenticate(connect.token)
+        try:
+            caller = await config.authenticate(connect.token)
+            reason = UNKNOWN_TOKEN
+        except AuthError as exc:  # a JWT refused: its reason code (SPEC §11)
+            caller, reason = None, str(exc) or UNKNOWN_TOKEN
         if caller is None:
+            # Never the token: a short digest lets an operator match repeated attempts.
             token_ref = hashlib.sha256(connect.token.encode()).hexdigest()[:16]
-            config.factory.audit("session.auth_denied", {"token_ref": token_ref})
+            config.factory.audit(
+                "session.auth_denied", {"reason_code": reason, "token_ref": token_ref}
+            )
+            config.metrics.count("denials", reason_code=reason)
+            log.info("relay.auth_denied", reason_code=reason)
             raise self.refuse(ErrorCode.AUTH_DENIED, CloseCode.AUTH_DENIED)
         self.leave_pending()
         if config.wait_ready is not None and not await config.wait_ready():
