@@ -47,11 +47,6 @@ class Settings:
     Empty: the server's own origin only (see :func:`vocero.relay.origins.default_origins`)."""
     max_pending_per_address: int = 32
     """Connections from one address that may be open without a ``session.connect.v1`` yet."""
-    mcp_input_timeout_s: float = 60.0
-    """How long a tool server's question (MCP elicitation) waits for the caller's answer before
-    it is cancelled (the agent then says the call stopped)."""
-    tool_approval: str = "auto"
-    """``auto``: an MCP tool seen for the first time is pinned and callable (trust on first use);
     caller_jwks: str = ""
     """JWKS (``https://`` URL or file) caller JWTs are verified against (SPEC §11,
     docs/deployment.md "Callers from your identity provider"); empty: identities file only."""
@@ -66,6 +61,11 @@ class Settings:
     forwarded_allow_ips: str = ""
     """Comma-separated proxy addresses (or ``*``) whose ``X-Forwarded-For``/``-Proto`` are
     believed; empty: none is."""
+    mcp_input_timeout_s: float = 60.0
+    """How long a tool server's question (MCP elicitation) waits for the caller's answer before
+    it is cancelled (the agent then says the call stopped)."""
+    tool_approval: str = "auto"
+    """``auto``: an MCP tool seen for the first time is pinned and callable (trust on first use);
     ``review``: it is ``pending`` and refused (``tool_pending``) until an operator approves its
     definition hash (docs/mcp.md "Discovery and pinning")."""
     followups_tick_s: float = 30.0
@@ -122,15 +122,15 @@ class Settings:
             object.__setattr__(self, "operator_token", Secret(self.operator_token))
 
     @property
-    def profiles_dir(self) -> Path:
-        return Path(self.profiles) if self.profiles else shipped("fixtures/profiles")
-
-    @property
-    @property
     def scheme(self) -> str:
         """``https`` with ``--ssl-certfile``, else ``http``."""
         return "https" if self.ssl_certfile else "http"
 
+    @property
+    def profiles_dir(self) -> Path:
+        return Path(self.profiles) if self.profiles else shipped("fixtures/profiles")
+
+    @property
     def identities_file(self) -> Path:
         return Path(self.identities) if self.identities else shipped("fixtures/identities.yaml")
 
@@ -227,6 +227,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _number(parser, d, "max_pending_per_address", int,
             "connections one address may hold open before sending session.connect.v1")
+    add_identity_arguments(parser)
     parser.add_argument(
         "--print-config", dest="print_config", action="store_true",
         help="print the effective settings with their source (flag, env, default) as JSON, "
@@ -235,17 +236,6 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add_endpoint_arguments(parser)
 
 
-def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
-    """Per-stage serving engines (docs/deployment.md): ``--llm-url URL --llm-model NAME`` and the
-    add_identity_arguments(parser)
-    STT and TTS twins; keys only from ``VOCERO_LLM_API_KEY`` and its twins
-    (:func:`endpoint_keys`)."""
-    d = Settings()
-    for name in ("llm_url", "llm_model", "stt_url", "stt_model", "tts_url", "tts_model",
-                 "tts_voice"):
-        parser.add_argument(
-            "--" + name.replace("_", "-"), dest=name, default=_env(name, getattr(d, name)),
-        )
 def add_identity_arguments(parser: argparse.ArgumentParser) -> None:
     """Caller JWTs, TLS and trusted proxies (SPEC §11, docs/deployment.md)."""
     d = Settings()
@@ -264,6 +254,16 @@ def add_identity_arguments(parser: argparse.ArgumentParser) -> None:
                             default=_env(name, getattr(d, name)), help=what)
 
 
+def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
+    """Per-stage serving engines (docs/deployment.md): ``--llm-url URL --llm-model NAME`` and the
+    STT and TTS twins; keys only from ``VOCERO_LLM_API_KEY`` and its twins
+    (:func:`endpoint_keys`)."""
+    d = Settings()
+    for name in ("llm_url", "llm_model", "stt_url", "stt_model", "tts_url", "tts_model",
+                 "tts_voice"):
+        parser.add_argument(
+            "--" + name.replace("_", "-"), dest=name, default=_env(name, getattr(d, name)),
+        )
     parser.add_argument(
         "--llm-mode", dest="llm_mode", choices=["agent", "routed"],
         default=_env("llm_mode", d.llm_mode),
