@@ -22,6 +22,7 @@ from vocero.app.commands.purge import purging
 from vocero.app.http import (
     console_api,
     followups_api,
+    operations_api,
     operator_api,
     profiles_api,
     units_api,
@@ -116,6 +117,7 @@ def create_app(
         Route("/metrics", metrics),
         WebSocketRoute("/v1/realtime", realtime),
         *operator_api.routes(),
+        *operations_api.routes(),
         *units_api.routes(),
         *profiles_api.routes(),
         *followups_api.routes(),

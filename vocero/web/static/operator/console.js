@@ -279,14 +279,15 @@ async function refreshNeeds() {
 }
 
 async function needs() {
-  const [followups, tools, voices, authorizations] = await Promise.all([
+  const [followups, tools, voices, authorizations, operations] = await Promise.all([
     api("/v1/followups?status=awaiting_approval").then((d) => d.items),
     api("/v1/tools").then((d) => d.items.filter((t) => t.status !== "approved")).catch(forbiddenAsEmpty),
     api("/v1/voices?status=pending").then((d) => d.items).catch(forbiddenAsEmpty),
     api("/v1/mcp/authorizations").then((d) => oneAServer(d.items)).catch(forbiddenAsEmpty),
+    api("/v1/operations/unresolved").then((d) => d.items).catch(forbiddenAsEmpty),
   ]);
   const pending = voices.flatMap((v) => v.versions.filter((x) => x.status === "pending").map((x) => ({ voice: v, version: x })));
-  return [followups, tools, pending, authorizations];
+  return [followups, tools, pending, authorizations, operations];
 }
 
 // Each waiting node lists its own consent for a server; any one will do: the newest is shown.
@@ -316,8 +317,8 @@ async function act(button, action) {
 }
 
 async function loadNeeds() {
-  const [followups, tools, versions, authorizations] = await needs();
-  $("#needs-count").textContent = followups.length + tools.length + versions.length + authorizations.length || "";
+  const [followups, tools, versions, authorizations, operations] = await needs();
+  $("#needs-count").textContent = followups.length + tools.length + versions.length + authorizations.length + operations.length || "";
   const none = [el("li", { class: "empty" }, "nothing waiting")];
   $("#needs-followups").replaceChildren(...(followups.length ? followups.map((f) => {
     const note = el("input", { placeholder: "note (optional)", maxlength: "500" });
@@ -341,6 +342,7 @@ async function loadNeeds() {
     return el("li", { dataset: { voice: `${voice.voice_id}/${version.version}` } }, el("strong", {}, `${voice.voice_id} v${version.version}`),
       ` · ${voice.tenant} · ${voice.purpose} · approved by ${by} · `, button);
   }) : none));
+  $("#needs-operations").replaceChildren(...(operations.length ? operations.map(unresolvedCard) : none));
   $("#needs-authorizations").replaceChildren(...(authorizations.length ? authorizations.map((a) =>
     el("li", { dataset: { authorization: a.server } }, el("strong", {}, a.server),
       ` · asked ${when(a.created_at)} · until ${when(a.expires_at)} · `,
@@ -349,6 +351,27 @@ async function loadNeeds() {
           "Open the authorization page")
         : el("span", { class: "error" }, "the authorization page is not an http(s) address: not linked")))
     : none));
+}
+
+// An operation whose outcome nobody could learn: what the caller heard, and the operator's
+// resolution (committed or failed, with a required note). It is never sent again.
+function unresolvedCard(o) {
+  const note = el("input", { placeholder: "what you checked (required)", maxlength: "1000" });
+  const resolve = (outcome, label) => {
+    const button = el("button", { type: "button", onclick: () => {
+      if (!note.value.trim()) { button.after(el("span", { class: "error" }, " a note is required")); return; }
+      act(button, () => api(`/v1/operations/${encodeURIComponent(o.operation_id)}/resolution`,
+        { method: "POST", body: { outcome, note: note.value } }));
+    } }, label);
+    return button;
+  };
+  const heard = o.heard.filter((h) => h.role === "assistant").slice(-3);
+  return el("li", { dataset: { operation: o.operation_id } },
+    el("strong", {}, o.tool), ` · ${o.status} (${o.reason_code}) · ${o.attempts} sent · since ${when(o.created_at)} · `,
+    el("code", {}, short(o.session_id)),
+    o.readback ? el("p", {}, "Read back: ", el("q", {}, o.readback.summary), ` (${o.readback.evidence})`) : null,
+    el("p", {}, "The caller last heard: ", heard.length ? heard.map((h) => el("q", {}, h.text)) : "nothing"),
+    note, " ", resolve("committed", "It went through"), " ", resolve("failed", "It did not go through"));
 }
 
 // -------------------------------------------------------------------------------- charts
