@@ -186,3 +186,38 @@ async def test_everything_is_audited_without_content(
     assert "Acme" not in dumped and "corporativa" not in dumped
     assert audio.hex()[:64] not in dumped
     assert (await AuditLog(store).verify()).ok
+
+
+async def test_a_version_names_its_engine_voice_and_its_approval_covers_it(
+    vault: VoiceVault, store: Store, clock: VirtualClock
+) -> None:
+    """Issue 41: the serving engine's voice a version is spoken with on a remote TTS is stored
+    with the version, fixed, shown, audited with each approval and handed to the runner with
+    the resolved voice; a name that is not a short engine voice name is refused."""
+    await vault.create_voice(**voice_fields(clock))
+    audio = make_wav(2.0)
+    for bad in ("two words", "../voices/x", "v" * 65, "-leading"):
+        assert await code_of(vault.add_version("corp-es", audio, REF_TEXT, "olga",
+                                               engine_voice=bad)) == "invalid_engine_voice"
+    version = await vault.add_version("corp-es", audio, REF_TEXT, "olga",
+                                      engine_voice="en_US-joe-medium")
+    assert version.engine_voice == "en_US-joe-medium"
+    plain = await vault.add_version("corp-es", audio, REF_TEXT, "olga")
+    assert (plain.version, plain.engine_voice) == (2, "")
+    await vault.approve("corp-es", 1, "olga", ["business_owner"])
+    await vault.approve("corp-es", 1, "sam", ["security"])
+    await vault.approve("corp-es", 2, "olga", ["business_owner"])
+    await vault.approve("corp-es", 2, "sam", ["security"])
+    resolved = await vault.resolve("corp-es", 1, tenant="acme")
+    assert resolved is not None and resolved.engine_voice == "en_US-joe-medium"
+    unnamed = await vault.resolve("corp-es", 2, tenant="acme")
+    assert unnamed is not None and unnamed.engine_voice == ""
+    record = await vault.get("corp-es")
+    assert record is not None
+    assert [v.engine_voice for v in record.versions] == ["en_US-joe-medium", ""]
+    events = [e for e in await AuditLog(store).events(limit=100)
+              if e.kind.startswith("voice.") and e.data.get("version") == 1]
+    bound = {e.kind: e.data["engine_voice"] for e in events}
+    assert bound == {"voice.version_added": "en_US-joe-medium",
+                     "voice.approval_recorded": "en_US-joe-medium",
+                     "voice.approved": "en_US-joe-medium"}

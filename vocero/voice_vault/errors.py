@@ -13,6 +13,7 @@ VaultCode = Literal[
     "invalid_voice",
     "invalid_usage_until",
     "invalid_ref_text",
+    "invalid_engine_voice",
     "invalid_reason",
     "voice_not_found",
     "version_not_found",

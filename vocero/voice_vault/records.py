@@ -24,6 +24,8 @@ class VersionRecord(msgspec.Struct, frozen=True, kw_only=True):
     text_sha256: str
     model: str
     params: dict[str, Any]
+    engine_voice: str
+    """The serving engine's voice this version is spoken with on a remote TTS ("": none)."""
     created_at: datetime
     effective_at: datetime | None
     approvals: list[ApprovalRecord]
@@ -50,7 +52,8 @@ def version_record(row: VoiceVersionRow, approvals: list[VoiceApprovalRow]) -> V
     return VersionRecord(
         voice_id=row.voice_id, version=row.version, status=row.status,
         audio_sha256=row.audio_sha256, text_sha256=row.text_sha256, model=row.model,
-        params=dict(row.params), created_at=row.created_at, effective_at=row.effective_at,
+        params=dict(row.params), engine_voice=row.engine_voice, created_at=row.created_at,
+        effective_at=row.effective_at,
         approvals=[approval_record(a) for a in sorted(approvals, key=lambda a: a.created_at)],
     )
 

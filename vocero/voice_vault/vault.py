@@ -46,6 +46,9 @@ DEFAULT_MODEL = "qwen3-tts-12hz-1.7b-base"
 VOICE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 MAX_REF_TEXT = 2_000
 MAX_REASON = 500
+ENGINE_VOICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+"""A serving engine's voice name (``alloy``, ``en_US-joe-medium``, ``af_bella``): short, no
+spaces, no paths."""
 ACTIVE, REVOKED = "active", "revoked"
 
 VersionKey = tuple[str, str]
@@ -157,9 +160,14 @@ class VoiceVault:
         return voice_record(row, [])
 
     async def add_version(
-        self, voice_id: str, ref_audio_wav: bytes, ref_text: str, created_by: str
+        self, voice_id: str, ref_audio_wav: bytes, ref_text: str, created_by: str, *,
+        engine_voice: str = "",
     ) -> VersionRecord:
-        """A new ``pending`` version holding the encrypted reference and its hashes."""
+        """A new ``pending`` version holding the encrypted reference and its hashes, and the
+        serving engine's voice name it is spoken with on a remote TTS (``engine_voice``; ""
+        for none). Both are fixed with the version: its approvals cover them."""
+        if engine_voice and not ENGINE_VOICE.fullmatch(engine_voice):
+            raise VaultError("invalid_engine_voice", "1..64 letters, digits, '_', '.', ':', '-'")
         info = validate_wav(ref_audio_wav)
         text = ref_text.strip()
         if not text or len(text) > MAX_REF_TEXT:
@@ -179,14 +187,15 @@ class VoiceVault:
                 text_sha256=text_sha256,
                 ref_audio=self._cipher.seal(ref_audio_wav, _context(voice_id, number, "audio")),
                 ref_text=self._cipher.seal_text(text, _context(voice_id, number, "text")),
-                model=self._model, params=params, status="pending", created_at=self._now(),
-                effective_at=None,
+                model=self._model, params=params, engine_voice=engine_voice, status="pending",
+                created_at=self._now(), effective_at=None,
             )
             session.add(row)
             await session.flush()
             await self._audit(session, "voice.version_added", created_by, {
                 "voice_id": voice_id, "version": number, "audio_sha256": audio_sha256,
                 "text_sha256": text_sha256, "model": self._model, **params,
+                "engine_voice": engine_voice,
             })
         return version_record(row, [])
 
@@ -267,7 +276,7 @@ class VoiceVault:
             )
             data = {"voice_id": voice_id, "version": version, "role": role,
                     "status": row.status, "audio_sha256": row.audio_sha256,
-                    "text_sha256": row.text_sha256}
+                    "text_sha256": row.text_sha256, "engine_voice": row.engine_voice}
             await self._audit(session, "voice.approval_recorded", operator, data)
             if complete:
                 row.effective_at = now
@@ -303,7 +312,8 @@ class VoiceVault:
             return None
         ref = VoiceRef(voice_profile_id=voice_id, voice_version=str(version),
                        ref_audio=audio, ref_text=text,
-                       x_vector_only=row.params.get("mode") == "x_vector")
+                       x_vector_only=row.params.get("mode") == "x_vector",
+                       engine_voice=row.engine_voice)
         return profile.tenant, ref
 
     def _remember(self, key: VersionKey, value: tuple[str, VoiceRef]) -> None:

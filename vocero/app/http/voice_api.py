@@ -43,6 +43,7 @@ FIELD_OF: dict[str, str] = {
     "invalid_ref_text": "ref_text",
     "invalid_usage_until": "usage_until",
     "invalid_reason": "reason",
+    "invalid_engine_voice": "engine_voice",
 }
 """The body member a 400 refusal of the vault is about (``invalid_voice`` names its own)."""
 
@@ -66,6 +67,9 @@ class CreateVoice(msgspec.Struct, forbid_unknown_fields=True):
 class AddVersion(msgspec.Struct, forbid_unknown_fields=True):
     ref_audio: Annotated[str, msgspec.Meta(min_length=1)]
     ref_text: Annotated[str, msgspec.Meta(min_length=1, max_length=2_000)]
+    engine_voice: Annotated[str, msgspec.Meta(max_length=64)] = ""
+    """The serving engine's voice name this version is spoken with on a remote TTS, approved
+    with the version (SPEC §3); without it a remote TTS cannot speak the version."""
 
 
 class Revoke(msgspec.Struct, forbid_unknown_fields=True):
@@ -94,7 +98,8 @@ async def add_version(request: Request, runtime: Runtime, operator: Operator) ->
     except (binascii.Error, ValueError):
         raise VaultError("invalid_wav", "ref_audio is not base64") from None
     version = await _vault(runtime).add_version(
-        request.path_params["voice_id"], audio, body.ref_text, operator.name
+        request.path_params["voice_id"], audio, body.ref_text, operator.name,
+        engine_voice=body.engine_voice,
     )
     return json(version, status=201)
 

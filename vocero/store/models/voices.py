@@ -53,6 +53,9 @@ class VoiceVersionRow(Base):
     ref_text: Mapped[str] = mapped_column(Text)
     model: Mapped[str] = mapped_column(String(NAME))
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    engine_voice: Mapped[str] = mapped_column(String(ID), default="", server_default="")
+    """The serving engine's voice name this version is spoken with on a remote TTS, approved
+    with the version ("": none; a remote TTS cannot speak it)."""
     status: Mapped[VoiceVersionStatus] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
     effective_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
