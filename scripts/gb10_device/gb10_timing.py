@@ -24,7 +24,7 @@ import torch
 from tests.inference.tiny_models import QWEN_MAX_NEW_TOKENS, tiny_parakeet, tiny_qwen3_tts
 from vocero.contracts.domain import VoiceRef
 from vocero.inference.gb10.stt import ParakeetEngine
-from vocero.inference.gb10.tts import QwenTtsEngine, builtin_voice
+from vocero.inference.gb10.tts import QwenTtsEngine
 
 
 def sync(device: str) -> None:
@@ -74,8 +74,7 @@ def parakeet(path: Path, device: str, iterations: int) -> dict[str, Any]:
 def qwen(
     model_dir: Path, ref: Path, device: str, streaming: bool, iterations: int
 ) -> dict[str, Any]:
-    voice = builtin_voice(str(ref), "hello there, this is a short reference")
-    engine = QwenTtsEngine(str(model_dir), default_voice=voice, device=device, streaming=streaming)
+    engine = QwenTtsEngine(str(model_dir), device=device, streaming=streaming)  # clones only
     started = time.perf_counter()
     engine.load()
     load_s = time.perf_counter() - started

@@ -11,13 +11,11 @@ from typing import Any
 import pytest
 import yaml
 from starlette.testclient import TestClient
-from starlette.websockets import WebSocketDisconnect
 
 from tests.support.voices import make_wav
 from tests.support.wsclient import ProtocolClient
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
-from vocero.contracts.errors import AuthError
 
 OPERATORS = [
     {"token": "owner-token", "name": "olga", "roles": ["business_owner"]},
@@ -86,7 +84,7 @@ def test_full_lifecycle(api: TestClient) -> None:
     added = api.post("/v1/voices/corp-en/versions", json=version_body(wav), headers=OWNER)
     assert added.status_code == 201
     version = added.json()
-    assert (version["version"], version["status"]) == (1, "pending")
+    assert (version["version"], version["status"], version["engine_voice"]) == (1, "pending", "")
     assert len(version["audio_sha256"]) == 64 and len(version["text_sha256"]) == 64
 
     first = api.post("/v1/voices/corp-en/versions/1/approvals", headers=OWNER)
@@ -164,6 +162,9 @@ def test_bearer_token_and_roles(
         ({"ref_audio": "UklGRg==", "ref_text": ""}, "invalid_body"),
         ({"ref_audio": "UklGRg==", "ref_text": REF_TEXT, "extra": 1}, "invalid_body"),
         ({"ref_text": REF_TEXT}, "invalid_body"),
+        ({**version_body(), "engine_voice": "../voices/x"}, "invalid_engine_voice"),
+        ({**version_body(), "engine_voice": "two words"}, "invalid_engine_voice"),
+        ({**version_body(), "engine_voice": "v" * 65}, "invalid_body"),
     ],
 )
 def test_bad_versions_are_refused(api: TestClient, body: dict[str, Any], code: str) -> None:
@@ -206,28 +207,18 @@ def test_bad_requests_and_conflicts(api: TestClient) -> None:
 
 
 def session_opens(api: TestClient) -> dict[str, Any] | None:
-    """The effective configuration of a new session, or ``None`` when it was refused.
-
-    Refused today means ``factory.open`` raised ``AuthError(PROFILE_DENIED)`` and, since the
-    relay does not catch it, the connection failed; once the relay turns that into an
-    ``error.v1`` PROFILE_DENIED and close 4403, the other branch applies."""
-    try:
-        with api.websocket_connect("/v1/realtime") as ws:
-            pc = ProtocolClient(ws)
-            pc.send("session.connect.v1", {"token": "demo-token"})
-            frame = pc.receive()
-            if frame["type"] == "vocero.error.v1":
-                assert frame["data"]["payload"]["code"] == "PROFILE_DENIED"
-                assert pc.expect_close() == 4403
-                return None
-            assert frame["type"] == "vocero.session.configuration_applied.v1"
-            return dict(frame["data"]["payload"]["effective"])
-    except AuthError as exc:
-        refused_with = exc.code.value
-    except WebSocketDisconnect:
-        refused_with = "PROFILE_DENIED"
-    assert refused_with == "PROFILE_DENIED"
-    return None
+    """The effective configuration of a new session, or ``None`` when it was refused: an
+    ``error.v1`` ``VOICE_UNAVAILABLE`` (SPEC §3) and close 4403."""
+    with api.websocket_connect("/v1/realtime") as ws:
+        pc = ProtocolClient(ws)
+        pc.send("session.connect.v1", {"token": "demo-token"})
+        frame = pc.receive()
+        if frame["type"] == "vocero.error.v1":
+            assert frame["data"]["payload"]["code"] == "VOICE_UNAVAILABLE"
+            assert pc.expect_close() == 4403
+            return None
+        assert frame["type"] == "vocero.session.configuration_applied.v1"
+        return dict(frame["data"]["payload"]["effective"])
 
 
 def denied_voices(api: TestClient) -> list[dict[str, Any]]:
@@ -245,7 +236,8 @@ def test_a_profile_voice_must_exist_and_be_approved(api: TestClient) -> None:
     assert session_opens(api) is None  # pending: one approval only
     assert len(denied_voices(api)) == 2
     assert denied_voices(api)[0] == {"tenant_id": "acme", "profile_id": "voiced",
-                                     "voice_profile_id": "corp-en", "voice_version": "1"}
+                                     "voice_profile_id": "corp-en", "voice_version": "1",
+                                     "reason_code": "voice_unavailable"}
 
 
 def test_an_approved_voice_speaks_until_revoked(api: TestClient) -> None:

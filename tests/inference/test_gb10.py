@@ -19,6 +19,7 @@ from tests.inference import corpus
 from vocero.contracts.domain import DEFAULT_VOICE, ToolDefinition, VoiceRef
 from vocero.contracts.errors import ConfigError, ErrorCode, VoceroError
 from vocero.contracts.ports import LlmRequest, Message, TextChunk, ToolIntent
+from vocero.inference.cpu import threads
 from vocero.inference.cpu.llama import LlamaEngine
 from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.cpu.stt import SpeechToText
@@ -178,10 +179,19 @@ class FakePromptItem:
 
 
 class FakeQwenModel:
-    """The two calls the engine makes on ``qwen_tts.Qwen3TTSModel``."""
+    """The calls the engine makes on ``qwen_tts.Qwen3TTSModel``: a Base model's cloning and a
+    CustomVoice model's preset speakers. What each was asked is recorded."""
 
-    def __init__(self) -> None:
+    def __init__(self, speakers: list[str] | None = None) -> None:
         self.prompts: list[tuple[str | None, bool]] = []
+        self.clones: list[str] = []
+        self.presets: list[tuple[str, str]] = []
+        self.spoken: list[tuple[str, str]] = []
+        """(text, voice) of every sentence rendered: the preset speaker, or ``clone``."""
+        self.speakers = speakers
+
+    def get_supported_speakers(self) -> list[str] | None:
+        return self.speakers
 
     def create_voice_clone_prompt(
         self, *, ref_audio: tuple[Any, int], ref_text: str | None, x_vector_only_mode: bool
@@ -192,19 +202,31 @@ class FakeQwenModel:
     def generate_voice_clone(
         self, *, text: str, language: str, voice_clone_prompt: list[FakePromptItem]
     ) -> tuple[list[Any], int]:
+        self.clones.append(text)
+        self.spoken.append((text, "clone"))
+        return [np.zeros(12_000, dtype=np.float32)], 24_000
+
+    def generate_custom_voice(
+        self, *, text: str, language: str, speaker: str
+    ) -> tuple[list[Any], int]:
+        self.presets.append((text, speaker))
+        self.spoken.append((text, speaker))
         return [np.zeros(12_000, dtype=np.float32)], 24_000
 
 
-def qwen_engine() -> tuple[QwenTtsEngine, FakeQwenModel]:
-    default = VoiceRef(
-        voice_profile_id="builtin",
-        voice_version="default",
-        ref_audio=wav_bytes(),
-        ref_text="Hello.",
+def qwen_engine(
+    *, base: bool = True, preset: bool = True, speaker: str = "Ryan"
+) -> tuple[QwenTtsEngine, FakeQwenModel]:
+    """The engine on one fake standing in for both models (Base and CustomVoice), as
+    ``build_gb10_runners`` configures it; ``base``/``preset`` ``False``: that model is not
+    configured."""
+    engine = QwenTtsEngine(
+        "base-dir" if base else "", preset_model_dir="custom-dir" if preset else "",
+        speaker=speaker, device="cpu", streaming=False,
     )
-    engine = QwenTtsEngine("unused", default_voice=default, device="cpu", streaming=False)
-    fake = FakeQwenModel()
-    engine._model = fake
+    fake = FakeQwenModel(speakers=["aiden", "ryan", "vivian"])
+    engine._model = fake if base else None
+    engine._preset = fake if preset else None
     return engine, fake
 
 
@@ -247,15 +269,53 @@ def test_revocation_drops_every_cached_version() -> None:
             voice_profile_id="vp_acme", voice_version=version, ref_audio=wav_bytes(), ref_text="Hi."
         )
         pcm(engine.render("One.", voice))
-    pcm(engine.render("One.", DEFAULT_VOICE))
+    other = VoiceRef(voice_profile_id="vp_other", voice_version="1", ref_audio=wav_bytes(),
+                     ref_text="Hi.")
+    pcm(engine.render("One.", other))
     engine.forget_voice("vp_acme")
-    assert engine.cached_voices() == [("builtin", "default")]
+    assert engine.cached_voices() == [("vp_other", "1")]
 
 
-def test_the_builtin_voice_is_the_deployments_reference() -> None:
-    engine, fake = qwen_engine()
+def test_the_builtin_voice_is_a_preset_speaker_never_a_clone() -> None:
+    """Issue 41: the built-in voice is the CustomVoice model's preset speaker; nothing is
+    cloned for it (there is no reference recording to clone)."""
+    engine, fake = qwen_engine(speaker="Ryan")
+    assert len(pcm(engine.render("One.", DEFAULT_VOICE))) == 24_000
+    assert fake.presets == [("One.", "Ryan")]
+    assert fake.prompts == [] and fake.clones == []
+    assert engine.cached_voices() == []
+
+
+def test_each_model_speaks_only_its_own_voices() -> None:
+    """No swap: a vault voice without a Base model, or the built-in one without a
+    CustomVoice model, is not spoken (``speaks`` says so before a session opens with it)."""
+    vault_voice = VoiceRef(voice_profile_id="vp_acme", voice_version="1", ref_audio=wav_bytes(),
+                           ref_text="Hi.")
+    presets_only, fake = qwen_engine(base=False)
+    assert presets_only.speaks(DEFAULT_VOICE) and not presets_only.speaks(vault_voice)
+    with pytest.raises(VoceroError) as raised:
+        pcm(presets_only.render("One.", vault_voice))
+    assert raised.value.code is ErrorCode.VOICE_UNAVAILABLE
+    assert fake.presets == [] and fake.clones == []
+    clones_only, fake = qwen_engine(preset=False)
+    assert clones_only.speaks(vault_voice) and not clones_only.speaks(DEFAULT_VOICE)
+    with pytest.raises(VoceroError) as raised:
+        pcm(clones_only.render("One.", DEFAULT_VOICE))
+    assert raised.value.code is ErrorCode.VOICE_UNAVAILABLE
+    assert fake.presets == [] and fake.prompts == []
+
+
+def test_the_speaker_must_be_one_of_the_models_presets(monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = QwenTtsEngine(preset_model_dir="custom-dir", speaker="Nobody", device="cpu")
+    fake = FakeQwenModel(speakers=["ryan", "aiden"])
+    monkeypatch.setattr(threads, "load_once", lambda key, factory: (fake, None))
+    with pytest.raises(VoceroError) as raised:
+        engine.load()
+    assert "Nobody" in str(raised.value) and "ryan" in str(raised.value)
+    engine = QwenTtsEngine(preset_model_dir="custom-dir", speaker="RYAN", device="cpu")
+    engine.load()  # names compare without case, as qwen-tts does
     pcm(engine.render("One.", DEFAULT_VOICE))
-    assert fake.prompts == [("Hello.", False)]
+    assert fake.presets == [("One.", "RYAN")]
 
 
 def test_reference_audio_must_be_a_wav() -> None:
@@ -273,19 +333,29 @@ def test_the_factory_names_every_missing_model_path() -> None:
     with pytest.raises(ConfigError) as raised:
         build_gb10_runners(Gb10Settings())
     assert "VOCERO_PARAKEET_MODEL" in raised.value.field
-    assert "VOCERO_QWEN_TTS_MODEL" in raised.value.field
+    assert "VOCERO_QWEN_TTS_CUSTOM_MODEL" in raised.value.field
+    assert "DEFAULT_VOICE" not in raised.value.field  # no reference recording to clone
+
+
+def test_the_settings_have_no_cloned_default_voice() -> None:
+    """Issue 41: the built-in voice is no longer a clone of an environment file."""
+    settings = Gb10Settings.from_env({
+        "VOCERO_DEFAULT_VOICE_AUDIO": "/voices/someone.wav",
+        "VOCERO_DEFAULT_VOICE_TEXT": "Hello.",
+        "VOCERO_QWEN_TTS_SPEAKER": "Aiden",
+    })
+    assert settings.qwen_tts_speaker == "Aiden"
+    assert "/voices/someone.wav" not in repr(settings)
+    assert Gb10Settings.from_env({}).qwen_tts_speaker == "Ryan"
 
 
 def test_the_factory_wires_the_gb10_runners(tmp_path: Any) -> None:
-    reference = tmp_path / "voice.wav"
-    reference.write_bytes(wav_bytes())
     settings = Gb10Settings.from_env(
         {
             "VOCERO_PARAKEET_MODEL": "/models/parakeet-tdt-0.6b-v2.nemo",
             "VOCERO_LLAMA_MODEL": "/models/Meta-Llama-3.1-8B-Instruct-Q8_0.gguf",
             "VOCERO_QWEN_TTS_MODEL": "/models/Qwen3-TTS-12Hz-1.7B-Base",
-            "VOCERO_DEFAULT_VOICE_AUDIO": str(reference),
-            "VOCERO_DEFAULT_VOICE_TEXT": "Hello.",
+            "VOCERO_QWEN_TTS_CUSTOM_MODEL": "/models/Qwen3-TTS-12Hz-1.7B-CustomVoice",
         }
     )
     try:

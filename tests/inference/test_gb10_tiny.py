@@ -21,6 +21,7 @@ import pytest
 from tests.inference.tiny_models import (
     CODE_GROUPS,
     QWEN_MAX_NEW_TOKENS,
+    TINY_SPEAKER,
     tiny_parakeet,
     tiny_qwen3_tts,
 )
@@ -102,13 +103,19 @@ def qwen_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tiny_qwen3_tts(tmp_path_factory.mktemp("qwen3_tts"))
 
 
-def gb10_tts(qwen_path: Path, directory: Path, device: str) -> TextToSpeech:
-    """The TTS runner exactly as ``build_gb10_runners`` wires it from the environment.
+@pytest.fixture(scope="module")
+def qwen_custom_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("qwen_tts", reason="the gb10 extra is not installed")
+    return tiny_qwen3_tts(tmp_path_factory.mktemp("qwen3_tts_custom"), kind="custom_voice")
+
+
+def gb10_tts(qwen_path: Path, custom_path: Path, directory: Path, device: str) -> TextToSpeech:
+    """The TTS runner exactly as ``build_gb10_runners`` wires it from the environment: the
+    tiny Base model clones vault voices, the tiny CustomVoice model (next to it) speaks the
+    built-in voice with its preset speaker.
 
     The other model paths only have to exist: nothing but the TTS runner is warmed up here.
     """
-    reference = directory / "builtin.wav"
-    reference.write_bytes(wav_bytes(1.0, 24_000))
     placeholder = directory / "unused.bin"
     placeholder.write_bytes(b"")
     settings = Gb10Settings.from_env(
@@ -117,8 +124,8 @@ def gb10_tts(qwen_path: Path, directory: Path, device: str) -> TextToSpeech:
             "VOCERO_LLAMA_MODEL": str(placeholder),
             "VOCERO_VAD_MODEL": str(placeholder),
             "VOCERO_QWEN_TTS_MODEL": str(qwen_path),
-            "VOCERO_DEFAULT_VOICE_AUDIO": str(reference),
-            "VOCERO_DEFAULT_VOICE_TEXT": "hello there, this is a short reference",
+            "VOCERO_QWEN_TTS_CUSTOM_MODEL": str(custom_path),
+            "VOCERO_QWEN_TTS_SPEAKER": TINY_SPEAKER,
             "VOCERO_GB10_DEVICE": device,
         }
     )
@@ -129,7 +136,8 @@ def gb10_tts(qwen_path: Path, directory: Path, device: str) -> TextToSpeech:
 
 @pytest.fixture
 def qwen_tts(
-    qwen_path: Path, tmp_path: Path, device: str, monkeypatch: pytest.MonkeyPatch
+    qwen_path: Path, qwen_custom_path: Path, tmp_path: Path, device: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> TextToSpeech:
     """The runner on plain qwen-tts, one call per sentence: on a GPU too, as where
     faster-qwen3-tts is not installed (its CUDA graphs have a test of their own below)."""
@@ -137,7 +145,7 @@ def qwen_tts(
 
     torch.manual_seed(0)  # sampling on random weights; only shapes are checked anyway
     monkeypatch.setitem(sys.modules, "faster_qwen3_tts", None)  # its import fails
-    return gb10_tts(qwen_path, tmp_path, device)
+    return gb10_tts(qwen_path, qwen_custom_path, tmp_path, device)
 
 
 def engine_of(tts: TextToSpeech) -> QwenTtsEngine:
@@ -178,12 +186,13 @@ async def test_qwen3_tts_loads_the_configured_directory_and_speaks_pcm16(
 ) -> None:
     from qwen_tts import Qwen3TTSModel
 
-    await qwen_tts.warm_up()  # loads the model and renders "Ready." in the built-in voice
+    await qwen_tts.warm_up()  # loads the models and renders "Ready." in the built-in voice
     assert qwen_tts.status().health == "ready"
     engine = engine_of(qwen_tts)
     assert isinstance(engine._model, Qwen3TTSModel)
+    assert isinstance(engine._preset, Qwen3TTSModel)
     assert engine._fast is None  # plain qwen-tts, one call per sentence (see the fixture)
-    assert engine.cached_voices() == [("builtin", "default")]
+    assert engine.cached_voices() == []  # the built-in voice is a preset speaker: no clone
     assert qwen_tts.sample_rate == engine.sample_rate == SAMPLE_RATE == 24_000
 
     chunks = await speak(qwen_tts, "Call me back.", acme("3"))
@@ -213,13 +222,9 @@ async def test_qwen3_tts_builds_each_clone_prompt_once_and_drops_it_on_revocatio
     assert await speak(qwen_tts, "Hello there.", v3)
     assert len(prompts) == 1  # the second sentence reused the cached prompt
     assert await speak(qwen_tts, "Call me back.", v4)
-    assert await speak(qwen_tts, "Call me back.", DEFAULT_VOICE)
-    assert len(prompts) == 3
-    assert sorted(engine.cached_voices()) == [
-        ("builtin", "default"),
-        ("vp_acme", "3"),
-        ("vp_acme", "4"),
-    ]
+    assert await speak(qwen_tts, "Call me back.", DEFAULT_VOICE)  # a preset: no prompt
+    assert len(prompts) == 2
+    assert sorted(engine.cached_voices()) == [("vp_acme", "3"), ("vp_acme", "4")]
 
     (item,) = engine.prompt_for(v3)  # full ICL: reference codes, x-vector and transcript
     assert isinstance(item, VoiceClonePromptItem)
@@ -227,12 +232,29 @@ async def test_qwen3_tts_builds_each_clone_prompt_once_and_drops_it_on_revocatio
     assert item.ref_text == "call me back"
     assert item.ref_code is not None and item.ref_code.shape == (13, CODE_GROUPS)  # 1 s at 12.5 Hz
     assert tuple(item.ref_spk_embedding.shape) == (16,)
-    assert len(prompts) == 3
+    assert len(prompts) == 2
 
     qwen_tts.forget_voice("vp_acme")
-    assert engine.cached_voices() == [("builtin", "default")]
+    assert engine.cached_voices() == []
     assert await speak(qwen_tts, "Call me back.", v3)
-    assert len(prompts) == 4  # revoked: rebuilt from the reference, not served from the cache
+    assert len(prompts) == 3  # revoked: rebuilt from the reference, not served from the cache
+
+
+async def test_the_builtin_voice_is_the_custom_voice_models_preset_speaker(
+    qwen_tts: TextToSpeech, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41: nothing is cloned for the built-in voice; the CustomVoice model speaks it with
+    its preset speaker, and the Base model is not asked."""
+    engine = engine_of(qwen_tts)
+    engine.load()
+    assert engine._preset.get_supported_speakers() == [TINY_SPEAKER.lower()]
+    presets = count_calls(monkeypatch, engine._preset, "generate_custom_voice")
+    clones = count_calls(monkeypatch, engine._model, "generate_voice_clone")
+    prompts = count_calls(monkeypatch, engine._model, "create_voice_clone_prompt")
+    audio = b"".join(await speak(qwen_tts, "Call me back.", DEFAULT_VOICE))
+    assert 0 < len(audio) <= MAX_SENTENCE_BYTES
+    assert (len(presets), len(clones), len(prompts)) == (1, 0, 0)
+    assert engine.cached_voices() == []
 
 
 async def test_qwen3_tts_x_vector_only_prompt_has_no_reference_codes(
@@ -339,7 +361,8 @@ async def test_qwen3_tts_streams_codec_chunks_through_faster_qwen3_tts(
 
 
 async def test_qwen3_tts_streams_through_captured_cuda_graphs(
-    qwen_path: Path, tmp_path: Path, device: str, monkeypatch: pytest.MonkeyPatch
+    qwen_path: Path, qwen_custom_path: Path, tmp_path: Path, device: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """On a GPU, the runner as deployed: ``FasterQwen3TTS.from_pretrained`` of the model directory,
     its talker and predictor graphs captured by the first sentence, codec chunks streamed."""
@@ -353,36 +376,40 @@ async def test_qwen3_tts_streams_through_captured_cuda_graphs(
 
     torch.manual_seed(0)
     monkeypatch.setattr(threads, "_models", {})  # loaded anew, not the plain model of the others
-    tts = gb10_tts(qwen_path, tmp_path, device)
+    tts = gb10_tts(qwen_path, qwen_custom_path, tmp_path, device)
     engine = engine_of(tts)
     engine.load()
-    fast = engine._fast
-    assert isinstance(fast, FasterQwen3TTS)
+    fast, preset = engine._fast, engine._preset_fast
+    assert isinstance(fast, FasterQwen3TTS) and isinstance(preset, FasterQwen3TTS)
     assert engine._model is fast.model
     assert not engine.renders_whole_sentences
     streaming = fast.generate_voice_clone_streaming
+    preset_streaming = preset.generate_custom_voice_streaming
     asked: list[dict[str, Any]] = []
 
     def capped(**kwargs: Any) -> Any:  # random weights rarely say end-of-speech
         asked.append(kwargs)
         return streaming(**kwargs, max_new_tokens=QWEN_MAX_NEW_TOKENS)
 
-    monkeypatch.setattr(fast, "generate_voice_clone_streaming", capped)
+    def preset_capped(**kwargs: Any) -> Any:
+        asked.append(kwargs)
+        return preset_streaming(**kwargs, max_new_tokens=QWEN_MAX_NEW_TOKENS)
 
-    await tts.warm_up()  # "Ready." in the built-in voice: captures the graphs
+    monkeypatch.setattr(fast, "generate_voice_clone_streaming", capped)
+    monkeypatch.setattr(preset, "generate_custom_voice_streaming", preset_capped)
+
+    await tts.warm_up()  # "Ready." in the built-in voice (the preset speaker): its graphs
     assert tts.status().health == "ready"
-    assert fast._warmed_up
-    assert fast.predictor_graph.captured
+    assert preset._warmed_up
+    assert [call["speaker"] for call in asked] == [TINY_SPEAKER]
+    asked.clear()
     for voice in (acme("3"), acme("5", x_vector_only=True)):
         chunks = await speak(tts, "Call me back.", voice)
         audio = b"".join(chunks)
         assert 0 < len(audio) <= MAX_SENTENCE_BYTES
         assert len(audio) % 2 == 0
         assert all(0 < len(chunk) <= CHUNK_BYTES for chunk in chunks)
-    assert [call["chunk_size"] for call in asked] == [4, 4, 4]  # Gb10Settings.stream_chunk_steps
+    assert fast._warmed_up and fast.predictor_graph.captured  # the clone model's own graphs
+    assert [call["chunk_size"] for call in asked] == [4, 4]  # Gb10Settings.stream_chunk_steps
     check_sentence_ends(ALIGNED_TEXT, await aligned(tts, ALIGNED_TEXT), whole=False)
-    assert sorted(engine.cached_voices()) == [
-        ("builtin", "default"),
-        ("vp_acme", "3"),
-        ("vp_acme", "5"),
-    ]
+    assert sorted(engine.cached_voices()) == [("vp_acme", "3"), ("vp_acme", "5")]

@@ -133,8 +133,13 @@ _QWEN_SPECIAL = [
 ]
 
 
-def tiny_qwen3_tts(directory: Path) -> Path:
-    """A Qwen3-TTS 12Hz *Base* model directory laid out like the released one.
+TINY_SPEAKER = "Ryan"
+"""The one preset speaker of the tiny CustomVoice model."""
+
+
+def tiny_qwen3_tts(directory: Path, kind: str = "base") -> Path:
+    """A Qwen3-TTS 12Hz *Base* model directory laid out like the released one (``kind``
+    ``custom_voice``: the CustomVoice variant, whose one preset speaker is :data:`TINY_SPEAKER`).
 
     ``config.json`` and ``model.safetensors`` (a one-layer talker, a one-layer code predictor and a
     small ECAPA speaker encoder), a byte-level BPE text tokenizer that keeps the chat markers
@@ -153,12 +158,17 @@ def tiny_qwen3_tts(directory: Path) -> Path:
     from transformers import EncodecFeatureExtractor
 
     torch.manual_seed(0)
-    model_dir = directory / "Qwen3-TTS-12Hz-tiny-Base"
+    model_dir = directory / ("Qwen3-TTS-12Hz-tiny-Base" if kind == "base" else
+                             "Qwen3-TTS-12Hz-tiny-CustomVoice")
     model_dir.mkdir(parents=True, exist_ok=True)
     tokenizer = _qwen_text_tokenizer()
     Qwen3TTSProcessor(tokenizer=tokenizer).save_pretrained(str(model_dir))
     ids = {token: int(tokenizer.convert_tokens_to_ids(token)) for token in _QWEN_SPECIAL}
     settings = _qwen_config(ids, text_vocab_size=len(tokenizer))
+    if kind == "custom_voice":  # a preset speaker is a codec-vocabulary id, as released
+        settings["tts_model_type"] = "custom_voice"
+        settings["talker_config"]["spk_id"] = {TINY_SPEAKER.lower(): CODEBOOK + 20}
+        settings["talker_config"]["spk_is_dialect"] = {TINY_SPEAKER.lower(): False}
     model = Qwen3TTSForConditionalGeneration(Qwen3TTSConfig(**settings)).eval()
     model.save_pretrained(str(model_dir))
     # ``save_pretrained`` writes every sub-config key (``model_type`` too), which

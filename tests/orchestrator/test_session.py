@@ -380,7 +380,7 @@ async def test_a_voice_revoked_mid_answer_is_not_used_for_the_next_unit() -> Non
         done = await h.until_frame("ResponseCompleted")
         units_with_audio = {a.unit_id for a in h.received.of("AudioOut")}
         assert units_with_audio == {h.received.of("TextDelta")[0].unit_id}
-        assert [e.code for e in h.received.of("Error")] == ["TTS_UNAVAILABLE"]
+        assert [e.code for e in h.received.of("Error")] == ["VOICE_UNAVAILABLE"]  # issue 41
         assert "".join(d.text for d in h.received.of("TextDelta")) == STORY
         assert done.status == "completed"
 

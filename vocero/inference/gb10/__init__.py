@@ -1,4 +1,5 @@
-"""The GB10 runner set: Silero VAD, Parakeet TDT 0.6B, Llama 3.1 8B Instruct, Qwen3-TTS 1.7B.
+"""The GB10 runner set: Silero VAD, Parakeet TDT 0.6B, Llama 3.1 8B Instruct, Qwen3-TTS 1.7B
+(CustomVoice for the built-in preset voice, Base for the vault's cloned voices).
 
 Install with ``pip install -e ".[gb10]"`` and llama-cpp-python built with ``-DGGML_CUDA=on``;
 point the settings at local model files (see ``settings``). Heavy imports happen on warm-up, so
@@ -21,7 +22,7 @@ from vocero.inference.cpu.vad import SileroVad
 from vocero.inference.gb10.llm import Llama31Llm
 from vocero.inference.gb10.settings import Gb10Settings
 from vocero.inference.gb10.stt import ParakeetEngine
-from vocero.inference.gb10.tts import QwenTtsEngine, builtin_voice
+from vocero.inference.gb10.tts import QwenTtsEngine
 from vocero.inference.runner_set import RunnerSet
 
 __all__ = ["Gb10Settings", "build_gb10_runners"]
@@ -42,10 +43,10 @@ def build_gb10_runners(
         chat_format="llama-3",
         n_gpu_layers=gpu_layers,
     )
-    voice = builtin_voice(settings.default_voice_audio, settings.default_voice_text)
     qwen = QwenTtsEngine(
         settings.qwen_tts_model,
-        default_voice=voice,
+        preset_model_dir=settings.qwen_tts_custom_model,
+        speaker=settings.qwen_tts_speaker,
         device=settings.device,
         language=settings.language,
         chunk_steps=settings.stream_chunk_steps,

@@ -4,8 +4,9 @@
 | --- | --- |
 | ``VOCERO_PARAKEET_MODEL`` | Parakeet TDT 0.6B ``.nemo`` file |
 | ``VOCERO_LLAMA_MODEL`` | Llama 3.1 8B Instruct ``.gguf`` file |
-| ``VOCERO_QWEN_TTS_MODEL`` | Qwen3-TTS 12Hz 1.7B Base directory (with ``speech_tokenizer/``) |
-| ``VOCERO_DEFAULT_VOICE_AUDIO``, ``VOCERO_DEFAULT_VOICE_TEXT`` | the built-in voice: a licensed reference WAV and its exact transcript (Qwen3-TTS Base only speaks cloned voices) |
+| ``VOCERO_QWEN_TTS_CUSTOM_MODEL`` | Qwen3-TTS 12Hz 1.7B CustomVoice directory: the built-in voice, one of its preset speakers (required) |
+| ``VOCERO_QWEN_TTS_SPEAKER`` | that preset speaker (default ``Ryan``; checked against the model's list on load) |
+| ``VOCERO_QWEN_TTS_MODEL`` | Qwen3-TTS 12Hz 1.7B Base directory (with ``speech_tokenizer/``): clones the voice vault's approved voices (optional: without it a profile's vault voice is refused with ``VOICE_UNAVAILABLE``) |
 | ``VOCERO_VAD_MODEL`` | Silero VAD ONNX (default: the one bundled with faster-whisper) |
 | ``VOCERO_GB10_DEVICE`` | ``cuda`` (default) or ``cpu`` for bring-up without a GPU |
 """  # noqa: E501 - a table reads better unwrapped
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from vocero.inference.cpu.settings import QueueSettings
+from vocero.inference.gb10.tts import DEFAULT_SPEAKER
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +26,10 @@ class Gb10Settings:
     parakeet_model: str = ""
     llama_model: str = ""
     qwen_tts_model: str = ""
-    default_voice_audio: str = ""
-    default_voice_text: str = ""
+    """The Base model: vault voices are cloned with it ("": none are spoken here)."""
+    qwen_tts_custom_model: str = ""
+    """The CustomVoice model: the built-in voice is its preset :attr:`qwen_tts_speaker`."""
+    qwen_tts_speaker: str = DEFAULT_SPEAKER
     vad_model: str = ""
     device: str = "cuda"
     language: str = "English"
@@ -42,8 +46,8 @@ class Gb10Settings:
             parakeet_model=environ.get("VOCERO_PARAKEET_MODEL", ""),
             llama_model=environ.get("VOCERO_LLAMA_MODEL", ""),
             qwen_tts_model=environ.get("VOCERO_QWEN_TTS_MODEL", ""),
-            default_voice_audio=environ.get("VOCERO_DEFAULT_VOICE_AUDIO", ""),
-            default_voice_text=environ.get("VOCERO_DEFAULT_VOICE_TEXT", ""),
+            qwen_tts_custom_model=environ.get("VOCERO_QWEN_TTS_CUSTOM_MODEL", ""),
+            qwen_tts_speaker=environ.get("VOCERO_QWEN_TTS_SPEAKER", "") or DEFAULT_SPEAKER,
             vad_model=environ.get("VOCERO_VAD_MODEL", ""),
             device=environ.get("VOCERO_GB10_DEVICE", "cuda"),
         )
@@ -53,8 +57,6 @@ class Gb10Settings:
         required = {
             "VOCERO_PARAKEET_MODEL": self.parakeet_model,
             "VOCERO_LLAMA_MODEL": self.llama_model,
-            "VOCERO_QWEN_TTS_MODEL": self.qwen_tts_model,
-            "VOCERO_DEFAULT_VOICE_AUDIO": self.default_voice_audio,
-            "VOCERO_DEFAULT_VOICE_TEXT": self.default_voice_text,
+            "VOCERO_QWEN_TTS_CUSTOM_MODEL": self.qwen_tts_custom_model,
         }
         return [name for name, value in required.items() if not value]

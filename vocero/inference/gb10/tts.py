@@ -1,4 +1,12 @@
-"""Qwen3-TTS 12Hz 1.7B Base: zero-shot voice cloning from the vault's approved reference.
+"""Qwen3-TTS 12Hz 1.7B on the GB10: the built-in voice is a preset speaker of the CustomVoice model;
+a vault voice is cloned by the Base model from its approved reference.
+
+The built-in voice is never a clone: it is one of the CustomVoice model's own speakers
+(``VOCERO_QWEN_TTS_SPEAKER``, checked against the model's list on load), so no recording of a
+person is needed to run a deployment. Every cloned voice comes through the voice vault, with its
+consent, approval and encryption. Each engine speaks only what it has a model for
+(:meth:`QwenTtsEngine.speaks`): a vault voice without a Base model, or the built-in voice
+without a CustomVoice model, is refused before a session opens with it, never swapped.
 
 A voice clone prompt (speaker embedding, and in full ICL mode the reference's codec codes and
 transcript) is built once per approved voice version and cached; :meth:`forget_voice` drops every
@@ -15,7 +23,7 @@ import io
 import threading
 import wave
 from collections.abc import Iterator
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -28,63 +36,82 @@ from vocero.inference.cpu.audio import Float32, float_to_pcm16, resample
 
 log = structlog.get_logger(__name__)
 SAMPLE_RATE = 24_000
+DEFAULT_SPEAKER = "Ryan"
+"""A CustomVoice preset speaker whose native language is English."""
 
 
 class QwenTtsEngine:
     def __init__(
         self,
-        model_dir: str,
+        model_dir: str = "",
         *,
-        default_voice: VoiceRef,
+        preset_model_dir: str = "",
+        speaker: str = DEFAULT_SPEAKER,
         device: str = "cuda",
         language: str = "English",
         chunk_steps: int = 4,
         streaming: bool = True,
     ) -> None:
+        """``model_dir``: the Base model that clones vault voices ("": none are spoken);
+        ``preset_model_dir``: the CustomVoice model whose preset ``speaker`` is the built-in
+        voice ("": the built-in voice is not spoken)."""
         self.name = "tts.qwen3"
         self.sample_rate = SAMPLE_RATE
         self._model_dir = model_dir
-        self._default_voice = default_voice
+        self._preset_dir = preset_model_dir
+        self.speaker = speaker
         self._device = device
         self._language = language
         self._chunk_steps = chunk_steps
         self._want_streaming = streaming
         self._model: Any = None
         self._fast: Any = None
+        self._preset: Any = None
+        self._preset_fast: Any = None
         self._prompts: dict[tuple[str, str, str], Any] = {}
         self._lock = threading.Lock()
 
     # --------------------------------------------------------------------------- loading
 
     def load(self) -> None:
-        key = ("qwen3-tts", self._model_dir, self._device, self._want_streaming)
-        self._model, self._fast = threads.load_once(key, self._create)
+        if self._preset_dir and self._preset is None:
+            key = ("qwen3-tts", self._preset_dir, self._device, self._want_streaming)
+            preset, fast = threads.load_once(key, partial(self._create, self._preset_dir))
+            _check_speaker(preset, self.speaker)
+            self._preset, self._preset_fast = preset, fast
+        if self._model_dir and self._model is None:
+            key = ("qwen3-tts", self._model_dir, self._device, self._want_streaming)
+            self._model, self._fast = threads.load_once(key, partial(self._create, self._model_dir))
 
-    def _create(self) -> tuple[Any, Any]:
+    def _create(self, model_dir: str) -> tuple[Any, Any]:
         import torch
 
         dtype = torch.bfloat16 if self._device.startswith("cuda") else torch.float32
-        log.info("tts.model_loading", model=self._model_dir, device=self._device)
+        log.info("tts.model_loading", model=model_dir, device=self._device)
         if self._want_streaming and self._device.startswith("cuda"):
             try:
                 from faster_qwen3_tts import FasterQwen3TTS
             except ImportError:
                 log.info("tts.streaming_unavailable", reason="faster-qwen3-tts not installed")
             else:
-                fast = FasterQwen3TTS.from_pretrained(
-                    self._model_dir, device=self._device, dtype=dtype
-                )
+                fast = FasterQwen3TTS.from_pretrained(model_dir, device=self._device, dtype=dtype)
                 return fast.model, fast
         from qwen_tts import Qwen3TTSModel
 
-        model = Qwen3TTSModel.from_pretrained(self._model_dir, device_map=self._device, dtype=dtype)
+        model = Qwen3TTSModel.from_pretrained(model_dir, device_map=self._device, dtype=dtype)
         return model, None
 
     # ---------------------------------------------------------------------------- voices
 
+    def speaks(self, voice: VoiceRef) -> bool:
+        """The built-in voice with a CustomVoice model; a vault version (its reference) with a
+        Base model. Nothing else: no voice is spoken in place of another."""
+        if voice.builtin:
+            return bool(self._preset_dir)
+        return bool(self._model_dir and voice.ref_audio)
+
     def prompt_for(self, voice: VoiceRef) -> Any:
         """The cached clone prompt of one approved voice version (built on first use)."""
-        voice = self._default_voice if _is_builtin(voice) else voice
         if not voice.ref_audio:
             raise VoceroError("voice has no reference audio", code=ErrorCode.TTS_UNAVAILABLE)
         digest = hashlib.sha256(voice.ref_audio + voice.ref_text.encode()).hexdigest()[:16]
@@ -132,9 +159,17 @@ class QwenTtsEngine:
     @property
     def renders_whole_sentences(self) -> bool:
         """Without faster-qwen3-tts, qwen-tts returns a sentence's waveform whole."""
-        return self._fast is None
+        return self._fast is None and self._preset_fast is None
 
     def render(self, sentence: str, voice: VoiceRef) -> Iterator[bytes]:
+        if not self.speaks(voice):
+            raise VoceroError(
+                f"no model here speaks voice {voice.voice_profile_id}",
+                code=ErrorCode.VOICE_UNAVAILABLE,
+            )
+        if voice.builtin:
+            yield from self._render_preset(sentence)
+            return
         if self._model is None:
             self.load()
         items = self.prompt_for(voice)
@@ -143,6 +178,24 @@ class QwenTtsEngine:
             return
         wavs, rate = self._model.generate_voice_clone(
             text=sentence, language=self._language, voice_clone_prompt=items
+        )
+        yield self._pcm(wavs[0], rate)
+
+    def _render_preset(self, sentence: str) -> Iterator[bytes]:
+        """The built-in voice: the CustomVoice model's preset speaker, nothing cloned."""
+        if self._preset is None:
+            self.load()
+        if self._preset_fast is not None:
+            for chunk, rate, _timing in self._preset_fast.generate_custom_voice_streaming(
+                text=sentence,
+                language=self._language,
+                speaker=self.speaker,
+                chunk_size=self._chunk_steps,
+            ):
+                yield self._pcm(chunk, rate)
+            return
+        wavs, rate = self._preset.generate_custom_voice(
+            text=sentence, language=self._language, speaker=self.speaker
         )
         yield self._pcm(wavs[0], rate)
 
@@ -164,8 +217,16 @@ class QwenTtsEngine:
         return float_to_pcm16(resample(samples, int(rate), SAMPLE_RATE))
 
 
-def _is_builtin(voice: VoiceRef) -> bool:
-    return not voice.ref_audio and voice.voice_profile_id in ("builtin", "")
+def _check_speaker(model: Any, speaker: str) -> None:
+    """The built-in voice must be one of the CustomVoice model's preset speakers."""
+    listed = getattr(model, "get_supported_speakers", None)
+    speakers = [str(name).lower() for name in (listed() if listed is not None else None) or []]
+    if speaker.lower() not in speakers:
+        raise VoceroError(
+            f"VOCERO_QWEN_TTS_SPEAKER {speaker!r} is not a preset speaker of the CustomVoice "
+            f"model (it has: {', '.join(sorted(speakers)) or 'none'})",
+            code=ErrorCode.TTS_UNAVAILABLE,
+        )
 
 
 def decode_wav(data: bytes) -> tuple[Float32, int]:
@@ -186,11 +247,3 @@ def decode_wav(data: bytes) -> tuple[Float32, int]:
     if channels > 1:
         samples = samples.reshape(-1, channels).mean(axis=1)
     return samples.astype(np.float32), rate
-
-
-def builtin_voice(audio_path: str, transcript: str) -> VoiceRef:
-    """The deployment's built-in voice, from a licensed reference WAV and its exact transcript."""
-    audio = Path(audio_path).read_bytes() if audio_path else b""
-    return VoiceRef(
-        voice_profile_id="builtin", voice_version="default", ref_audio=audio, ref_text=transcript
-    )

@@ -5,6 +5,12 @@ means 24 kHz by it, Piper servers their voice's rate), and the body streams as r
 it. Chunks are resampled to :attr:`sample_rate` (the session's output rate) as they arrive, so the
 first audio leaves before the unit is rendered whole. A synthesis is not retried:
 by the time it could fail audio may have been sent.
+
+The voice asked for is the session's (SPEC §3): the built-in voice is ``--tts-voice`` (the
+engine's ``default`` without it); a vault version is spoken by the ``engine_voice`` approved
+with it, and one without an ``engine_voice`` is not spoken here at all (:meth:`RemoteTts.speaks`
+says so before a session opens with it; :meth:`RemoteTts.synthesize` refuses it with
+``VOICE_UNAVAILABLE``), never in another voice.
 """
 
 from __future__ import annotations
@@ -15,8 +21,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from vocero.contracts.domain import VoiceRef
-from vocero.contracts.errors import ErrorCode
+from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
+from vocero.contracts.errors import ErrorCode, VoceroError
 from vocero.inference.cpu.audio import float_to_pcm16, pcm16_to_float, resample
 from vocero.inference.remote.endpoint import Endpoint, EndpointRunner
 
@@ -31,12 +37,25 @@ class RemoteTts(EndpointRunner):
         self.sample_rate = sample_rate
 
     async def warm_up(self) -> None:
-        probe = VoiceRef(voice_profile_id="", voice_version="")
-        async for _chunk in self.synthesize("Ready.", probe):
+        async for _chunk in self.synthesize("Ready.", DEFAULT_VOICE):
             pass
 
+    def speaks(self, voice: VoiceRef) -> bool:
+        """The built-in voice, and a vault version approved with an ``engine_voice``."""
+        return voice.builtin or bool(voice.engine_voice)
+
+    def engine_voice(self, voice: VoiceRef) -> str:
+        """The engine's name of ``voice``; ``VOICE_UNAVAILABLE`` when it has none."""
+        if voice.builtin:
+            return self.voice or "default"
+        if not voice.engine_voice:
+            raise VoceroError(
+                "this vault version names no engine voice", code=ErrorCode.VOICE_UNAVAILABLE
+            )
+        return voice.engine_voice
+
     async def synthesize(self, text: str, voice: VoiceRef) -> AsyncIterator[bytes]:
-        body = {"model": self.endpoint.model, "input": text, "voice": self.voice or "default",
+        body = {"model": self.endpoint.model, "input": text, "voice": self.engine_voice(voice),
                 "response_format": "wav"}
         start, first = time.perf_counter(), True
         self.health.in_flight += 1
