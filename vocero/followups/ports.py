@@ -17,6 +17,7 @@ from vocero.contracts.domain import AgentProfile, Caller
 from vocero.followups.limits import LimitsLookup
 from vocero.followups.records import Attempt, AttemptStatus, Finding, Followup, FollowupDraft
 from vocero.store.paging import Cursor, Page
+from vocero.store.scope import EVERY_TENANT, OperatorScope
 
 ProfileLookup = Callable[[str, str], AgentProfile | None]
 Hook = Callable[[str, str], None]
@@ -62,9 +63,10 @@ class FollowupStore(Protocol):
 
     async def list_followups(
         self, *, session_id: str | None = None, status: str | None = None,
-        cursor: Cursor | None = None, limit: int = 100,
+        cursor: Cursor | None = None, limit: int = 100, scope: OperatorScope = EVERY_TENANT,
     ) -> Page[Followup]:
-        """Newest first (``created_at``, then ``id``), after ``cursor``."""
+        """Newest first (``created_at``, then ``id``), after ``cursor``, of ``scope``'s
+        tenants."""
         ...
 
     async def approve(
@@ -120,7 +122,7 @@ class FollowupStore(Protocol):
 
     async def findings(
         self, *, session_id: str | None = None, kind: str | None = None,
-        cursor: Cursor | None = None, limit: int = 100,
+        cursor: Cursor | None = None, limit: int = 100, scope: OperatorScope = EVERY_TENANT,
     ) -> Page[Finding]:
-        """Newest first (``at``, then ``id``), after ``cursor``."""
+        """Newest first (``at``, then ``id``), after ``cursor``, of ``scope``'s tenants."""
         ...

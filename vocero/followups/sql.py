@@ -39,6 +39,7 @@ from vocero.store.audit_tx import append_in
 from vocero.store.engine import Store
 from vocero.store.models import FindingRow, FollowupAttemptRow, FollowupRow, SessionRow
 from vocero.store.paging import Cursor, Page, newest_first, page_of
+from vocero.store.scope import EVERY_TENANT, OperatorScope
 
 ACTOR = "vocero.followups"
 COUNTED = ("pending", "placed", "line_not_ready", "unknown")
@@ -138,9 +139,9 @@ class SqlFollowupStore:
 
     async def list_followups(
         self, *, session_id: str | None = None, status: str | None = None,
-        cursor: Cursor | None = None, limit: int = 100,
+        cursor: Cursor | None = None, limit: int = 100, scope: OperatorScope = EVERY_TENANT,
     ) -> Page[Followup]:
-        query = select(FollowupRow)
+        query = scope.restrict(select(FollowupRow), FollowupRow.tenant_id)
         if session_id is not None:
             query = query.where(FollowupRow.session_id == session_id)
         if status is not None:
@@ -281,9 +282,9 @@ class SqlFollowupStore:
 
     async def findings(
         self, *, session_id: str | None = None, kind: str | None = None,
-        cursor: Cursor | None = None, limit: int = 100,
+        cursor: Cursor | None = None, limit: int = 100, scope: OperatorScope = EVERY_TENANT,
     ) -> Page[Finding]:
-        query = select(FindingRow)
+        query = scope.restrict(select(FindingRow), FindingRow.tenant_id)
         if session_id is not None:
             query = query.where(FindingRow.session_id == session_id)
         if kind is not None:

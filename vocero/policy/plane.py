@@ -26,6 +26,7 @@ from vocero.policy.system_actions import SystemOperations
 from vocero.policy.targets import GatewayFactory, ProfileLookup, Targets
 from vocero.store.engine import Store
 from vocero.store.paging import Cursor, Page
+from vocero.store.scope import EVERY_TENANT, OperatorScope
 
 
 class ActionPlane:
@@ -85,7 +86,10 @@ class ActionPlane:
         return [op.public() for op in await self.repo.operations(session_id)]
 
     async def operations_page(
-        self, session_id: str | None = None, *, cursor: Cursor | None = None, limit: int = 100
+        self, session_id: str | None = None, *, cursor: Cursor | None = None, limit: int = 100,
+        scope: OperatorScope = EVERY_TENANT,
     ) -> Page[OperationRecord]:
-        """What ``GET /v1/operations`` lists: newest first, a page at a time."""
-        return await self.repo.operations_page(session_id, cursor=cursor, limit=limit)
+        """What ``GET /v1/operations`` lists: newest first, a page at a time, of ``scope``'s
+        tenants."""
+        return await self.repo.operations_page(session_id, cursor=cursor, limit=limit,
+                                               scope=scope)

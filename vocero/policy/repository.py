@@ -55,6 +55,7 @@ from vocero.store.models import (
 )
 from vocero.store.paging import Cursor, Page, newest_first, page_of
 
+from vocero.store.scope import EVERY_TENANT, OperatorScope
 
 class RevisionDraft(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str
@@ -273,10 +274,12 @@ class ActionRepository:
             return [operation_record(r) for r in (await session.scalars(query)).all()]
 
     async def operations_page(
-        self, session_id: str | None = None, *, cursor: Cursor | None = None, limit: int = 100
+        self, session_id: str | None = None, *, cursor: Cursor | None = None, limit: int = 100,
+        scope: OperatorScope = EVERY_TENANT,
     ) -> Page[OperationRecord]:
-        """Operations newest first (of one session with ``session_id``), after ``cursor``."""
-        query = select(OperationRow)
+        """Operations newest first (of one session with ``session_id``), after ``cursor``, of
+        ``scope``'s tenants only."""
+        query = scope.restrict(select(OperationRow), OperationRow.tenant_id)
         if session_id is not None:
             query = query.where(OperationRow.session_id == session_id)
         query = newest_first(query, OperationRow.created_at, OperationRow.id, cursor, limit)

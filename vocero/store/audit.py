@@ -32,6 +32,7 @@ from vocero.store.hashchain import GENESIS_HASH, canonical_json, entry_hash, sen
 from vocero.store.models import DEFAULT_CHAIN, AuditChainHeadRow, AuditEventRow
 from vocero.store.models.base import ID, NAME
 from vocero.store.records import AuditRecord, ChainVerification
+from vocero.store.scope import EVERY_TENANT, OperatorScope
 from vocero.store.tombstones import TombstoneLedger, tombstone_of
 
 if TYPE_CHECKING:
@@ -109,8 +110,11 @@ class AuditLog:
         *,
         after_seq: int = 0,
         limit: int | None = None,
+        scope: OperatorScope = EVERY_TENANT,
     ) -> list[AuditRecord]:
-        """Events of ``chain`` in ``seq`` order, optionally of one session only."""
+        """Events of ``chain`` in ``seq`` order, optionally of one session only, of the
+        sessions of ``scope``'s tenants only (an event without a session only when ``scope`` is
+        every tenant)."""
         query = (
             select(AuditEventRow)
             .where(AuditEventRow.chain == chain, AuditEventRow.seq > after_seq)
@@ -119,6 +123,7 @@ class AuditLog:
         )
         if session_id is not None:
             query = query.where(AuditEventRow.session_id == (session_id or None))
+        query = scope.restrict_by_session(query, AuditEventRow.session_id)
         async with self._store.read() as session:
             rows = (await session.scalars(query)).all()
         return [_to_record(row) for row in rows]
