@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from tests.inference import corpus
+from vocero.contracts.lexicon import consent as confirmation
 from vocero.contracts.ports import LlmOutput, LlmRequest, Message, TextChunk, ToolIntent
-from vocero.inference.cpu import confirmation, replies, router, schema, slots
+from vocero.inference.cpu import replies, router, schema, slots
 from vocero.inference.cpu.tts import sentences
 
 MONDAY = dt.date(2026, 3, 2)

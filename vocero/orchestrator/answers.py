@@ -1,8 +1,9 @@
 """Answers to the open question: a spoken "yes"/"no"/"I think so", a click, a withdrawal.
 
 The model only classifies (``confirm``, ``reject``, ``uncertain``, or ``new_request`` when the
-turn asks for something else); the coordinator alone decides whether an answer binds, and to
-which revision. Here the session acts on that decision:
+turn asks for something else), and its ``confirm`` stands only for a line the consent rule reads
+as a bare yes (:mod:`vocero.contracts.lexicon.consent`, issue 42); the coordinator alone decides
+whether an answer binds, and to which revision. Here the session acts on that decision:
 
 * a binding "yes" runs the exact confirmed revision (``CONFIRMED``), a binding "no" declines;
 * an answer that does not bind ("I think so", a "yes" before every consequential field of the
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from vocero.contracts.actions import ToolPlan, TurnRef
 from vocero.contracts.errors import ErrorCode
+from vocero.contracts.lexicon import consent, for_locale
 from vocero.contracts.ports import IntentClassified
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.ids import new_id
@@ -40,13 +42,19 @@ class Answers:
         self._reasks: dict[tuple[str, int], int] = {}
 
     async def classify(self) -> Intent:
+        """The runner's label for the caller's last line, as the consent rule lets it stand:
+        ``confirm`` only for a bare yes, whatever the runner said (a line naming a value is a
+        correction, any other is asked about; :func:`~vocero.contracts.lexicon.consent.bound`)."""
         core = self.core
         request = self.responder.model_request("classify_confirmation")
+        label: str = "uncertain"
         with core.clock.fail_after(core.timeouts.llm_s):
             async for output in core.runners.llm.generate(request):
                 if isinstance(output, IntentClassified):
-                    return output.intent
-        return "uncertain"
+                    label = output.intent
+                    break
+        said = core.history[-1].content if core.history and core.history[-1].role == "user" else ""
+        return consent.bound(label, said, for_locale(core.ctx.effective.locale))
 
     async def spoken(
         self, turn: TurnRef, question: ToolPlan, intent: Intent, committed_at: float

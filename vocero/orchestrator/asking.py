@@ -32,8 +32,8 @@ import structlog
 
 from vocero.contracts import events as ev
 from vocero.contracts.builtins import zone_of
+from vocero.contracts.lexicon import consent
 from vocero.contracts.ports import InputRequest, InputResponse
-from vocero.inference.cpu import confirmation
 from vocero.mcp_gateway import answer_problems
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.machine import Event
@@ -195,7 +195,7 @@ class Asking:
             question.values.update(changed)  # a changed answer: a new revision, read back
             question.revision += 1
             return self._read_back(question), False
-        intent = confirmation.classify(text)
+        intent = consent.classify(text)
         if intent == "reject":
             return self._settle(question, InputResponse(action="decline"))
         if intent == "confirm" and question.heard_revision == question.revision:
@@ -207,7 +207,7 @@ class Asking:
         return self._unclear(question, "Sorry, I didn't catch that.", readback=True)
 
     def _url_answer(self, question: Question, text: str) -> tuple[str, bool]:
-        intent = confirmation.classify(text)
+        intent = consent.classify(text)
         if intent == "confirm" or re.search(r"\b(done|finished|ok|okay)\b", text, re.I):
             return self._settle(question, InputResponse(action="accept"))
         if intent == "reject":

@@ -9,8 +9,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from vocero.contracts.lexicon import consent
 from vocero.contracts.lexicon.en import LEXICON
-from vocero.inference.cpu import confirmation, slots
+from vocero.inference.cpu import slots
 from vocero.policy.readback import speak_date
 
 _UNITS = {w: v for w, v in LEXICON.numbers.cardinals.items() if v < 20}
@@ -55,7 +56,7 @@ def _value(prop: dict[str, Any], text: str, numbers: list[int], today: dt.date) 
     if kind in ("integer", "number"):
         return numbers[0] if numbers else None
     if kind == "boolean":
-        intent = confirmation.classify(text)
+        intent = consent.classify(text)
         return {"confirm": True, "reject": False}.get(intent or "")
     return None  # free text is not guessed from a spoken answer
 

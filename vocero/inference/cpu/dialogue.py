@@ -34,11 +34,11 @@ import structlog
 
 from vocero.contracts.builtins import FOLLOWUPS_TOOL, KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.lexicon import consent
 from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.en import LEXICON
 from vocero.contracts.ports import ClaimTopic, LlmRequest, ToolIntent
 from vocero.inference.cpu import (
-    confirmation,
     cues,
     intents,
     known,
@@ -206,7 +206,7 @@ def decide(
     decision = route(utterance) if utterance else router.Route(None)
     opened = tasks.open_task(request.messages, request.tools, today, route=route, now=now)
     step = tasks.next_step(opened, utterance, decision, request.tools, today, now=now)
-    if step is None and confirmation.classify(utterance) == "confirm":
+    if step is None and consent.classify(utterance) == "confirm":
         offer = tasks.accepted_offer(request.messages, request.tools, today, now=now)
         step = tasks.Step(intent=offer) if offer is not None else None
     if step is not None:
@@ -224,7 +224,7 @@ def new_request(
     turn = _Turn.of(request, today, model)
     if tasks.correction(answer, request.pending, request.tools, today, now=turn.now) is not None:
         return True
-    if confirmation.classify(answer) in ("confirm", "reject") and len(answer.split()) <= 4:
+    if consent.classify(answer) in ("confirm", "reject") and len(answer.split()) <= 4:
         return False
     decision = _routing(turn)(answer)
     if decision.tool is not None and (

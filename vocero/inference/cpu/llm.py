@@ -25,6 +25,7 @@ import structlog
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.errors import ErrorCode
+from vocero.contracts.lexicon import consent
 from vocero.contracts.ports import (
     ClaimTopic,
     IntentClassified,
@@ -33,14 +34,14 @@ from vocero.contracts.ports import (
     TextChunk,
     ToolIntent,
 )
-from vocero.inference.cpu import confirmation, dialogue, replies, schema, threads
+from vocero.inference.cpu import dialogue, replies, schema, threads
 from vocero.inference.cpu.llama import LlamaEngine
 from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.cpu.shell import RunnerShell
 
 log = structlog.get_logger(__name__)
 _TODAY = re.compile(r"\btoday(?: is|:)?\s*(?:\w+,?\s+)?(\d{4}-\d{2}-\d{2})", re.IGNORECASE)
-_LABELS: dict[str, confirmation.Intent] = {
+_LABELS: dict[str, consent.Intent] = {
     "confirm": "confirm",
     "reject": "reject",
     "uncertain": "uncertain",
@@ -88,12 +89,13 @@ class LlmBase(RunnerShell):
         answer = replies.last_user_text(request)
         if self._asks_something(request, answer):
             return IntentClassified(intent="new_request")
-        intent = confirmation.classify(answer)
+        intent = consent.classify(answer)
         if intent is None:
             intent = await self._classify_with_model(answer)
-        return IntentClassified(intent=intent)
+        # The model never consents for the caller: its "confirm" stands only for a bare yes.
+        return IntentClassified(intent=consent.bound(intent, answer))
 
-    async def _classify_with_model(self, answer: str) -> confirmation.Intent:
+    async def _classify_with_model(self, answer: str) -> consent.Intent:
         messages = [
             {"role": "system", "content": _CLASSIFY_PROMPT},
             {"role": "user", "content": answer},

@@ -9,8 +9,9 @@ nothing). Spoken text streams as it arrives, within ``max_words`` (``cpu/replies
 TTS gets it sentence by sentence. Cancelling the generator (barge-in) leaves the ``async with``
 of the HTTP stream, which closes the connection at once: the server sees the client go.
 
-``classify_confirmation`` turns use the strict rules first (``cpu/confirmation.py``), then the
-endpoint constrained to the three labels with ``response_format`` JSON Schema.
+``classify_confirmation`` turns use the strict rules first (``contracts/lexicon/consent.py``),
+then the endpoint constrained to the three labels with ``response_format`` JSON Schema; the
+endpoint's ``confirm`` stands only for a bare yes (``consent.bound``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import structlog
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.errors import ErrorCode, VoceroError
+from vocero.contracts.lexicon import consent
 from vocero.contracts.ports import (
     ClaimTopic,
     IntentClassified,
@@ -34,7 +36,7 @@ from vocero.contracts.ports import (
     TextChunk,
     ToolIntent,
 )
-from vocero.inference.cpu import confirmation, replies, schema
+from vocero.inference.cpu import replies, schema
 from vocero.inference.remote import sse
 from vocero.inference.remote.completions import JsonCalls
 from vocero.inference.remote.endpoint import Endpoint, EndpointHealth
@@ -159,7 +161,7 @@ class RemoteLlm:
 
     async def _classify(self, request: LlmRequest) -> IntentClassified:
         answer = replies.last_user_text(request)
-        intent = confirmation.classify(answer)
+        intent = consent.classify(answer)
         if intent is not None:
             return IntentClassified(intent=intent)
         messages = [
@@ -169,7 +171,7 @@ class RemoteLlm:
             messages, schema.choice_schema("intent", [*_LABELS]), max_tokens=16
         )
         label = value.get("intent")
-        return IntentClassified(intent=label if label in _LABELS else "uncertain")
+        return IntentClassified(intent=consent.bound(str(label), answer))
 
 
 _PROBE_TOOL = {

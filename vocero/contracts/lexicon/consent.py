@@ -1,0 +1,179 @@
+"""Whether a caller's answer to "Shall I go ahead?" is consent: one rule, the same on every plane.
+
+A wrong "confirm" runs an action the caller did not want, so consent is structural (issue 42):
+
+* :func:`explicit_yes` is the only way a spoken line confirms: every word of the line is a yes
+  ("yes", "yeah", "that's right", "correct", "go ahead", "do it", …) or politeness ("please",
+  "thanks") and at least one is a yes. "yes, but make it 11", "Friday at 11", "the 14th
+  instead?", "sure, for Priya" are not: a line that says anything beyond a bare yes is never
+  consent, whatever a model made of it.
+* :func:`classify` is the rule a runner asks first: ``confirm`` only for an explicit yes,
+  ``reject`` for a clear no, ``uncertain`` for a question, a hedge, a mixed answer or a yes that
+  goes on, and ``None`` when the model may try (it picks among the three labels).
+* :func:`bound` is what the orchestrator (and every runner, after its model) makes of a label:
+  a ``confirm`` the rule does not also read as an explicit yes is downgraded, to ``new_request``
+  when the line names a value (a changed value is a correction: a new proposal revision, SPEC §2)
+  and to ``uncertain`` otherwise (asked again, briefly; never in a loop). An ``uncertain`` that
+  names a value is a correction too ("no wait, make that Friday at 11", "not 9, 11").
+* :func:`names_value` says whether a line carries a value: a digit, a number word, a calendar or
+  clock word of the English lexicon or the session's (:mod:`vocero.contracts.lexicon`).
+
+The words of a yes are English, with the common Hindi and Telugu ones (native script and
+romanised) so that a caller of those languages can still consent by voice; the button and a
+DTMF key always can.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from vocero.contracts.lexicon import en
+from vocero.contracts.lexicon.base import Lexicon, word_set, words_of
+
+Intent = Literal["confirm", "reject", "uncertain"]
+"""What the rule or a model says of an answer to a read-back."""
+Label = Literal["confirm", "reject", "uncertain", "new_request"]
+"""What the orchestrator does with it (``new_request``: the turn asks for something else)."""
+
+_YES_PHRASES = (
+    # English
+    "yes", "yeah", "yea", "yep", "yup", "sure", "ok", "okay", "alright", "all right", "correct",
+    "right", "that's right", "that is right", "that's correct", "that is correct", "exactly",
+    "go ahead", "go on ahead", "do it", "do that", "go for it", "please do", "confirm",
+    "confirm it", "confirm that", "confirmed", "i confirm", "affirmative", "absolutely",
+    "definitely", "of course",
+    "sounds good", "that's fine", "that is fine", "fine", "perfect", "great", "proceed",
+    "that works", "works for me", "yes please", "please go ahead",
+    # Hindi, romanised and in Devanagari
+    "haan", "haanji", "haan ji", "ji haan", "han", "theek hai", "thik hai",
+    "हाँ", "हां", "हाँ जी", "जी हाँ", "जी हां", "ठीक है",
+    # Telugu, romanised and in Telugu script
+    "avunu", "sare", "alage", "అవును", "సరే", "అలాగే",
+)  # fmt: skip
+"""Whole phrases that say yes, lower case, as :func:`words_of` splits them."""
+_POLITE = word_set("please thanks thank you so much very kindly um umm uh uhh uhm er erm ah oh ji")
+"""Words a yes may carry without saying anything more."""
+
+VOCABULARY: frozenset[str] = frozenset(
+    word for phrase in _YES_PHRASES for word in words_of(phrase)
+) | _POLITE
+"""Every word a bare yes may be made of: a line with any other word (or a digit) never
+confirms."""
+
+_YES = re.compile(
+    r"(?<!\S)(?:"
+    + "|".join(re.escape(p) for p in sorted(_YES_PHRASES, key=len, reverse=True))
+    + r")(?!\S)"
+)
+_LONE_YES = re.compile(r"^(yes|yeah|yep)\?$", re.IGNORECASE)
+"""Whisper writes a short "Yes" said with a rising voice as "Yes?": a lone yes is a yes."""
+
+_HEDGE = re.compile(
+    r"\?|\b(?:maybe|perhaps|probably|i think|i guess|i suppose|not sure|unsure|let me think|"
+    r"hmm+|hold on|wait|which|what|when|why|how|i don'?t know|depends)\b",
+    re.IGNORECASE,
+)
+_REJECT = re.compile(
+    r"^(?:no|nope|nah|negative|don'?t|do not|stop|cancel(?: that| it)?|never ?mind|not (?:now|yet|"
+    r"really)|leave it)\b|\b(?:changed my mind|don'?t do|do not do|leave it as it is)\b",
+    re.IGNORECASE,
+)
+_STARTS_YES = re.compile(
+    r"^(?:yes|yeah|yep|yup|sure|ok|okay|correct|right|that'?s right|that'?s correct|go ahead|"
+    r"do it|confirm(?:ed)?|please do|absolutely|affirmative|sounds good|of course|definitely|"
+    r"exactly|alright|all right)\b",
+    re.IGNORECASE,
+)
+_ONLY_NO = re.compile(r"^(?:(?:no|nope|nah)[\s?.!,]*)+$", re.IGNORECASE)
+"""Nothing but no-words, however punctuated: Whisper writes a flat "No" as "No?" or "Nope?
+No?". Taking it for a no is safe (nothing runs on a no; the caller may ask again)."""
+_DIGIT = re.compile(r"\d")
+
+
+def explicit_yes(answer: str) -> bool:
+    """Whether the line is a bare yes: only yes phrases and politeness, at least one yes, no
+    question (but a lone "Yes?")."""
+    text = _LONE_YES.sub(r"\1", answer.strip().strip(" .!,"))
+    if not text or "?" in text:
+        return False
+    spoken = " ".join(_words(text))
+    rest = _YES.sub(" ", spoken)
+    if rest == spoken:
+        return False  # no yes phrase at all
+    return all(word in _POLITE for word in rest.split())
+
+
+def classify(answer: str) -> Intent | None:
+    """The label the rule is sure of, or ``None`` when a model may try (and :func:`bound` still
+    has the last word on a ``confirm``)."""
+    text = answer.strip().strip(" .!,")
+    if not text:
+        return "uncertain"
+    text = _LONE_YES.sub(r"\1", text)
+    if _ONLY_NO.match(text):
+        return "reject"
+    if explicit_yes(text):
+        return "confirm"
+    if _HEDGE.search(text):
+        return "uncertain"
+    if _REJECT.search(text):
+        return "uncertain" if _STARTS_YES.search(text) else "reject"
+    if _STARTS_YES.search(text):
+        return "uncertain"  # a yes that goes on ("yes, but make it 11") is not a bare yes
+    return None
+
+
+def names_value(answer: str, lexicon: Lexicon | None = None) -> bool:
+    """Whether the line carries a value: a digit, or a number, calendar or clock word of the
+    English lexicon or ``lexicon`` (the session's)."""
+    if _DIGIT.search(answer):
+        return True
+    words = _words(answer)
+    spoken = f" {' '.join(words)} "
+    for table in (en.LEXICON, lexicon or en.LEXICON):
+        single, phrases = _value_words(table)
+        if any(word in single for word in words) or any(p in spoken for p in phrases):
+            return True
+    return False
+
+
+def bound(label: str, answer: str, lexicon: Lexicon | None = None) -> Label:
+    """What a model's (or a script's) label for ``answer`` may be taken as: ``confirm`` only
+    when :func:`explicit_yes` also reads it so; otherwise a line that names a value is a
+    correction (``new_request``) and any other is ``uncertain``."""
+    if label == "confirm" and explicit_yes(answer):
+        return "confirm"
+    if label in ("confirm", "uncertain"):
+        return "new_request" if names_value(answer, lexicon) else "uncertain"
+    if label == "reject":
+        return "reject"
+    return "new_request" if label == "new_request" else "uncertain"
+
+
+def _words(text: str) -> list[str]:
+    return words_of(text.lower().replace("\u2019", "'"))
+
+
+_VALUE_WORDS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {}
+
+
+def _value_words(lexicon: Lexicon) -> tuple[frozenset[str], tuple[str, ...]]:
+    known = _VALUE_WORDS.get(lexicon.language)
+    if known is not None:
+        return known
+    calendar, numbers, clock = lexicon.calendar, lexicon.numbers, lexicon.clock
+    words = {
+        *calendar.months, *calendar.month_abbreviations, *calendar.weekdays,
+        *(w for w in calendar.weekday_abbreviations if w not in calendar.capitalised_only),
+        *calendar.relative_days, *numbers.cardinals, *numbers.ordinals, *numbers.scales,
+        *clock.named_times, *clock.parts_of_day, *(w for w in clock.oclock if len(w) > 1),
+    }  # fmt: skip
+    # (a.m./p.m. are left out: "am" is also a verb, and "4 am" or "four am" names its number)
+    single = frozenset(w for w in words if " " not in w)
+    phrases = tuple(f" {' '.join(words_of(w))} " for w in words if " " in w)
+    _VALUE_WORDS[lexicon.language] = (single, phrases)
+    return single, phrases
+
+
+__all__ = ["VOCABULARY", "Intent", "Label", "bound", "classify", "explicit_yes", "names_value"]
