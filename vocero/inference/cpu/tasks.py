@@ -78,6 +78,7 @@ def correction(
         return None
     found, _, _ = router.fill_arguments(tool, utterance, today, now=now)
     found.update(_moments_retimed(tool, pending.arguments, utterance, found, today))
+    found.update(_when_changed(tool, pending.arguments, utterance, found))
     changed = {k: v for k, v in found.items() if pending.arguments.get(k) != v}
     properties = schema.model_facing(tool).get("properties", {})
     kinds = {router.field_kind(k, properties.get(k, {})) for k in changed}
@@ -88,10 +89,14 @@ def correction(
 
 
 _MAKE_IT = re.compile(
-    r"\b(?:make it|change it to|move it to|instead|rather)\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?"
-    r"(?:\s*([ap])\.?\s?m\.?)?\b",
+    r"(?:\b(?:make (?:it|that)|change (?:it|that) to|move (?:it|that) to|instead|rather|actually"
+    r"|how about)[\s,]+"
+    r"|\bnot\s+(?:at\s+)?\d{1,2}(?::\d{2})?(?:\s*[ap]\.?\s?m\.?)?\s*[,;]?\s*(?:but\s+)?)"
+    r"(?:at\s+)?(\d{1,2})(?::(\d{2}))?(?:\s*([ap])\.?\s?m\.?)?\b(?!\s*(?:st|nd|rd|th)\b)",
     re.I,
 )
+"""A changed hour said with a correction's words: "make that 11", "actually, 11", "change it
+to 11 am", "not 9, 11" (the hour after "not ..." is the new one)."""
 
 
 def _moments_retimed(
@@ -107,7 +112,7 @@ def _moments_retimed(
     properties = schema.model_facing(tool).get("properties", {})
     clock = slots.time_in(utterance)
     said = _MAKE_IT.search(utterance)
-    if clock is None and said is not None:
+    if said is not None:  # "not 9, 11": the hour the caller changed to, not the first one said
         hour, minute = int(said.group(1)), int(said.group(2) or 0)
         if said.group(3):
             hour = hour % 12 + (12 if said.group(3).lower() == "p" else 0)
@@ -130,6 +135,52 @@ def _moments_retimed(
         hour, minute = (int(part) for part in clock.split(":"))
         out[name] = moment.replace(hour=hour, minute=minute, second=0).isoformat()
     return out
+
+
+_HOUR = r"\d{1,2}(?:[:.]\d{2})?(?:\s*[ap]\.?\s?m\b\.?)?(?!\s*(?:st|nd|rd|th)\b)"
+_CLOCK_IN = re.compile(
+    rf"(?:\b(?:at|around|by)\s+)?\b{_HOUR}(?=\W|$)|\b(?:at\s+)?(?:noon|midday|midnight)\b", re.I
+)
+"""The clock part of a when-phrase ("at 9", "9:30 am", "noon")."""
+
+
+def _when_changed(
+    tool: ToolDefinition, pending: dict[str, Any], utterance: str, found: dict[str, Any]
+) -> dict[str, Any]:
+    """A free-text when-field with what this turn changes in it: a new hour keeps the day
+    ("Thursday at 9", "make that 11" -> "Thursday at 11"), a new day keeps the hour ("the 14th
+    instead?" -> "the 14th at 9"), a new day and hour replace both."""
+    properties = schema.model_facing(tool).get("properties", {})
+    hour = _MAKE_IT.search(utterance)
+    out: dict[str, Any] = {}
+    for name, value in pending.items():
+        kind = router.field_kind(name, properties.get(name, {}))
+        if kind != "when" or not isinstance(value, str):
+            continue
+        said = found.get(name)
+        if hour is not None:  # the hour after the correction's words, on the day said if any
+            day_said = _CLOCK_IN.sub("", said).strip(" ,") if isinstance(said, str) else ""
+            said = f"{day_said} {_spoken_hour(hour)}".strip()
+        if not isinstance(said, str):
+            continue
+        new_clock, old_clock = _CLOCK_IN.search(said), _CLOCK_IN.search(value)
+        day = _CLOCK_IN.sub("", said).strip(" ,")
+        if not day and old_clock is not None:  # only the hour changed
+            merged = value[: old_clock.start()] + said.strip() + value[old_clock.end():]
+        elif not day:
+            merged = f"{value} {said.strip()}"
+        elif new_clock is None and old_clock is not None:  # only the day changed
+            merged = f"{said.strip()} {old_clock.group(0).strip()}"
+        else:
+            merged = said
+        out[name] = re.sub(r"\s+", " ", merged).strip(" ,")
+    return out
+
+
+def _spoken_hour(said: re.Match[str]) -> str:
+    minute = f":{said.group(2)}" if said.group(2) else ""
+    meridiem = f" {said.group(3).lower()}m" if said.group(3) else ""
+    return f"at {said.group(1)}{minute}{meridiem}"
 
 
 Routing = Callable[[str], router.Route]

@@ -31,6 +31,12 @@ _SPOKEN_CLOCK_SPAN = re.compile(
     rf"|\b(?:{HOUR_WORD})(?:[\s-]+{MINUTE_WORDS})?\s*{MERIDIEM}(?=\W|$)",
     re.IGNORECASE,
 )
+_BARE_CLOCK_SPAN = re.compile(
+    r"\b(?:at|around|by)\s+\d{1,2}(?:[:.]\d{2})?\b(?!\s*(?:st|nd|rd|th|days?|%)\b)", re.IGNORECASE
+)
+"""A bare hour after "at" ("Friday at 11"): a time in a when-phrase."""
+_BARE_DAY_SPAN = re.compile(r"\bthe\s+\d{1,2}(?:st|nd|rd|th)\b", re.IGNORECASE)
+"""A day of the month without its month ("the 14th")."""
 _REASON = re.compile(
     r"\b(?:about|regarding|concerning|re|to discuss|to talk about|on the subject of|because|"
     r"since|due to)\s+(.+)",
@@ -46,6 +52,8 @@ def when_phrase(text: str) -> str | None:
     spans += [m.span() for m in _SPOKEN_CLOCK_SPAN.finditer(text)]
     spans += [m.span() for m in MONTH_DAY.finditer(text)]
     spans += [m.span() for m in re.finditer(r"\b(?:noon|midday)\b", text, re.IGNORECASE)]
+    spans += [m.span() for m in _BARE_CLOCK_SPAN.finditer(text)]
+    spans += [m.span() for m in _BARE_DAY_SPAN.finditer(text)]
     if not spans:
         return None
     spans.sort()
