@@ -129,6 +129,12 @@ class CallerJwtVerifier:
 
     async def verify(self, token: str) -> Caller:
         """The caller the token names; :class:`TokenDenied` with the reason otherwise."""
+        return self._caller(token, await self.verified_claims(token))
+
+    async def verified_claims(self, token: str) -> dict[str, Any]:
+        """The claims of a token whose algorithm, key, signature, ``iss``, ``aud``, ``exp`` and
+        ``nbf`` hold; :class:`TokenDenied` with the reason otherwise. Operator JWTs
+        (:mod:`vocero.identity.operator_tokens`) are verified by this same method."""
         header, claims = _decode(token)
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in ALGORITHMS:
@@ -141,7 +147,7 @@ class CallerJwtVerifier:
             raise TokenDenied("unknown_key")
         _check_signature(token, key, alg)
         self._check_claims(claims)
-        return self._caller(token, claims)
+        return claims
 
     def _check_claims(self, claims: Mapping[str, Any]) -> None:
         settings = self.settings

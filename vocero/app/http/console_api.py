@@ -31,7 +31,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from vocero.app.http.bodies import rejected
-from vocero.app.http.operator_api import READERS, guarded, json
+from vocero.app.http.operator_api import READERS, guarded, hidden_session, json, problem
 from vocero.app.http.operators import Operator
 from vocero.app.http.queries import integer
 from vocero.app.http.voice_api import READERS as VOICE_READERS
@@ -59,11 +59,12 @@ DENIALS_SCANNED = 20_000
 """The newest denial events counted (a bound on the scan, not on the chain)."""
 
 
-async def list_sessions(request: Request, runtime: Runtime, _: Operator) -> Response:
+async def list_sessions(request: Request, runtime: Runtime, operator: Operator) -> Response:
     limit = integer(request, "limit", default=SESSIONS_PAGE, low=1, high=SESSIONS_MAX)
     live_only = request.query_params.get("live", "") in ("1", "true")
     await runtime.recorder.flush()
-    query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)
+    query = operator.scope.restrict(select(SessionRow), SessionRow.tenant_id)
+    query = query.order_by(SessionRow.created_at.desc()).limit(limit)
     if live_only:
         query = query.where(SessionRow.id.in_(list(runtime.live)))
     async with runtime.store.read() as session:
@@ -84,10 +85,12 @@ async def list_sessions(request: Request, runtime: Runtime, _: Operator) -> Resp
     return json({"items": items})
 
 
-async def list_proposals(request: Request, runtime: Runtime, _: Operator) -> Response:
+async def list_proposals(request: Request, runtime: Runtime, operator: Operator) -> Response:
     session_id = request.query_params.get("session_id", "").strip()
     if not session_id:
         return rejected("invalid_query", "session_id", "required")
+    if await hidden_session(request, runtime, operator):
+        return problem(404, "session_not_found")
     async with runtime.store.read() as session:
         proposals = (await session.scalars(
             select(ProposalRow).where(ProposalRow.session_id == session_id)
@@ -132,19 +135,22 @@ async def latency(request: Request, runtime: Runtime, _: Operator) -> Response:
                  "tools": _labelled(metrics.tool_latency_ms, ("tool", "outcome"))})
 
 
-async def denials(request: Request, runtime: Runtime, _: Operator) -> Response:
+async def denials(request: Request, runtime: Runtime, operator: Operator) -> Response:
+    """Of an operator of some tenants: only its tenants' sessions' denials, and no process
+    counter (it counts every tenant's)."""
+    query = select(AuditEventRow.kind, AuditEventRow.data).where(
+        AuditEventRow.kind.in_(DENIAL_KINDS))
+    query = operator.scope.restrict_by_session(query, AuditEventRow.session_id)
     async with runtime.store.read() as session:
         rows = (await session.execute(
-            select(AuditEventRow.kind, AuditEventRow.data)
-            .where(AuditEventRow.kind.in_(DENIAL_KINDS))
-            .order_by(AuditEventRow.seq.desc()).limit(DENIALS_SCANNED)
+            query.order_by(AuditEventRow.seq.desc()).limit(DENIALS_SCANNED)
         )).all()
     recorded: Counter[tuple[str, str]] = Counter()
     for kind, data in rows:
         reason = data.get("reason_code") or data.get("reason") or "unspecified"
         recorded[(str(reason), kind)] += 1
     process: dict[str, float] = {}
-    for family in runtime.metrics.denials_total.collect():
+    for family in runtime.metrics.denials_total.collect() if operator.scope.everywhere else []:
         for sample in family.samples:
             if sample.name.endswith("_total") and sample.value:
                 process[sample.labels.get("reason_code", "")] = sample.value
@@ -162,14 +168,14 @@ async def denials(request: Request, runtime: Runtime, _: Operator) -> Response:
     return json({"items": items})
 
 
-async def list_voices(request: Request, runtime: Runtime, _: Operator) -> Response:
+async def list_voices(request: Request, runtime: Runtime, operator: Operator) -> Response:
     if runtime.vault is None:
         return json({"items": []})
     status = request.query_params.get("status") or None
     async with runtime.store.read() as session:
-        ids = (await session.scalars(
-            select(VoiceProfileRow.voice_id).order_by(VoiceProfileRow.created_at)
-        )).all()
+        ids = (await session.scalars(operator.scope.restrict(
+            select(VoiceProfileRow.voice_id), VoiceProfileRow.tenant
+        ).order_by(VoiceProfileRow.created_at))).all()
     voices = [v for v in [await runtime.vault.get(voice_id) for voice_id in ids] if v]
     if status is not None:
         voices = [v for v in voices if any(x.status == status for x in v.versions)]

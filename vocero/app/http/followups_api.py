@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from vocero.app.http.bodies import BodyError, decode, from_error
 from vocero.app.http.bodies import rejected as _rejected
-from vocero.app.http.operator_api import READERS, guarded, json, problem
+from vocero.app.http.operator_api import READERS, guarded, hidden_session, json, problem
 from vocero.app.http.operators import Operator
 from vocero.app.http.queries import page, paged
 from vocero.app.runtime import Runtime
@@ -41,18 +41,20 @@ def rejected(field: str, reason: str, code: str = "invalid_body") -> Response:
     return _rejected(code, field, reason)
 
 
-async def list_followups(request: Request, runtime: Runtime, _: Operator) -> Response:
+async def list_followups(request: Request, runtime: Runtime, operator: Operator) -> Response:
     """``?session_id=`` or ``?status=`` (both may be given); newest first, a page at a time
     (``limit``, ``cursor``; ``next`` when more remain)."""
     status = request.query_params.get("status") or None
     if status is not None and status not in STATUSES:
         return rejected("status", f"one of {', '.join(STATUSES)}", code="invalid_query")
     cursor, limit = page(request)
+    if await hidden_session(request, runtime, operator):
+        return problem(404, "session_not_found")
     if runtime.followups is None:
         return json({"items": []})
     found = await runtime.followups.store.list_followups(
         session_id=request.query_params.get("session_id") or None, status=status,
-        cursor=cursor, limit=limit)
+        cursor=cursor, limit=limit, scope=operator.scope)
     return json(paged(found, [f.public() for f in found.items]))
 
 
@@ -65,6 +67,9 @@ async def approve_followup(request: Request, runtime: Runtime, operator: Operato
         return from_error(bad)
     if len(body.note) > MAX_NOTE:
         return rejected("note", f"at most {MAX_NOTE} characters")
+    held = await runtime.followups.store.get(request.path_params["followup_id"])
+    if held is None or not operator.scope.allows(held.tenant_id):
+        return problem(404, "followup_not_found")
     try:
         approved = await runtime.followups.store.approve(
             request.path_params["followup_id"], by=operator.name, note=body.note,
@@ -77,17 +82,20 @@ async def approve_followup(request: Request, runtime: Runtime, operator: Operato
     return json(approved.public())
 
 
-async def list_findings(request: Request, runtime: Runtime, _: Operator) -> Response:
+async def list_findings(request: Request, runtime: Runtime, operator: Operator) -> Response:
     """``?session_id=`` or ``?kind=``, newest first, a page at a time (``limit``, ``cursor``);
     waits for reviews already queued."""
     cursor, limit = page(request)
+    if await hidden_session(request, runtime, operator):
+        return problem(404, "session_not_found")
     if runtime.followups is None:
         return json({"items": []})
     with anyio.move_on_after(REVIEW_WAIT_S):
         await runtime.followups.reviews.settled()
     found = await runtime.followups.store.findings(
         session_id=request.query_params.get("session_id") or None,
-        kind=request.query_params.get("kind") or None, cursor=cursor, limit=limit)
+        kind=request.query_params.get("kind") or None, cursor=cursor, limit=limit,
+        scope=operator.scope)
     return json(paged(found, [f.public() for f in found.items]))
 
 

@@ -31,19 +31,25 @@ def problem(status: int, code: str) -> JSONResponse:
     return JSONResponse({"error": code}, status_code=status)
 
 
-def guarded(roles: frozenset[str], handler: Handler) -> Callable[[Request], Awaitable[Response]]:
-    """``handler`` for an authenticated operator holding one of ``roles``; a query parameter it
-    refuses (:class:`~vocero.app.http.queries.QueryError`) answers 400 ``invalid_query``."""
+def guarded(
+    roles: frozenset[str], handler: Handler, *, every_tenant: bool = False
+) -> Callable[[Request], Awaitable[Response]]:
+    """``handler`` for an authenticated operator holding one of ``roles`` (and seeing every
+    tenant, with ``every_tenant``: a route on what all tenants share, such as pinned tools);
+    a query parameter it refuses (:class:`~vocero.app.http.queries.QueryError`) answers 400
+    ``invalid_query``. The handler narrows what it reads to ``operator.scope``."""
 
     async def endpoint(request: Request) -> Response:
         operators: OperatorDirectory = request.app.state.operators
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
-        operator = operators.authenticate(token.strip()) if scheme.lower() == "bearer" else None
+        operator = await operators.identify(token.strip()) if scheme.lower() == "bearer" else None
         if operator is None:
             return problem(401, "unauthenticated")
         if not roles.intersection(operator.roles):
             return problem(403, "forbidden")
+        if every_tenant and not operator.scope.everywhere:
+            return problem(403, "every_tenant_required")
         try:
             return await handler(request, request.app.state.runtime, operator)
         except QueryError as bad:
@@ -52,11 +58,29 @@ def guarded(roles: frozenset[str], handler: Handler) -> Callable[[Request], Awai
     return endpoint
 
 
-async def get_session(request: Request, runtime: Runtime, _: Operator) -> Response:
+async def visible_session(runtime: Runtime, operator: Operator, session_id: str) -> bool:
+    """Whether ``session_id`` is a session of one of the operator's tenants (an operator of
+    every tenant: whether it exists)."""
+    await runtime.recorder.flush()
+    record = await runtime.conversations.get_session(session_id)
+    return record is not None and operator.scope.allows(record.tenant_id)
+
+
+async def hidden_session(request: Request, runtime: Runtime, operator: Operator) -> bool:
+    """Whether the request's ``?session_id=`` names a session the operator may not see: one of
+    another tenant, or none at all, for an operator scoped to some tenants (a 404 either way, so
+    another tenant's session ids cannot be told from unknown ones)."""
+    session_id = request.query_params.get("session_id") or ""
+    if not session_id or operator.scope.everywhere:
+        return False
+    return not await visible_session(runtime, operator, session_id)
+
+
+async def get_session(request: Request, runtime: Runtime, operator: Operator) -> Response:
     session_id = request.path_params["session_id"]
     await runtime.recorder.flush()
     record = await runtime.conversations.get_session(session_id)
-    if record is None:
+    if record is None or not operator.scope.allows(record.tenant_id):
         return problem(404, "session_not_found")
     live = runtime.live.get(session_id)
     history = await runtime.conversations.history(session_id)
@@ -87,7 +111,7 @@ AUDIT_PAGE = 500
 AUDIT_PAGE_MAX = 5000
 
 
-async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response:
+async def get_audit(request: Request, runtime: Runtime, operator: Operator) -> Response:
     """Audit events in ``seq`` order, a page at a time (``after_seq``, ``limit``); each item
     carries everything its hash covers (docs/security.md shows how to verify the chain).
     ``chain`` says whether the whole chain verifies: walked on from the last good walk, in full
@@ -98,8 +122,11 @@ async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response
     walk = request.query_params.get("verify", "")
     if walk not in ("", "full"):
         return rejected("invalid_query", "verify", "must be full when given")
+    if await hidden_session(request, runtime, operator):
+        return problem(404, "session_not_found")
     await runtime.audits_settled()
-    events = await runtime.audit.events(session_id=session_id, after_seq=after_seq, limit=limit + 1)
+    events = await runtime.audit.events(session_id=session_id, after_seq=after_seq,
+                                        limit=limit + 1, scope=operator.scope)
     page = events[:limit]
     verification = await runtime.audit.verify(full=walk == "full")
     body: dict[str, Any] = {
@@ -128,15 +155,18 @@ async def get_audit(request: Request, runtime: Runtime, _: Operator) -> Response
     return json(body)
 
 
-async def get_operations(request: Request, runtime: Runtime, _: Operator) -> Response:
+async def get_operations(request: Request, runtime: Runtime, operator: Operator) -> Response:
     """Durable operations (of one session with ``session_id``) with their status,
     attempts and receipt, newest first, a page at a time (``limit``, ``cursor``; ``next`` when
     more remain)."""
     session_id = request.query_params.get("session_id") or None
     cursor, limit = page(request)
+    if await hidden_session(request, runtime, operator):
+        return problem(404, "session_not_found")
     if runtime.actions is None:
         return json({"items": []})
-    found = await runtime.actions.operations_page(session_id, cursor=cursor, limit=limit)
+    found = await runtime.actions.operations_page(session_id, cursor=cursor, limit=limit,
+                                                  scope=operator.scope)
     return json(paged(found, [op.public() for op in found.items]))
 
 
@@ -265,15 +295,16 @@ def _outcome_text(server: str, status: str, reason: str) -> str:
 
 def tool_routes() -> list[Route]:
     return [
-        Route("/v1/tools", guarded(TOOL_REVIEWERS, list_tools), methods=["GET"]),
+        Route("/v1/tools", guarded(TOOL_REVIEWERS, list_tools, every_tenant=True),
+              methods=["GET"]),
         Route(
             "/v1/tools/{server}/{tool}/approvals",
-            guarded(TOOL_REVIEWERS, approve_tool),
+            guarded(TOOL_REVIEWERS, approve_tool, every_tenant=True),
             methods=["POST"],
         ),
         Route(
             "/v1/mcp/authorizations",
-            guarded(TOOL_REVIEWERS, list_authorizations),
+            guarded(TOOL_REVIEWERS, list_authorizations, every_tenant=True),
             methods=["GET"],
         ),
         Route(CALLBACK_PATH, oauth_callback, methods=["GET"]),

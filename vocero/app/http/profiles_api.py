@@ -63,9 +63,10 @@ async def rollback(request: Request, runtime: Runtime, operator: Operator) -> Re
 
 def routes() -> list[Route]:
     return [
-        Route("/v1/profiles", guarded(READERS, list_profiles), methods=["GET"]),
-        Route("/v1/profiles/{profile_id}/versions", guarded(READERS, profile_versions),
+        Route("/v1/profiles", guarded(READERS, list_profiles, every_tenant=True),
               methods=["GET"]),
-        Route("/v1/profiles/{profile_id}/rollback", guarded(ROLLERS, rollback),
-              methods=["POST"]),
+        Route("/v1/profiles/{profile_id}/versions",
+              guarded(READERS, profile_versions, every_tenant=True), methods=["GET"]),
+        Route("/v1/profiles/{profile_id}/rollback",
+              guarded(ROLLERS, rollback, every_tenant=True), methods=["POST"]),
     ]

@@ -13,21 +13,20 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from vocero.app.http.operator_api import READERS, guarded, json, problem
+from vocero.app.http.operator_api import READERS, guarded, json, problem, visible_session
 from vocero.app.http.operators import Operator
 from vocero.app.runtime import Runtime
 from vocero.store.units import UnitRepository
 
 
-async def list_units(request: Request, runtime: Runtime, _: Operator) -> Response:
+async def list_units(request: Request, runtime: Runtime, operator: Operator) -> Response:
     session_id = request.query_params.get("session_id", "").strip()
     if not session_id:
         return json(
             {"error": {"code": "invalid_query", "field": "session_id", "reason": "required"}},
             status=400,
         )
-    await runtime.recorder.flush()
-    if await runtime.conversations.get_session(session_id) is None:
+    if not await visible_session(runtime, operator, session_id):
         return problem(404, "session_not_found")
     units = await UnitRepository(runtime.store).units(session_id)
     return json({"items": [unit.public() for unit in units]})

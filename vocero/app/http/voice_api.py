@@ -82,6 +82,8 @@ class BodyTooLarge(Exception):
 
 async def create_voice(request: Request, runtime: Runtime, operator: Operator) -> Response:
     body = await _body(request, CreateVoice)
+    if not operator.scope.allows(body.tenant):
+        return problem(403, "tenant_not_allowed")
     voice = await _vault(runtime).create_voice(
         voice_id=body.voice_id, tenant=body.tenant, owner=body.owner, purpose=body.purpose,
         languages=body.languages, usage_until=instant(body.usage_until, "usage_until"),
@@ -93,6 +95,7 @@ async def create_voice(request: Request, runtime: Runtime, operator: Operator) -
 
 async def add_version(request: Request, runtime: Runtime, operator: Operator) -> Response:
     body = await _body(request, AddVersion)
+    await _visible(runtime, operator, request.path_params["voice_id"])
     try:
         audio = base64.b64decode(body.ref_audio, validate=True)
     except (binascii.Error, ValueError):
@@ -105,6 +108,7 @@ async def add_version(request: Request, runtime: Runtime, operator: Operator) ->
 
 
 async def approve(request: Request, runtime: Runtime, operator: Operator) -> Response:
+    await _visible(runtime, operator, request.path_params["voice_id"])
     version = await _vault(runtime).approve(
         request.path_params["voice_id"], request.path_params["version"], operator.name,
         operator.roles,
@@ -114,14 +118,27 @@ async def approve(request: Request, runtime: Runtime, operator: Operator) -> Res
 
 async def revoke(request: Request, runtime: Runtime, operator: Operator) -> Response:
     body = await _body(request, Revoke)
+    await _visible(runtime, operator, request.path_params["voice_id"])
     voice = await _vault(runtime).revoke(request.path_params["voice_id"], body.reason,
                                          operator.name)
     return json(voice)
 
 
-async def get_voice(request: Request, runtime: Runtime, _: Operator) -> Response:
+async def get_voice(request: Request, runtime: Runtime, operator: Operator) -> Response:
     voice = await _vault(runtime).get(request.path_params["voice_id"])
-    return json(voice) if voice is not None else problem(404, "voice_not_found")
+    if voice is None or not operator.scope.allows(voice.tenant):
+        return problem(404, "voice_not_found")
+    return json(voice)
+
+
+async def _visible(runtime: Runtime, operator: Operator, voice_id: str) -> None:
+    """Refuse (``voice_not_found``, a 404) a voice of a tenant the operator may not act on, as
+    if it did not exist."""
+    if operator.scope.everywhere:
+        return
+    voice = await _vault(runtime).get(voice_id)
+    if voice is None or not operator.scope.allows(voice.tenant):
+        raise VaultError("voice_not_found")
 
 
 def _refusals(handler: Handler) -> Handler:
