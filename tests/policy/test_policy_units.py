@@ -13,7 +13,7 @@ from vocero.contracts.domain import AgentProfile, Principal, ProfileMatch, ToolS
 from vocero.policy import operations
 from vocero.policy.canonical import CanonicalError, Context, canonicalize
 from vocero.policy.confirmations import Question, judge
-from vocero.policy.evidence import TRANSITIONS, Ev, Step, apply, supersede
+from vocero.policy.evidence import DELIVERY_EVENTS, TRANSITIONS, Ev, Step, apply, supersede
 from vocero.policy.gate import (
     ConfirmationFacts,
     PermitRequest,
@@ -290,7 +290,7 @@ def test_binding_covers_principal_and_expiry() -> None:
 # ------------------------------------------------------------------------------- evidence
 
 GENERATIONS = st.sampled_from(["g1", "g2", "g3"])
-EVENTS = st.lists(st.tuples(st.sampled_from(list(Ev)), GENERATIONS), max_size=12)
+EVENTS = st.lists(st.tuples(st.sampled_from(DELIVERY_EVENTS), GENERATIONS), max_size=12)
 
 
 @given(EVENTS)

@@ -25,6 +25,15 @@ class TurnRef(msgspec.Struct, frozen=True, kw_only=True):
     traceparent: str = ""
 
 
+class Disclosure(msgspec.Struct, frozen=True, kw_only=True):
+    """A required disclosure the caller has not heard yet in this session (ADR-0026): said
+    verbatim before the read-back, as a ``claim`` unit citing ``step_id`` at ``version``."""
+
+    step_id: str
+    version: str
+    text: str
+
+
 class ToolPlan(msgspec.Struct, frozen=True, kw_only=True):
     kind: Literal["run", "confirm", "deny"]
     tool: str
@@ -39,6 +48,9 @@ class ToolPlan(msgspec.Struct, frozen=True, kw_only=True):
     result: dict[str, Any] | None = None
     """A denial's answer as the model sees it (a built-in tool's ``NOT recorded``); ``None``:
     the model is not told of the call."""
+    disclosures: list[Disclosure] = []
+    """``confirm``: what must be said before the read-back (each heard by playout before the
+    write may run)."""
 
 
 class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True):

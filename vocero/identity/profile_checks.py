@@ -15,6 +15,7 @@ import msgspec
 
 from vocero.contracts.domain import AgentProfile, FollowupSettings, McpServerSpec, ToolSpec
 from vocero.contracts.errors import ConfigError
+from vocero.identity.step_checks import check_steps
 
 VOCERO_SERVER = "vocero"
 """The ``server`` of Vocero's own built-in tools."""
@@ -40,6 +41,7 @@ def check_profile(file: Path, profile: AgentProfile) -> None:
                 str(file), f"tools[{index}].name", f"duplicate of tools[{first}].name"
             )
         _check_tool(file, f"tools[{index}]", tool, profile)
+    check_steps(file, profile)
 
 
 def resolve_servers(file: Path, servers: dict[str, McpServerSpec]) -> dict[str, McpServerSpec]:

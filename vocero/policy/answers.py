@@ -23,6 +23,7 @@ from vocero.policy.records import OpenedRevision
 from vocero.policy.rows import new_id
 from vocero.policy.runnables import Runnable, Runnables
 from vocero.policy.session import SessionFacts
+from vocero.policy.steps import RequiredSteps
 
 log = structlog.get_logger("vocero.policy")
 
@@ -31,10 +32,16 @@ class Confirmations:
     """Asks the active question of a session and binds the caller's answers to its revision."""
 
     def __init__(
-        self, facts: SessionFacts, evidence: DeliveryEvidence, runnables: Runnables
+        self,
+        facts: SessionFacts,
+        evidence: DeliveryEvidence,
+        runnables: Runnables,
+        steps: RequiredSteps | None = None,
     ) -> None:
         self._facts = facts
         self._evidence = evidence
+        self._steps = steps
+        """Disclosures the caller must have heard, like the read-back, before a "yes" binds."""
         self._runnables = runnables
         self._question: Question | None = None
         """The question being asked: at most one at a time."""
@@ -90,6 +97,8 @@ class Confirmations:
     ) -> ConfirmationVerdict:
         delivered = await self._evidence.satisfied((proposal_id, revision))
         question = self._question
+        if delivered and self._steps is not None and question is not None:
+            delivered = await self._steps.heard_all(resolve(self._facts.profile, question.tool))
         current = source == "button" or self._evidence.last_heard_was((proposal_id, revision))
         judgement = judge(
             question,

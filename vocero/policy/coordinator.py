@@ -23,8 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import msgspec
+
 from vocero.contracts.actions import (
     ConfirmationVerdict,
+    Disclosure,
     StatusCallback,
     ToolOutcome,
     ToolPlan,
@@ -36,11 +39,13 @@ from vocero.policy.answers import Confirmations
 from vocero.policy.delivery import DeliveryEvidence
 from vocero.policy.execution import Execution
 from vocero.policy.executor import OperationExecutor
+from vocero.policy.gate import resolve
 from vocero.policy.ports import BuiltinTools, Counter, NullCounter
 from vocero.policy.proposals import Proposals
 from vocero.policy.repository import ActionRepository
 from vocero.policy.runnables import Runnables
 from vocero.policy.session import SessionFacts
+from vocero.policy.steps import RequiredSteps, version_of
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,15 +82,16 @@ class SessionCoordinator:
             builtins=builtins, repo=repo, clock=clock, metrics=metrics or NullCounter(),
         )
         self.evidence = DeliveryEvidence(repo, session_id, self.facts.audit)
+        self.steps = RequiredSteps(profile, repo, session_id, clock)
         runnables = Runnables()
-        self.confirmations = Confirmations(self.facts, self.evidence, runnables)
+        self.confirmations = Confirmations(self.facts, self.evidence, runnables, self.steps)
         self.proposals = Proposals(
             self.facts, confirmation_ttl_s=settings.confirmation_ttl_s,
-            confirmations=self.confirmations, runnables=runnables,
+            confirmations=self.confirmations, runnables=runnables, steps=self.steps,
         )
         self.execution = Execution(
             self.facts, executor, settle_wait_s=settings.settle_wait_s,
-            confirmations=self.confirmations, runnables=runnables,
+            confirmations=self.confirmations, runnables=runnables, steps=self.steps,
         )
 
     def close(self) -> None:
@@ -100,20 +106,39 @@ class SessionCoordinator:
         history: Sequence[Message] = (),
         locale: str = "",
     ) -> ToolPlan:
-        return await self.proposals.propose(turn, intent, history=history, locale=locale)
+        plan = await self.proposals.propose(turn, intent, history=history, locale=locale)
+        if plan.kind != "confirm":
+            return plan
+        asked = self._with_disclosures(plan)
+        await self.steps.speaking(resolve(self.facts.profile, plan.tool), turn.generation_id)
+        return asked
 
     def active_question(self) -> ToolPlan | None:
-        return self.confirmations.active_question()
+        question = self.confirmations.active_question()
+        return None if question is None else self._with_disclosures(question)
+
+    def _with_disclosures(self, plan: ToolPlan) -> ToolPlan:
+        """The question with the disclosures its write still needs heard, said before it."""
+        due = self.steps.due(resolve(self.facts.profile, plan.tool))
+        return msgspec.structs.replace(plan, disclosures=[
+            Disclosure(step_id=s.id, version=version_of(s), text=s.text) for s in due
+        ])
 
     async def readback_started(self, plan: ToolPlan, generation_id: str) -> None:
-        """The question is being read again (after a clarification) in ``generation_id``."""
+        """The question is being read again (after a clarification) in ``generation_id``, with
+        the disclosures it carries."""
         await self.evidence.asked((plan.proposal_id, plan.revision), generation_id)
+        if plan.disclosures:
+            await self.steps.speaking(resolve(self.facts.profile, plan.tool), generation_id)
 
     async def record_delivery(
         self, generation_id: str, *, heard_text: str, complete: bool, observable: bool = True
     ) -> None:
         """Playout evidence of one generation: what the caller heard of it."""
         await self.evidence.delivered(
+            generation_id, heard_text=heard_text, complete=complete, observable=observable
+        )
+        await self.steps.delivered(
             generation_id, heard_text=heard_text, complete=complete, observable=observable
         )
 

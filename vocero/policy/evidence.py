@@ -9,6 +9,14 @@ question is spoken again, and a client that cannot report playout leaves it ``un
 (which never counts as delivered). Events of any other generation are stale and change nothing,
 so a canceled generation's late completion can never satisfy the step. When the revision is
 superseded the step is invalidated for good (``closed``).
+
+The profile's required steps (:mod:`vocero.policy.steps`, ADR-0026) use the same table and the
+same statuses, one step per session and step id. A ``disclosure`` is delivered exactly like a
+read-back (bound to the generation speaking it). A ``verify_identity`` attempt is bound to its
+own attempt id the same way: ``ASKED`` starts it, ``MATCHED`` satisfies it, ``ABANDONED`` (the
+question went unanswered) invalidates it until asked again, ``UNVERIFIABLE`` (the read tool gave
+no answer) leaves it ``unobservable``, and ``MISMATCHED`` fails it for good: ``invalidated``,
+``closed`` and ``failed``.
 """
 
 from __future__ import annotations
@@ -27,6 +35,26 @@ class Ev(enum.StrEnum):
     DELIVERED = "delivered"
     NOT_DELIVERED = "not_delivered"
     UNOBSERVED = "unobserved"
+    ASKED = "asked"
+    MATCHED = "matched"
+    ABANDONED = "abandoned"
+    UNVERIFIABLE = "unverifiable"
+    MISMATCHED = "mismatched"
+
+
+SAME_AS: dict[Ev, Ev] = {
+    Ev.ASKED: Ev.SPOKEN,
+    Ev.MATCHED: Ev.DELIVERED,
+    Ev.ABANDONED: Ev.NOT_DELIVERED,
+    Ev.UNVERIFIABLE: Ev.UNOBSERVED,
+}
+"""A verification attempt moves like a delivery: asked like spoken, matched like delivered..."""
+DELIVERY_EVENTS = (Ev.SPOKEN, Ev.DELIVERED, Ev.NOT_DELIVERED, Ev.UNOBSERVED)
+"""What a spoken step (a read-back, a disclosure) receives."""
+VERIFY_EVENTS = (Ev.ASKED, Ev.MATCHED, Ev.ABANDONED, Ev.UNVERIFIABLE, Ev.MISMATCHED)
+"""What a verification step receives."""
+STARTS = frozenset({Ev.SPOKEN, Ev.ASKED})
+"""Events that bind the step to a new generation (or verification attempt)."""
 
 
 _S: EvidenceStatus = "satisfied"
@@ -56,6 +84,14 @@ TRANSITIONS: dict[tuple[str, Ev], EvidenceStatus] = {
     ("unobservable", Ev.UNOBSERVED): "unobservable",
 }
 """Every (status, event) pair; delivery events only reach it for the step's own generation."""
+STATUSES: tuple[EvidenceStatus, ...] = ("missing", _P, _S, _I, "unobservable")
+TRANSITIONS.update({
+    (status, alias): TRANSITIONS[(status, same)]
+    for alias, same in SAME_AS.items()
+    for status in STATUSES
+})
+TRANSITIONS.update({(status, Ev.MISMATCHED): _I if status == _P else status for status in STATUSES})
+"""A verification attempt's events (a mismatch during an attempt also fails the step for good)."""
 
 
 class InvalidEvidenceTransition(Exception):
@@ -72,6 +108,10 @@ class Step:
     policy_version: str = POLICY_VERSION
     closed: bool = False
     """The revision was superseded: nothing can satisfy this step any more."""
+    step: str = READBACK_STEP
+    """Which step: the read-back of ``(proposal_id, revision)``, or a profile step's id."""
+    failed: bool = False
+    """A verification whose answer did not match the record (closed for the session)."""
 
     @property
     def satisfied(self) -> bool:
@@ -82,13 +122,15 @@ def apply(step: Step, event: Ev, generation_id: str) -> Step:
     """The step after ``event`` reported for ``generation_id`` (unchanged when stale)."""
     if step.closed:
         return step
-    if event is not Ev.SPOKEN and generation_id != step.generation_id:
+    if event not in STARTS and generation_id != step.generation_id:
         return step
     try:
         status = TRANSITIONS[(step.status, event)]
     except KeyError:
         raise InvalidEvidenceTransition(step.status, event) from None
-    if event is Ev.SPOKEN:
+    if event is Ev.MISMATCHED and step.status == "in_progress":
+        return replace(step, status=status, closed=True, failed=True)
+    if event in STARTS:
         return replace(step, status=status, generation_id=generation_id)
     return replace(step, status=status)
 

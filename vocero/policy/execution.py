@@ -22,6 +22,7 @@ from vocero.contracts.events import ToolStatus
 from vocero.contracts.ports import CallMeta, InputHandler, ToolCallRequest, ToolResult
 from vocero.policy import readback
 from vocero.policy.answers import Confirmations
+from vocero.policy.canonical import CanonicalError
 from vocero.policy.dispatch import refusal_code
 from vocero.policy.executor import OperationExecutor, Watch
 from vocero.policy.gate import (
@@ -37,6 +38,7 @@ from vocero.policy.records import OperationRecord, StoredRevision
 from vocero.policy.rows import new_id
 from vocero.policy.runnables import Runnable, Runnables
 from vocero.policy.session import SessionFacts
+from vocero.policy.steps import RequiredSteps, stored_facts
 
 log = structlog.get_logger("vocero.policy")
 
@@ -53,9 +55,13 @@ class Execution:
         settle_wait_s: float,
         confirmations: Confirmations,
         runnables: Runnables,
+        steps: RequiredSteps | None = None,
     ) -> None:
         self._facts = facts
         self._executor = executor
+        self._steps = steps
+        """The profile's required steps: verifications are performed before the final gate,
+        which checks every step's stored evidence (ADR-0026)."""
         self.settle_wait_s = settle_wait_s
         """How long :meth:`execute` waits for a receipt before telling the caller it is pending."""
         self._confirmations = confirmations
@@ -98,6 +104,11 @@ class Execution:
 
         watch = Watch(self._executor, run.operation_id, forward, facts.clock)
         self._watches.append(watch)
+        if self._steps is not None:
+            await self._steps.verify(
+                run.tool, ask=self._executor.targets.asker(facts.session_id),
+                read=self._verification_read, operation_id=run.operation_id,
+            )
         try:
             _, schema_now, available = facts.definition(run.tool)
             authorization = await facts.repo.outbox.authorize(
@@ -155,8 +166,37 @@ class Execution:
                 else None,
                 evidence_satisfied=stored.evidence_status == "satisfied",
                 now=facts.clock.now(),
+                steps=stored_facts(self._steps.applicable(run.tool), stored.steps)
+                if self._steps is not None
+                else (),
             )
         )
+
+    async def _verification_read(
+        self, name: str, arguments: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """A verification step's read, through the ordinary gate and gateway like any read the
+        model asks for (recorded the same way); its result reaches neither the model nor the
+        caller. ``None`` when the gate refused it or it gave no record."""
+        facts = self._facts
+        tool = resolve(facts.profile, name)
+        schema, schema_ver, available = facts.definition(tool)
+        if not permit(facts.request("propose", tool, schema_ver, available)).allowed:
+            return None
+        assert tool is not None
+        try:
+            canonical = facts.canonical(tool, arguments, schema)
+        except CanonicalError:
+            return None
+        run = Runnable(
+            tool=tool, arguments=canonical.arguments,
+            arguments_hash=arguments_hash(tool, schema_ver or "", canonical.arguments),
+        )
+        plan = ToolPlan(kind="run", tool=name, tool_call_id=new_id("call"))
+        outcome = await self._read(plan, run, lambda *_: None)
+        if outcome.status != "committed" or not isinstance(outcome.result, dict):
+            return None
+        return outcome.result
 
     def _outcome(self, plan: ToolPlan, run: Runnable, op: OperationRecord) -> ToolOutcome:
         receipt = (op.receipt or {}).get("content") if op.status == "committed" else None

@@ -6,6 +6,10 @@ scopes and confirmation rule are the strictest the profile declares for that ``(
 under any alias, and irreversible actions always need a confirmation. The model contributes a
 tool name and arguments only; tenant, principal, scopes, class and outcome come from here.
 Missing policy data denies (``authorization_unavailable``), it never allows.
+
+The profile's required steps (ADR-0026) are facts of the request too (:class:`StepFact`): at
+propose a failed step denies and the missing ones are named (a disclosure not heard yet makes
+the write a question, so it can be spoken first); at execute every step must be satisfied.
 """
 
 from __future__ import annotations
@@ -81,6 +85,25 @@ class ConfirmationFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class StepFact:
+    """One required step of the resolved tool, as trusted storage (or the session) holds it."""
+
+    id: str
+    kind: Literal["disclosure", "verify_identity"]
+    status: str = "missing"
+    failed: bool = False
+
+    @property
+    def satisfied(self) -> bool:
+        return self.status == "satisfied" and not self.failed
+
+    @property
+    def reason(self) -> str:
+        """Why a write is refused while this step is not satisfied."""
+        return "disclosure_not_heard" if self.kind == "disclosure" else "identity_not_verified"
+
+
+@dataclass(frozen=True, slots=True)
 class PermitRequest:
     stage: Stage
     tenant: str
@@ -103,12 +126,16 @@ class PermitRequest:
     now: float = 0.0
     initiator: Literal["caller", "system"] = "caller"
     """``system``: an operation Vocero starts itself (``policy.system_actions``)."""
+    steps: tuple[StepFact, ...] = ()
+    """The profile's required steps that apply to the resolved tool (ADR-0026)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     outcome: Outcome
     reason: str = ""
+    missing: tuple[str, ...] = ()
+    """Required steps not satisfied yet (ids): what the conversation must still perform."""
 
     @property
     def allowed(self) -> bool:
@@ -136,15 +163,38 @@ def permit(request: PermitRequest) -> Decision:
         return Decision("deny", "tool_unavailable")
     if not tool.write:
         return Decision("allow")
+    failed = next((s for s in request.steps if s.failed), None)
+    if failed is not None:
+        return Decision("deny", failed.reason)
     if request.stage == "execute" and (
         request.revision != request.current_revision or not request.arguments_match
     ):
         return Decision("deny", "proposal_changed")
-    if not tool.requires_confirmation:
-        return Decision("allow")
     if request.stage == "propose":
-        return Decision("confirm", "confirmation_missing")
-    return _confirmed(request)
+        return _proposed(tool, request.steps)
+    if tool.requires_confirmation:
+        confirmed = _confirmed(request)
+        if not confirmed.allowed:
+            return confirmed
+    unsatisfied = next((s for s in request.steps if not s.satisfied), None)
+    if unsatisfied is not None:
+        return Decision("deny", unsatisfied.reason)
+    return Decision("allow")
+
+
+def _proposed(tool: ResolvedTool, steps: tuple[StepFact, ...]) -> Decision:
+    """A write at propose: a question when it needs a confirmation or a disclosure must be
+    heard first (it is spoken before the read-back), otherwise it may run (a missing
+    verification is performed at execute, before the final gate)."""
+    missing = tuple(s.id for s in steps if not s.satisfied)
+    if tool.requires_confirmation:
+        return Decision("confirm", "confirmation_missing", missing)
+    disclosure = next(
+        (s for s in steps if s.kind == "disclosure" and not s.satisfied), None
+    )
+    if disclosure is not None:
+        return Decision("confirm", disclosure.reason, missing)
+    return Decision("allow", "", missing)
 
 
 def _confirmed(request: PermitRequest) -> Decision:

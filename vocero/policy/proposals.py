@@ -28,6 +28,7 @@ from vocero.policy.repository import RevisionDraft
 from vocero.policy.rows import new_id
 from vocero.policy.runnables import Runnable, Runnables
 from vocero.policy.session import SessionFacts
+from vocero.policy.steps import RequiredSteps
 
 log = structlog.get_logger("vocero.policy")
 
@@ -43,8 +44,11 @@ class Proposals:
         confirmation_ttl_s: float,
         confirmations: Confirmations,
         runnables: Runnables,
+        steps: RequiredSteps | None = None,
     ) -> None:
         self._facts = facts
+        self._steps = steps
+        """The profile's required steps: the propose stage knows which are missing (ADR-0026)."""
         self.confirmation_ttl_s = confirmation_ttl_s
         """How long a read-back can be answered (and its confirmation used)."""
         self._confirmations = confirmations
@@ -66,6 +70,8 @@ class Proposals:
         call_id = new_id("call")
         schema, schema_ver, available = facts.definition(tool)
         request = facts.request("propose", tool, schema_ver, available)
+        if self._steps is not None:
+            request = replace(request, steps=self._steps.facts(tool))
         decision = permit(request)
         canonical: Canonical | None = None
         if decision.outcome != "deny" and tool is not None:

@@ -25,6 +25,8 @@ Reason = Literal[
     "proposal_changed",
     "authorization_expired",
     "required_delivery_missing",
+    "disclosure_not_heard",
+    "identity_not_verified",
     "authorization_unavailable",
     "not_authorized",
 ]
@@ -53,6 +55,13 @@ EXPLANATIONS: Final[dict[str, str]] = {
         "want it."
     ),
     "required_delivery_missing": "I need to read you the full details before you confirm.",
+    "disclosure_not_heard": (
+        "I have to finish an important notice before I can do that, so I haven't changed "
+        "anything."
+    ),
+    "identity_not_verified": (
+        "I couldn't verify your identity, so I haven't made that change."
+    ),
     "authorization_unavailable": (
         "I can't verify that right now, so I haven't made any change."
     ),

@@ -41,6 +41,7 @@ from vocero.policy.rows import (
     new_id,
     open_proposal,
     operation_record,
+    step_evidence_id,
     stored_revision,
 )
 from vocero.store.audit_tx import append_in
@@ -170,24 +171,35 @@ class ActionRepository:
     # ----------------------------------------------------------------------------- evidence
 
     async def record_evidence(self, session_id: str, step: Step, *, cause: str) -> None:
+        """A read-back's evidence (per proposal revision), or a profile step's (per session and
+        step id, no proposal: ADR-0026); ``failed`` is audited, the row stays ``invalidated``."""
+        readback = step.step == READBACK_STEP
         async with self.write() as session:
-            key = evidence_id(step.proposal_id, step.revision)
+            key = (evidence_id(step.proposal_id, step.revision) if readback
+                   else step_evidence_id(session_id, step.step))
             row = await session.get(EvidenceStepRow, key, with_for_update=True)
             if row is None:
                 row = EvidenceStepRow(id=key, session_id=session_id,
-                                      proposal_id=step.proposal_id,
-                                      step=f"{READBACK_STEP}@r{step.revision}",
+                                      proposal_id=step.proposal_id if readback else None,
+                                      step=f"{READBACK_STEP}@r{step.revision}" if readback
+                                      else step.step,
                                       status=step.status, policy_version=step.policy_version)
                 session.add(row)
             row.status = step.status
+            row.policy_version = step.policy_version
             row.generation_id = step.generation_id or None
             row.updated_at = self.now()
             await session.flush()
-            await append_in(session, "evidence.updated", {
-                "proposal_id": step.proposal_id, "revision": step.revision,
-                "step": READBACK_STEP, "status": step.status, "cause": cause,
+            data: dict[str, Any] = {
+                "step": step.step, "status": step.status, "cause": cause,
                 "generation_id": step.generation_id, "policy_version": step.policy_version,
-            }, at=self.now(), session_id=session_id, actor=ACTOR)
+            }
+            if readback:
+                data.update(proposal_id=step.proposal_id, revision=step.revision)
+            if step.failed:
+                data["result"] = "failed"
+            await append_in(session, "evidence.updated", data, at=self.now(),
+                            session_id=session_id, actor=ACTOR)
 
     # ------------------------------------------------------------------------ confirmations
 

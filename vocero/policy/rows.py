@@ -38,6 +38,11 @@ def evidence_id(proposal_id: str, revision: int) -> str:
     return f"evd_{proposal_id}_{revision}"
 
 
+def step_evidence_id(session_id: str, step: str) -> str:
+    """The row of a profile's required step (ADR-0026): one per session and step id."""
+    return "evs_" + digest({"session_id": session_id, "step": step})[:32]
+
+
 async def open_proposal(
     session: AsyncSession, session_id: str, tool: ResolvedTool, target_resource: str
 ) -> tuple[ProposalRow, ProposalRevisionRow] | None:
@@ -91,6 +96,9 @@ async def stored_revision(
         ).order_by(ConfirmationRow.created_at.desc()))).all()
     confirmation = confirmations[0] if confirmations else None
     evidence = await session.get(EvidenceStepRow, evidence_id(proposal_id, revision))
+    steps = (await session.scalars(select(EvidenceStepRow).where(
+        EvidenceStepRow.session_id == proposal.session_id,
+        EvidenceStepRow.proposal_id.is_(None)))).all()
     return StoredRevision(
         session_id=proposal.session_id, proposal_status=proposal.status,
         current_revision=proposal.current_revision, revision=revision,
@@ -101,6 +109,7 @@ async def stored_revision(
         confirmation_hash=confirmation.binding_hash if confirmation else "",
         confirmation_expires_at=confirmation.expires_at.timestamp() if confirmation else 0.0,
         evidence_status=evidence.status if evidence else "missing",
+        steps={row.step: (row.status, row.policy_version) for row in steps},
     )
 
 
