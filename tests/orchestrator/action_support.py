@@ -13,10 +13,10 @@ from typing import Any
 
 import anyio
 
-from tests.support.fakes import FakeToolGateway, fake_runners
+from tests.support.fakes import FakeToolGateway, ToolAnswer, fake_runners
 from tests.support.harness import Harness, profile, running
 from vocero.contracts.clock import VirtualClock
-from vocero.contracts.domain import AgentProfile, Caller, ToolDefinition, ToolSpec
+from vocero.contracts.domain import AgentProfile, Caller, RequiredStep, ToolDefinition, ToolSpec
 from vocero.contracts.ports import ToolCallRequest, ToolResult
 from vocero.inference.sim.script import Rule
 from vocero.policy import ActionPlane, CoordinatorSettings, ExecutorSettings
@@ -97,16 +97,23 @@ async def call(
     run_worker: bool = True,
     settings: CoordinatorSettings | None = None,
     ms_per_char: float = 10.0,
+    required_steps: tuple[RequiredStep, ...] = (),
+    extra_tools: tuple[tuple[ToolSpec, ToolDefinition, ToolAnswer], ...] = (),
 ) -> AsyncIterator[Call]:
+    """``required_steps`` are the profile's (ADR-0026); ``extra_tools`` more profile tools, each
+    with its server definition and what the (fake) server answers."""
     store = Store.open(f"sqlite+aiosqlite:///{db_path}")
-    prof: AgentProfile = profile(tools=TOOLS, word_budget=80)
+    prof: AgentProfile = profile(tools=[*TOOLS, *(t for t, _, _ in extra_tools)], word_budget=80,
+                                 required_steps=list(required_steps))
+    definitions = [RESCHEDULE, OPENING, *(d for _, d, _ in extra_tools)]
     who = Caller(token="t", subject=f"s-{uuid.uuid4().hex}", tenant="acme", roles=["customer"],
                  scopes=["appointments:write"], timezone="Europe/Madrid")
     session_id = f"ses_{uuid.uuid4().hex[:16]}"
     gateway = FakeToolGateway(
-        [RESCHEDULE, OPENING],
+        definitions,
         {"appointments.reschedule": rescheduled,
-         "store.hours": ToolResult(content={"opens": "nine"})},
+         "store.hours": ToolResult(content={"opens": "nine"}),
+         **{t.name: answer for t, _, answer in extra_tools}},
     )
     await Conversations(store).create_session(
         session_id=session_id, tenant_id=who.tenant, subject_ref=who.subject_ref,
@@ -124,7 +131,7 @@ async def call(
             if run_worker:
                 await tg.start(plane.run)
             async with running(runners, prof=prof, coordinator=coordinator, caller=who,
-                               tools=(RESCHEDULE, OPENING), session_id=session_id) as h:
+                               tools=tuple(definitions), session_id=session_id) as h:
                 yield Call(h, gateway, plane, store, who, session_id)
             coordinator.close()
             tg.cancel_scope.cancel()

@@ -162,6 +162,7 @@ class Actor:
                     expires_at=plan.expires_at,
                 )
             )
+            await say_disclosures(speaker, plan)
             await speaker.say(plan.summary, kind="readback", evidence=[proposal_evidence(plan)])
             return None
         host.fire(Event.ALLOWED)  # after a confirmation the session is already running it
@@ -289,6 +290,17 @@ class Actor:
             self.tool_status(tool_call_id, proposal_id, status, reason, tool=tool)
 
         return report
+
+
+async def say_disclosures(speaker: Says, plan: ToolPlan) -> None:
+    """The required disclosures a question carries, verbatim, before its read-back: approved
+    wording citing its step and version (ADR-0026); the policy decides from playout whether
+    they were heard."""
+    for disclosure in plan.disclosures:
+        await speaker.say(
+            disclosure.text, kind="claim",
+            evidence=[EvidenceRef(source_id=disclosure.step_id, version=disclosure.version)],
+        )
 
 
 def proposal_evidence(plan: ToolPlan) -> EvidenceRef:

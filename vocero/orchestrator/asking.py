@@ -31,7 +31,7 @@ import anyio
 import structlog
 
 from vocero.contracts import events as ev
-from vocero.contracts.builtins import zone_of
+from vocero.contracts.builtins import VOCERO_SERVER, zone_of
 from vocero.contracts.lexicon import consent
 from vocero.contracts.ports import InputRequest, InputResponse
 from vocero.mcp_gateway import answer_problems
@@ -166,6 +166,7 @@ class Asking:
 
     def _collect(self, question: Question, text: str) -> tuple[str, bool]:
         found = values_in(question.properties, text, self._today())
+        verbatim(question, text, found)
         if not found:
             return self._unclear(question, "Sorry, I didn't catch that.")
         candidate = {**question.values, **found}
@@ -237,6 +238,8 @@ class Asking:
     def _ask_next(self, question: Question) -> str:
         name = question.missing[0] if question.missing else next(iter(question.properties), "")
         prop = question.properties.get(name, {})
+        if question.request.server == VOCERO_SERVER and prop.get("description"):
+            return str(prop["description"])  # a required step's own question (ADR-0026)
         title = str(prop.get("title") or prop.get("description") or label(name)).strip()
         server = question.request.server.capitalize()
         if prop.get("enum"):
@@ -261,6 +264,14 @@ class Asking:
     def _today(self) -> dt.date:
         now = dt.datetime.fromtimestamp(self.core.clock.now(), dt.UTC)
         return now.astimezone(zone_of(self.core.ctx.caller.timezone)).date()
+
+
+def verbatim(question: Question, text: str, found: dict[str, Any]) -> None:
+    """A field marked ``x-vocero-verbatim`` (a required step's fact, ADR-0026: compared by the
+    policy, never said back) takes the caller's words as said, only while it is the one asked."""
+    asked = question.missing[0] if question.missing else ""
+    if question.properties.get(asked, {}).get("x-vocero-verbatim") and text.strip():
+        found[asked] = text.strip()
 
 
 def _in_order(parts: tuple[str, ...], heard: str) -> bool:

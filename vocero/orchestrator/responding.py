@@ -21,7 +21,7 @@ from vocero.contracts.ports import (
     ToolIntent,
 )
 from vocero.observability import tracing
-from vocero.orchestrator.acting import Actor, proposal_evidence
+from vocero.orchestrator.acting import Actor, proposal_evidence, say_disclosures
 from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.completion import Completion
 from vocero.orchestrator.core import SessionCore
@@ -90,6 +90,7 @@ class Responder:
             planner = self.core.planner(generation)
             async with speaking(self.core, generation, planner, committed_at) as speaker:
                 if readback is not None:
+                    await say_disclosures(speaker, readback)
                     await speaker.say(text, kind="readback", evidence=[proposal_evidence(readback)])
                 else:
                     await speaker.say(text)

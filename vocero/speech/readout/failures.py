@@ -34,10 +34,18 @@ WRITE_FAILURES = {
 }
 
 
+STEP_REFUSALS = frozenset({"disclosure_not_heard", "identity_not_verified"})
+"""A write the action gate refused for a required step (docs/adr/0026-required-steps.md): the
+gate's own explanation, which the write's result carries as ``summary``, is said."""
+
+
 def failure(call: ToolEvidence, spec: ToolSpec | None, ctx: ReadoutContext) -> str:
     """Why a call did not give an answer, in words the caller can act on."""
     reason = _error_code(call)
     writes = spec is not None and spec.action_class != "read"
+    summary = (call.result or {}).get("summary")
+    if writes and reason in STEP_REFUSALS and isinstance(summary, str) and summary.strip():
+        return summary.strip()
     if call.status == "unknown":
         if writes:
             return "Sorry, I could not confirm whether that went through. Please check again later."
