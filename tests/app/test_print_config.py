@@ -43,6 +43,8 @@ def test_sources_flag_env_default_and_redaction() -> None:
 
 
 def test_unset_token_is_shown_as_unset() -> None:
-    config = run(env={"VOCERO_RUNNERS": "sim"})
+    config = run(env={"VOCERO_RUNNERS": "sim", "VOCERO_TOOL_APPROVAL": "review"})
     assert config["operator_token"] == {"value": None, "source": "default"}
+    assert config["tool_approval"] == {"value": "review", "source": "env",
+                                       "env": "VOCERO_TOOL_APPROVAL"}
     assert config["runners"] == {"value": "sim", "source": "env", "env": "VOCERO_RUNNERS"}
