@@ -82,6 +82,11 @@ async def _seed(runtime: Any) -> None:
         await conversations.create_session(
             session_id=session_id, tenant_id=tenant, subject_ref=f"sub_{tenant}",
             profile_id="p", profile_version="1")
+    for tenant, session_id in ((A, "ses_a"), (B, "ses_b")):  # the oldest operation of each
+        await runtime.actions.repo.record_read(
+            session_id=session_id, operation_id=f"op_unknown_{session_id}", tool=TOOL,
+            principal=Principal(subject_ref=f"sub_{tenant}", tenant_id=tenant, scopes=[]),
+            arguments_hash="h", status="unknown", reason="reconciliation_required")
     start = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
     step = 0
     for i in range(ROWS):
@@ -180,13 +185,29 @@ def test_lists_hold_only_the_operators_tenants_rows_paged(
     """B's rows interleave A's; A's operator pages through full pages of A's rows only (a filter
     after paging would give short or empty pages and lose rows)."""
     strip = (lambda v: v.removeprefix("op_")) if key == "operation_id" else (lambda v: v)
+    unknown = path == "/v1/operations"  # one more operation each: the unknown one, oldest
     for headers, session_id in ((AR, "ses_a"), (BR, "ses_b")):
         pages = _pages(app, path, headers, limit="3", **query)
-        assert [len(p) for p in pages] == [3, 3, 1]
-        assert [strip(row[key]) for p in pages for row in p] == newest_first(session_id)
+        assert [len(p) for p in pages] == ([3, 3, 2] if unknown else [3, 3, 1])
+        assert [strip(row[key]) for p in pages for row in p] == newest_first(session_id) + (
+            [f"unknown_{session_id}"] if unknown else [])
     for everyone in (ADMIN, bearer("platform"), bearer("legacy"), bearer("both-reader")):
         rows = [row for p in _pages(app, path, everyone, limit="4", **query) for row in p]
-        assert len(rows) == 2 * ROWS
+        assert len(rows) == 2 * (ROWS + unknown)
+
+
+def test_unresolved_operations_stay_within_the_tenant(app: TestClient) -> None:
+    """``GET /v1/operations/unresolved`` lists the operator's tenants' only; resolving another
+    tenant's answers 404 and leaves it unknown."""
+    listed = app.get("/v1/operations/unresolved", headers=AR).json()["items"]
+    assert [o["operation_id"] for o in listed] == ["op_unknown_ses_a"]
+    everyone = app.get("/v1/operations/unresolved", headers=ADMIN).json()["items"]
+    assert {o["operation_id"] for o in everyone} == {"op_unknown_ses_a", "op_unknown_ses_b"}
+    refused = app.post("/v1/operations/op_unknown_ses_b/resolution",
+                       json={"outcome": "failed", "note": "checked"}, headers=bearer("a-owner"))
+    assert refused.status_code == 404
+    still = app.get("/v1/operations/unresolved", headers=BR).json()["items"]
+    assert [o["operation_id"] for o in still] == ["op_unknown_ses_b"]
 
 
 def test_sessions_list_holds_only_the_operators_tenants(app: TestClient) -> None:

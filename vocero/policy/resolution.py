@@ -33,6 +33,7 @@ from vocero.store.models import (
     ProposalRevisionRow,
     SessionRow,
 )
+from vocero.store.scope import EVERY_TENANT, OperatorScope
 
 Outcome = Literal["committed", "failed"]
 RESOLVED: Final = "operator_resolved"
@@ -62,9 +63,13 @@ class Resolutions:
     def __init__(self, tx: Transactions) -> None:
         self._tx = tx
 
-    async def unresolved(self, limit: int = 100) -> list[OperationRecord]:
-        """``unknown`` operations, oldest first (the longest-waiting caller first)."""
-        query = (select(OperationRow).where(OperationRow.status == "unknown")
+    async def unresolved(
+        self, limit: int = 100, scope: OperatorScope = EVERY_TENANT
+    ) -> list[OperationRecord]:
+        """``unknown`` operations of ``scope``'s tenants, oldest first (the longest-waiting
+        caller first)."""
+        query = scope.restrict(select(OperationRow), OperationRow.tenant_id)
+        query = (query.where(OperationRow.status == "unknown")
                  .order_by(OperationRow.created_at, OperationRow.id).limit(limit))
         async with self._tx.read() as session:
             return [operation_record(r) for r in (await session.scalars(query)).all()]

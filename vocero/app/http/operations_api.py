@@ -44,14 +44,14 @@ def _resolutions(runtime: Runtime) -> Resolutions | None:
     return Resolutions(runtime.actions.repo) if runtime.actions is not None else None
 
 
-async def list_unresolved(request: Request, runtime: Runtime, _: Operator) -> Response:
+async def list_unresolved(request: Request, runtime: Runtime, operator: Operator) -> Response:
     limit = integer(request, "limit", default=100, low=1, high=500)
     resolutions = _resolutions(runtime)
     if resolutions is None:
         return json({"items": []})
     await runtime.recorder.flush()
     items: list[dict[str, Any]] = []
-    for op in await resolutions.unresolved(limit):
+    for op in await resolutions.unresolved(limit, operator.scope):
         history = await runtime.conversations.history(op.session_id)
         items.append({
             **op.public(), "session_id": op.session_id,
@@ -71,8 +71,11 @@ async def resolve(request: Request, runtime: Runtime, operator: Operator) -> Res
     if not note:
         return rejected("invalid_body", "note", "required: what the operator checked")
     resolutions = _resolutions(runtime)
-    if resolutions is None:
+    if resolutions is None or runtime.actions is None:
         return problem(404, "operation_not_found")
+    held = await runtime.actions.repo.get(request.path_params["operation_id"])
+    if held is None or not operator.scope.allows(held.tenant_id):
+        return problem(404, "operation_not_found")  # another tenant's: as if it did not exist
     try:
         done = await resolutions.resolve(
             request.path_params["operation_id"], body.outcome, note=note, operator=operator.name)
