@@ -33,12 +33,17 @@ from vocero.app.http.operators import load_operators
 from vocero.app.runtime import Runtime, open_runtime
 from vocero.app.settings import Settings
 from vocero.contracts.clock import SystemClock
+from vocero.contracts.domain import Caller
 from vocero.identity.identities import IdentityDirectory
 from vocero.identity.profiles import ProfileCatalog
 from vocero.relay.connection import Connection
 from vocero.relay.limits import PendingConnections
 from vocero.relay.origins import OriginPolicy
 from vocero.relay.ports import RelayConfig
+from vocero.relay.telephony import twilio, voice_webhook
+from vocero.relay.telephony.config import TelephonyConfig
+from vocero.relay.telephony.stream import twilio_stream
+from vocero.relay.telephony.tickets import TicketBook
 from vocero.web import STATIC
 
 
@@ -109,6 +114,7 @@ def create_app(
                 ),
                 pending=PendingConnections(settings.max_pending_per_address),
             )
+            app.state.telephony = telephony_config(settings, runtime, app.state.relay)
             yield
             app.state.relay.draining = True
 
@@ -118,6 +124,8 @@ def create_app(
         Route("/readyz", readyz),
         Route("/metrics", metrics),
         WebSocketRoute("/v1/realtime", realtime),
+        Route(twilio.VOICE_PATH, voice_webhook.voice, methods=["POST"]),
+        WebSocketRoute(twilio.STREAM_PATH, twilio_stream),
         *operator_api.routes(),
         *operations_api.routes(),
         *units_api.routes(),
@@ -132,6 +140,27 @@ def create_app(
         middleware.insert(0, Middleware(
             ProxyHeadersMiddleware, trusted_hosts=trusted_proxies(settings.forwarded_allow_ips)))
     return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+
+
+def telephony_config(
+    settings: Settings, runtime: Runtime, relay: RelayConfig
+) -> TelephonyConfig | None:
+    """The phone leg (docs/telephony.md), only with ``--twilio-auth-token``: without it both
+    telephony routes answer 404. Callers are found by phone number in the identities."""
+    if not settings.twilio_auth_token:
+        return None
+    public_url = settings.public_url or f"{settings.scheme}://{settings.host}:{settings.port}"
+
+    async def caller_by_phone(number: str) -> Caller | None:
+        return runtime.identities.by_phone(number)
+
+    return TelephonyConfig(
+        relay=relay,
+        auth_token=settings.twilio_auth_token,
+        public_url=public_url,
+        caller_by_phone=caller_by_phone,
+        tickets=TicketBook(runtime.monotonic),
+    )
 
 
 def trusted_proxies(text: str) -> list[str]:

@@ -122,9 +122,18 @@ class Settings:
     stt_timeout_s: float = 10.0
     tts_timeout_s: float = 10.0
 
+    public_url: str = ""
+    """The https base a carrier reaches this server at (``--public-url``, SPEC §10): the
+    webhook's signature is computed over it and the media stream's ``wss://`` URL built from it."""
+    twilio_auth_token: Secret = NO_SECRET
+    """Twilio's auth token (``--twilio-auth-token``, env ``VOCERO_TWILIO_AUTH_TOKEN``): the
+    webhook signature key. Empty: the telephony routes answer 404 (docs/telephony.md)."""
+
     def __post_init__(self) -> None:
         if not isinstance(self.operator_token, Secret):
             object.__setattr__(self, "operator_token", Secret(self.operator_token))
+        if not isinstance(self.twilio_auth_token, Secret):
+            object.__setattr__(self, "twilio_auth_token", Secret(self.twilio_auth_token))
 
     @property
     def scheme(self) -> str:
@@ -238,6 +247,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     _number(parser, d, "max_pending_per_address", int,
             "connections one address may hold open before sending session.connect.v1")
     add_identity_arguments(parser)
+    add_telephony_arguments(parser)
     parser.add_argument(
         "--print-config", dest="print_config", action="store_true",
         help="print the effective settings with their source (flag, env, default) as JSON, "
@@ -262,6 +272,21 @@ def add_identity_arguments(parser: argparse.ArgumentParser) -> None:
     ):
         parser.add_argument("--" + name.replace("_", "-"), dest=name,
                             default=_env(name, getattr(d, name)), help=what)
+
+
+def add_telephony_arguments(parser: argparse.ArgumentParser) -> None:
+    """The phone leg (SPEC §10, docs/telephony.md)."""
+    d = Settings()
+    parser.add_argument(
+        "--public-url", dest="public_url", default=_env("public_url", d.public_url),
+        help="the https base URL a carrier reaches this server at (webhook signatures)",
+    )
+    parser.add_argument(
+        "--twilio-auth-token", dest="twilio_auth_token",
+        default=_env("twilio_auth_token", d.twilio_auth_token.reveal()),
+        help="Twilio auth token (prefer VOCERO_TWILIO_AUTH_TOKEN); without it the telephony "
+        "routes answer 404",
+    )
 
 
 def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:

@@ -217,6 +217,18 @@ class Session:
         if parts is not None:
             parts.tg.start_soon(parts.turns.clicked, proposal_id, revision, decision)
 
+    def on_key_answer(self, decision: Intent) -> None:
+        """A key pressed as the answer to the open confirmation question (on the phone, DTMF
+        ``1``/``2``; docs/telephony.md "Keys"): judged exactly as a spoken "yes"/"no" is (a
+        "yes" binds only once the read-back was heard, and only to the question last asked),
+        without a classification. With no question open the key means nothing."""
+        parts = self._parts
+        coordinator = self.core.coordinator
+        if parts is None or coordinator is None or coordinator.active_question() is None:
+            return
+        parts.hearing.interrupt("new_input")
+        parts.tg.start_soon(parts.turns.keyed, decision)
+
     def _utterance_ended(self, utterance: Utterance, backchannel_check: bool) -> None:
         parts = self._parts
         if parts is not None:

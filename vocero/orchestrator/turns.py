@@ -27,6 +27,8 @@ from vocero.orchestrator.machine import Effect, Event, Intent, Step, routing_eve
 from vocero.orchestrator.responding import Responder
 
 log = structlog.get_logger("vocero.turns")
+KEYED: dict[Intent, str] = {"confirm": "[keypad: yes]", "reject": "[keypad: no]"}
+"""How a key answer reads in the history and the records (the caller said nothing)."""
 
 
 class Turns:
@@ -64,6 +66,13 @@ class Turns:
         async with tracing.turn(self.core.ctx.session_id, "text"), self._lock:
             await self._commit(text, "text")
 
+    async def keyed(self, decision: Intent) -> None:
+        """A key answering the open confirmation question: committed as the caller's turn (the
+        history reads it as their yes or no) and routed as a spoken answer with its intent
+        known."""
+        async with tracing.turn(self.core.ctx.session_id, "key"), self._lock:
+            await self._commit(KEYED[decision], "text", known=decision)
+
     async def unanswered(self) -> None:
         """A server's question ran out of time with nobody answering (the machine queued the
         agent's turn): the agent takes the turn, unless the machine says the caller has begun
@@ -96,7 +105,14 @@ class Turns:
             core.degrade(ErrorCode.STT_UNAVAILABLE)
         return None
 
-    async def _commit(self, text: str, source: str, endpoint_at: float | None = None) -> None:
+    async def _commit(
+        self,
+        text: str,
+        source: str,
+        endpoint_at: float | None = None,
+        *,
+        known: Intent | None = None,
+    ) -> None:
         """Commit a caller turn. ``endpoint_at`` (audio turns) is when the end of speech was
         detected: time to first sound is measured from there, so it includes transcription."""
         core = self.core
@@ -111,9 +127,11 @@ class Turns:
         step = core.fire(Event.TURN_COMMITTED)
         turn = TurnRef(session_id=core.ctx.session_id, turn_id=turn_id,
                        traceparent=tracing.committed(turn_id))
-        await self._route(turn, step, committed_at)
+        await self._route(turn, step, committed_at, known)
 
-    async def _route(self, turn: TurnRef, step: Step, committed_at: float) -> None:
+    async def _route(
+        self, turn: TurnRef, step: Step, committed_at: float, known: Intent | None = None
+    ) -> None:
         core = self.core
         question: ToolPlan | None = None
         intent: Intent = "new_request"
@@ -126,7 +144,7 @@ class Turns:
             if question is None:  # it expired or ended meanwhile: the turn is a request
                 core.fire(Event.QUESTION_CLOSED)
             else:
-                intent = await self.answers.classify()
+                intent = known if known is not None else await self.answers.classify()
             step = core.fire(routing_event(intent))
         if Effect.SUBMIT_ANSWER in step.effects and question is not None:
             await self.answers.spoken(turn, question, intent, committed_at)

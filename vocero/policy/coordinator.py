@@ -73,6 +73,7 @@ class SessionCoordinator:
         clock: Timers,
         settings: CoordinatorSettings | None = None,
         metrics: Counter | None = None,
+        keypad: bool = False,
     ) -> None:
         settings = settings or CoordinatorSettings()
         self.session_id = session_id
@@ -80,6 +81,7 @@ class SessionCoordinator:
         self.facts = SessionFacts(
             session_id=session_id, caller=caller, profile=profile, gateway=gateway,
             builtins=builtins, repo=repo, clock=clock, metrics=metrics or NullCounter(),
+            keypad=keypad,
         )
         self.evidence = DeliveryEvidence(repo, session_id, self.facts.audit)
         self.steps = RequiredSteps(profile, repo, session_id, clock)

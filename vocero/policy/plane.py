@@ -65,12 +65,13 @@ class ActionPlane:
 
     def coordinator(
         self, *, session_id: str, caller: Caller, profile: AgentProfile,
-        gateway: ToolGateway | None,
+        gateway: ToolGateway | None, keypad: bool = False,
     ) -> SessionCoordinator:
+        """``keypad``: the caller can answer with keys (the phone): read-backs say how."""
         return SessionCoordinator(
             session_id=session_id, caller=caller, profile=profile, gateway=gateway,
             builtins=self.builtins, repo=self.repo, executor=self.executor, clock=self.clock,
-            settings=self.settings, metrics=self.metrics,
+            settings=self.settings, metrics=self.metrics, keypad=keypad,
         )
 
     async def run(

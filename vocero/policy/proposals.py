@@ -133,6 +133,7 @@ class Proposals:
             canonical.arguments,
             template=facts.readback_template(tool),
             today=facts.today(),
+            keypad=facts.keypad,
         )
         summary = spoken.text
         opened = await facts.repo.open_revision(

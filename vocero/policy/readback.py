@@ -82,6 +82,8 @@ class Readback:
 
 
 QUESTION = "Shall I go ahead?"
+KEYPAD_HINT = "Say yes or press 1."
+"""Said after the question where the caller can answer with keys (the phone, SPEC §10)."""
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*)\}")
 
 
@@ -91,8 +93,10 @@ def readback(
     *,
     template: str = "",
     today: date | None = None,
+    keypad: bool = False,
 ) -> Readback:
-    """What the caller is asked: the profile's ``readback`` wording with its ``{field}``
+    """What the caller is asked (``keypad``: and how to answer with a key, on the phone): the
+    profile's ``readback`` wording with its ``{field}``
     placeholders filled with spoken canonical values, or a generic one built from the resolved
     tool's verb and noun (never its raw name) and every consequential field."""
     speak = _Speaker(arguments, today)
@@ -103,6 +107,8 @@ def readback(
         phrase = f"{verb} {speak.object(noun)}{speak.details()}"
     phrase = phrase.rstrip(" .")
     text = f"To confirm: {phrase}. {QUESTION}"
+    if keypad:  # after the question: a "yes" cutting it off still binds once values were heard
+        text = f"{text} {KEYPAD_HINT}"
     return Readback(text=text, parts=tuple(p for p in speak.parts if p))
 
 

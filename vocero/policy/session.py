@@ -42,8 +42,11 @@ class SessionFacts:
         repo: ActionRepository,
         clock: Timers,
         metrics: Counter,
+        keypad: bool = False,
     ) -> None:
         self.session_id = session_id
+        self.keypad = keypad
+        """The caller can answer with keys (the phone): read-backs say how."""
         self.caller = caller
         self.principal = Principal.of(caller)
         self.profile = profile

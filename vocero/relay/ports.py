@@ -47,6 +47,10 @@ class SessionInput(Protocol):
         self, proposal_id: str, revision: int, decision: Literal["confirm", "reject"]
     ) -> None: ...
 
+    def on_key_answer(self, decision: Literal["confirm", "reject"]) -> None:
+        """A key answering the open confirmation question (the phone's DTMF)."""
+        ...
+
 
 class SessionHandle(Protocol):
     @property
@@ -76,6 +80,8 @@ class SessionFactory(Protocol):
         turn_mode: str,
         locale: str,
         resume_token: Secret | None = None,
+        channel: str = "web",
+        call_sid: str = "",
     ) -> SessionHandle: ...
 
     def audit(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:

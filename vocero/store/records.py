@@ -45,6 +45,8 @@ class SessionRecord(msgspec.Struct, frozen=True, kw_only=True):
     owner_id: str = ""
     """The process holding it (a row of ``nodes``); empty when none does."""
     lease_expires_at: datetime | None = None
+    channel: str = "web"
+    call_sid: str = ""
 
 
 class TurnRecord(msgspec.Struct, frozen=True, kw_only=True):

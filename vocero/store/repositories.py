@@ -109,6 +109,8 @@ class Conversations:
         state: str = "CONNECTING",
         effective: dict[str, Any] | None = None,
         resume_token_hash: str | None = None,
+        channel: str = "web",
+        call_sid: str = "",
     ) -> SessionRecord:
         now = self._now()
         row = SessionRow(
@@ -116,6 +118,7 @@ class Conversations:
             profile_version=profile_version, state=state, effective=dict(effective or {}),
             resume_token_hash=resume_token_hash, created_at=now, closed_at=None,
             owner_id=self.owner or None, lease_expires_at=self._held_until(),
+            channel=channel, call_sid=call_sid,
         )
         async with self._store.write() as session:
             session.add(row)
@@ -401,7 +404,8 @@ def _session_record(row: SessionRow) -> SessionRecord:
         profile_id=row.profile_id, profile_version=row.profile_version, state=row.state,
         effective=dict(row.effective), resume_token_hash=row.resume_token_hash,
         created_at=row.created_at, closed_at=row.closed_at, owner_id=row.owner_id or "",
-        lease_expires_at=row.lease_expires_at,
+        lease_expires_at=row.lease_expires_at, channel=row.channel or "web",
+        call_sid=row.call_sid or "",
     )
 
 

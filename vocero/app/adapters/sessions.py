@@ -152,7 +152,12 @@ class SessionFactory:
         turn_mode: str,
         locale: str,
         resume_token: Secret | None = None,
+        channel: str = "web",
+        call_sid: str = "",
     ) -> OpenSession:
+        """``channel``: ``web``, or the carrier a phone call came through (``twilio``, with
+        its ``call_sid``): recorded on the session, and on the phone read-backs say how to
+        answer with a key."""
         runtime = self.runtime
         rejected: list[RejectedField] = []
         previous: SessionRecord | None = None
@@ -201,6 +206,8 @@ class SessionFactory:
                 state="CONFIGURING",
                 effective=_as_dict(effective),
                 resume_token_hash=_token_hash(token),
+                channel=channel,
+                call_sid=call_sid,
             )
         await runtime.audit.record(
             "session.resumed" if previous is not None else "session.opened",
@@ -211,6 +218,8 @@ class SessionFactory:
                 "profile_version": profile.version,
                 "voice_profile_id": voice.voice_profile_id,
                 "voice_version": voice.voice_version,
+                "channel": channel,
+                **({"call_sid": call_sid} if call_sid else {}),
             },
             session_id=session_id,
         )
@@ -224,6 +233,7 @@ class SessionFactory:
                 caller=caller,
                 profile=profile,
                 gateway=gateway,
+                keypad=channel != "web",
             )
         history = await self._heard_history(session_id) if previous is not None else []
         session = Session(

@@ -81,6 +81,8 @@ async def list_sessions(request: Request, runtime: Runtime, operator: Operator) 
             "effective": live.ctx.effective if live is not None else row.effective,
             "created_at": row.created_at,
             "closed_at": row.closed_at,
+            "channel": row.channel or "web",
+            **({"call_sid": row.call_sid} if row.call_sid else {}),
         })
     return json({"items": items})
 

@@ -93,6 +93,8 @@ async def get_session(request: Request, runtime: Runtime, operator: Operator) ->
             "profile": {"id": record.profile_id, "version": record.profile_version},
             "created_at": record.created_at,
             "closed_at": record.closed_at,
+            "channel": record.channel,
+            **({"call_sid": record.call_sid} if record.call_sid else {}),
             "history": [
                 {
                     "role": h.role,

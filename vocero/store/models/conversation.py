@@ -44,6 +44,10 @@ class SessionRow(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     """Until when the owner's hold is good; ``None`` once closed. An open session whose lease
     is past is no longer held by anyone."""
+    channel: Mapped[str] = mapped_column(String(16), default="web", server_default="web")
+    """How the caller reached Vocero: ``web`` (``/v1/realtime``) or a carrier (``twilio``)."""
+    call_sid: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    """The carrier's id of the phone call (empty for ``web``)."""
 
 
 class TurnRow(Base):
