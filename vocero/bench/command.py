@@ -14,7 +14,16 @@ Bench = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
 
 
 def _registry() -> dict[str, Bench]:
-    from vocero.bench import actions, audit, dialogue, followups, grounding, realtime, ttfa
+    from vocero.bench import (
+        actions,
+        audit,
+        auth,
+        dialogue,
+        followups,
+        grounding,
+        realtime,
+        ttfa,
+    )
 
     return {
         "overhead": realtime.overhead,
@@ -27,6 +36,7 @@ def _registry() -> dict[str, Bench]:
         "grounding": grounding.grounding,
         "followups": followups.followups,
         "audit": audit.audit,
+        "auth": auth.auth,
         "dialogue": dialogue.dialogue,
         "ttfa": ttfa.ttfa,
     }
