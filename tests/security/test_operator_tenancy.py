@@ -307,3 +307,38 @@ def test_routes_on_what_every_tenant_shares_need_every_tenant(app: TestClient, p
     assert app.get(path, headers=AR).status_code == 403
     assert app.get(path, headers=ADMIN).status_code == 200
     assert app.get(path, headers=bearer("platform")).status_code == 200
+
+
+TENANCY_REVIEWED = {
+    ("/v1/sessions", "GET"), ("/v1/sessions/{session_id}", "GET"), ("/v1/audit", "GET"),
+    ("/v1/operations", "GET"), ("/v1/operations/unresolved", "GET"),
+    ("/v1/operations/{operation_id}/resolution", "POST"), ("/v1/units", "GET"),
+    ("/v1/followups", "GET"), ("/v1/followups/{followup_id}/approve", "POST"),
+    ("/v1/findings", "GET"), ("/v1/proposals", "GET"), ("/v1/denials", "GET"),
+    ("/v1/voices", "GET"), ("/v1/voices", "POST"), ("/v1/voices/{voice_id}", "GET"),
+    ("/v1/voices/{voice_id}/versions", "POST"),
+    ("/v1/voices/{voice_id}/versions/{version:int}/approvals", "POST"),
+    ("/v1/voices/{voice_id}/revoke", "POST"),
+    # global: every tenant required
+    ("/v1/tools", "GET"), ("/v1/tools/{server}/{tool}/approvals", "POST"),
+    ("/v1/mcp/authorizations", "GET"), ("/v1/profiles", "GET"),
+    ("/v1/profiles/{profile_id}/versions", "GET"), ("/v1/profiles/{profile_id}/rollback", "POST"),
+    # no tenant's rows
+    ("/v1/latency", "GET"), ("/v1/retention", "GET"),
+}
+"""Every operator route and how it is scoped (docs/operators.md "Tenancy")."""
+NOT_OPERATOR_ROUTES = ("/v1/realtime", "/v1/telephony/")
+"""Caller and carrier endpoints: no operator token, no operator scope."""
+
+
+def test_every_operator_route_was_reviewed_for_tenancy(app: TestClient) -> None:
+    """A new ``/v1`` operator route fails here until its tenant scoping is decided, written in
+    docs/operators.md "Tenancy" and added above."""
+    found = {
+        (route.path, method)
+        for route in app.app.routes  # type: ignore[attr-defined]
+        if getattr(route, "path", "").startswith("/v1")
+        and not route.path.startswith(NOT_OPERATOR_ROUTES)
+        for method in (getattr(route, "methods", None) or {"WEBSOCKET"}) - {"HEAD"}
+    }
+    assert found == TENANCY_REVIEWED
