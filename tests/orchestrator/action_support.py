@@ -100,7 +100,7 @@ async def call(
     required_steps: tuple[RequiredStep, ...] = (),
     extra_tools: tuple[tuple[ToolSpec, ToolDefinition, ToolAnswer], ...] = (),
 ) -> AsyncIterator[Call]:
-    """``required_steps`` are the profile's (ADR-0026); ``extra_tools`` more profile tools, each
+    """``required_steps`` are the profile's (ADR-0030); ``extra_tools`` more profile tools, each
     with its server definition and what the (fake) server answers."""
     store = Store.open(f"sqlite+aiosqlite:///{db_path}")
     prof: AgentProfile = profile(tools=[*TOOLS, *(t for t, _, _ in extra_tools)], word_budget=80,

@@ -1,4 +1,4 @@
-"""Steps the policy owner requires (ADR-0026), through the conversation: the real orchestrator,
+"""Steps the policy owner requires (ADR-0030), through the conversation: the real orchestrator,
 the real action path and store, the sim runners, a fake tool server recording every request.
 
 A required disclosure is spoken before the read-back and must be *heard* (by playout) before

@@ -1,4 +1,4 @@
-"""Required steps (ADR-0026) without IO: the gate over every step kind, the evidence table's
+"""Required steps (ADR-0030) without IO: the gate over every step kind, the evidence table's
 verification events, the canonical comparison of a caller's answer with a record, which steps
 guard which tool, and the profile's load-time checks (file and field named)."""
 

@@ -26,7 +26,7 @@ class TurnRef(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Disclosure(msgspec.Struct, frozen=True, kw_only=True):
-    """A required disclosure the caller has not heard yet in this session (ADR-0026): said
+    """A required disclosure the caller has not heard yet in this session (ADR-0030): said
     verbatim before the read-back, as a ``claim`` unit citing ``step_id`` at ``version``."""
 
     step_id: str

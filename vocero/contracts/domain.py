@@ -172,7 +172,7 @@ class AskedFact(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
 
 class RequiredStep(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A step the policy owner requires before a write (docs/adr/0026-required-steps.md):
+    """A step the policy owner requires before a write (docs/adr/0030-required-steps.md):
     ``disclosure``: ``text`` must have been heard (by playout) in this session;
     ``verify_identity``: the caller's answers to ``ask`` are passed to the profile read tool
     ``tool`` (``arguments``: tool argument -> asked field) and each asked field named in
@@ -353,7 +353,7 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """A planned spoken unit older than this when its turn to play comes is dropped."""
     required_steps: list[RequiredStep] = []
     """Steps the policy owner requires before the writes they apply to (disclosures heard,
-    identity verified): checked by the final gate (docs/adr/0026-required-steps.md)."""
+    identity verified): checked by the final gate (docs/adr/0030-required-steps.md)."""
     followups: FollowupSettings = FollowupSettings()
     turn_taking: TurnTaking = TurnTaking()
     vocabulary: list[str] = []

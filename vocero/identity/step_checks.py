@@ -1,4 +1,4 @@
-"""Load-time checks of a profile's ``required_steps`` (docs/adr/0026-required-steps.md).
+"""Load-time checks of a profile's ``required_steps`` (docs/adr/0030-required-steps.md).
 
 Each failure names the profile file and the exact field: a step's id empty, malformed or
 repeated; a disclosure without its text; a verification whose ``tool`` is not a *read* tool of

@@ -294,7 +294,7 @@ class Actor:
 
 async def say_disclosures(speaker: Says, plan: ToolPlan) -> None:
     """The required disclosures a question carries, verbatim, before its read-back: approved
-    wording citing its step and version (ADR-0026); the policy decides from playout whether
+    wording citing its step and version (ADR-0030); the policy decides from playout whether
     they were heard."""
     for disclosure in plan.disclosures:
         await speaker.say(

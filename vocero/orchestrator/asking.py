@@ -239,7 +239,7 @@ class Asking:
         name = question.missing[0] if question.missing else next(iter(question.properties), "")
         prop = question.properties.get(name, {})
         if question.request.server == VOCERO_SERVER and prop.get("description"):
-            return str(prop["description"])  # a required step's own question (ADR-0026)
+            return str(prop["description"])  # a required step's own question (ADR-0030)
         title = str(prop.get("title") or prop.get("description") or label(name)).strip()
         server = question.request.server.capitalize()
         if prop.get("enum"):
@@ -267,7 +267,7 @@ class Asking:
 
 
 def verbatim(question: Question, text: str, found: dict[str, Any]) -> None:
-    """A field marked ``x-vocero-verbatim`` (a required step's fact, ADR-0026: compared by the
+    """A field marked ``x-vocero-verbatim`` (a required step's fact, ADR-0030: compared by the
     policy, never said back) takes the caller's words as said, only while it is the one asked."""
     asked = question.missing[0] if question.missing else ""
     if question.properties.get(asked, {}).get("x-vocero-verbatim") and text.strip():

@@ -10,7 +10,7 @@ question is spoken again, and a client that cannot report playout leaves it ``un
 so a canceled generation's late completion can never satisfy the step. When the revision is
 superseded the step is invalidated for good (``closed``).
 
-The profile's required steps (:mod:`vocero.policy.steps`, ADR-0026) use the same table and the
+The profile's required steps (:mod:`vocero.policy.steps`, ADR-0030) use the same table and the
 same statuses, one step per session and step id. A ``disclosure`` is delivered exactly like a
 read-back (bound to the generation speaking it). A ``verify_identity`` attempt is bound to its
 own attempt id the same way: ``ASKED`` starts it, ``MATCHED`` satisfies it, ``ABANDONED`` (the

@@ -61,7 +61,7 @@ class Execution:
         self._executor = executor
         self._steps = steps
         """The profile's required steps: verifications are performed before the final gate,
-        which checks every step's stored evidence (ADR-0026)."""
+        which checks every step's stored evidence (ADR-0030)."""
         self.settle_wait_s = settle_wait_s
         """How long :meth:`execute` waits for a receipt before telling the caller it is pending."""
         self._confirmations = confirmations

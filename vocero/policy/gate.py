@@ -7,7 +7,7 @@ under any alias, and irreversible actions always need a confirmation. The model 
 tool name and arguments only; tenant, principal, scopes, class and outcome come from here.
 Missing policy data denies (``authorization_unavailable``), it never allows.
 
-The profile's required steps (ADR-0026) are facts of the request too (:class:`StepFact`): at
+The profile's required steps (ADR-0030) are facts of the request too (:class:`StepFact`): at
 propose a failed step denies and the missing ones are named (a disclosure not heard yet makes
 the write a question, so it can be spoken first); at execute every step must be satisfied.
 """
@@ -127,7 +127,7 @@ class PermitRequest:
     initiator: Literal["caller", "system"] = "caller"
     """``system``: an operation Vocero starts itself (``policy.system_actions``)."""
     steps: tuple[StepFact, ...] = ()
-    """The profile's required steps that apply to the resolved tool (ADR-0026)."""
+    """The profile's required steps that apply to the resolved tool (ADR-0030)."""
 
 
 @dataclass(frozen=True, slots=True)

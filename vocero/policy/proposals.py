@@ -48,7 +48,7 @@ class Proposals:
     ) -> None:
         self._facts = facts
         self._steps = steps
-        """The profile's required steps: the propose stage knows which are missing (ADR-0026)."""
+        """The profile's required steps: the propose stage knows which are missing (ADR-0030)."""
         self.confirmation_ttl_s = confirmation_ttl_s
         """How long a read-back can be answered (and its confirmation used)."""
         self._confirmations = confirmations

@@ -70,7 +70,7 @@ class StoredRevision(msgspec.Struct, frozen=True, kw_only=True):
     confirmation_expires_at: float
     evidence_status: str
     steps: dict[str, tuple[str, str]] = {}
-    """The session's required-step evidence (ADR-0026): step id -> (status, policy version)."""
+    """The session's required-step evidence (ADR-0030): step id -> (status, policy version)."""
 
 
 class Authorization(msgspec.Struct, frozen=True, kw_only=True):

@@ -172,7 +172,7 @@ class ActionRepository:
 
     async def record_evidence(self, session_id: str, step: Step, *, cause: str) -> None:
         """A read-back's evidence (per proposal revision), or a profile step's (per session and
-        step id, no proposal: ADR-0026); ``failed`` is audited, the row stays ``invalidated``."""
+        step id, no proposal: ADR-0030); ``failed`` is audited, the row stays ``invalidated``."""
         readback = step.step == READBACK_STEP
         async with self.write() as session:
             key = (evidence_id(step.proposal_id, step.revision) if readback
@@ -307,4 +307,3 @@ class ActionRepository:
     async def stored_revision(self, proposal_id: str, revision: int) -> StoredRevision | None:
         async with self.read() as session:
             return await stored_revision(session, proposal_id, revision)
-

@@ -39,7 +39,7 @@ def evidence_id(proposal_id: str, revision: int) -> str:
 
 
 def step_evidence_id(session_id: str, step: str) -> str:
-    """The row of a profile's required step (ADR-0026): one per session and step id."""
+    """The row of a profile's required step (ADR-0030): one per session and step id."""
     return "evs_" + digest({"session_id": session_id, "step": step})[:32]
 
 

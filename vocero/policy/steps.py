@@ -1,4 +1,4 @@
-"""Steps the policy owner requires before a write (docs/adr/0026-required-steps.md).
+"""Steps the policy owner requires before a write (docs/adr/0030-required-steps.md).
 
 A profile lists ``required_steps``; each applies to the writes its ``applies_to`` names (profile
 tools, any alias of the same server tool included, and/or action classes). Two kinds:

@@ -35,7 +35,7 @@ WRITE_FAILURES = {
 
 
 STEP_REFUSALS = frozenset({"disclosure_not_heard", "identity_not_verified"})
-"""A write the action gate refused for a required step (docs/adr/0026-required-steps.md): the
+"""A write the action gate refused for a required step (docs/adr/0030-required-steps.md): the
 gate's own explanation, which the write's result carries as ``summary``, is said."""
 
 
