@@ -193,6 +193,16 @@ async def test_unclear_lines_are_asked_again_briefly_then_dropped(db_path: Path)
         assert b.sent() == []
 
 
+async def test_a_models_no_for_a_line_that_does_not_refuse_is_asked_about(db_path: Path) -> None:
+    runners, *_ = fake_runners(rules=[Rule(match=r".*", intent="reject"), *CONFIRM_EVERYTHING[1:]])
+    async with booking(db_path, runners) as b:
+        await proposed(b, "move BK-101 to Thursday at 9", 1)
+        assert (await answered(b, "Priya Raman")).startswith("Sorry, I didn't catch that.")
+        assert b.h.session.machine.state == "AWAITING_CONFIRMATION", "not declined on a guess"
+        assert await answered(b, "no thanks") == "All right, I haven't changed anything."
+        assert b.sent() == []
+
+
 # ------------------------------------------------------------------- the CPU dialogue path
 
 

@@ -74,7 +74,18 @@ def test_a_bare_yes_confirms(line: str) -> None:
 def test_a_line_that_names_a_value_is_a_correction_never_a_yes(line: str) -> None:
     assert consent.bound("confirm", line) == "new_request"
     assert consent.bound("uncertain", line) == "new_request"
-    assert consent.bound("reject", line) == "reject", "a no stays a no (nothing runs on it)"
+    refuses = line.startswith(("no", "not"))  # a no stays a no: nothing runs on it
+    assert consent.bound("reject", line) == ("reject" if refuses else "new_request")
+
+
+@pytest.mark.parametrize(("line", "taken"), [
+    ("Priya Raman", "uncertain"), ("vale bueno", "uncertain"), ("Friday at 11", "new_request"),
+    ("please don't", "reject"), ("forget it", "reject"), ("I'd rather not", "reject"),
+    ("nahin", "reject"), ("no wait", "reject"),
+])  # fmt: skip
+def test_a_models_no_stands_only_for_a_line_that_refuses(line: str, taken: str) -> None:
+    """A line that is not clearly a no is asked about (or is a correction), never guessed."""
+    assert consent.bound("reject", line) == taken
 
 
 def test_the_sessions_lexicon_names_values_in_its_language() -> None:

@@ -14,7 +14,9 @@ A wrong "confirm" runs an action the caller did not want, so consent is structur
   a ``confirm`` the rule does not also read as an explicit yes is downgraded, to ``new_request``
   when the line names a value (a changed value is a correction: a new proposal revision, SPEC §2)
   and to ``uncertain`` otherwise (asked again, briefly; never in a loop). An ``uncertain`` that
-  names a value is a correction too ("no wait, make that Friday at 11", "not 9, 11").
+  names a value is a correction too ("no wait, make that Friday at 11", "not 9, 11"), and so is
+  a ``reject`` for a line without a word of refusal: a line that is not clearly a yes or a no is
+  asked about, never guessed.
 * :func:`names_value` says whether a line carries a value: a digit, a number word, a calendar or
   clock word of the English lexicon or the session's (:mod:`vocero.contracts.lexicon`).
 
@@ -89,6 +91,14 @@ _ONLY_NO = re.compile(r"^(?:(?:no|nope|nah)[\s?.!,]*)+$", re.IGNORECASE)
 """Nothing but no-words, however punctuated: Whisper writes a flat "No" as "No?" or "Nope?
 No?". Taking it for a no is safe (nothing runs on a no; the caller may ask again)."""
 _DIGIT = re.compile(r"\d")
+_NEGATIVE = re.compile(
+    r"\b(?:no|nope|nah|not|don'?t|do not|never|cancel\w*|stop|forget|leave it|wrong|incorrect|"
+    r"changed my mind|rather not|skip|negative|nahi|nahin|mat|vaddu|ledu)\b"
+    r"|\u0928\u0939\u0940\u0902|\u092e\u0924|\u0c35\u0c26\u0c4d\u0c26\u0c41|\u0c32\u0c47\u0c26\u0c41",
+    re.IGNORECASE,
+)
+"""A word of refusal: a model's ``reject`` stands only for a line that has one (English, and
+Hindi "nahin"/"mat" and Telugu "vaddu"/"ledu", romanised and in their scripts)."""
 
 
 def explicit_yes(answer: str) -> bool:
@@ -146,8 +156,10 @@ def bound(label: str, answer: str, lexicon: Lexicon | None = None) -> Label:
         return "confirm"
     if label in ("confirm", "uncertain"):
         return "new_request" if names_value(answer, lexicon) else "uncertain"
-    if label == "reject":
-        return "reject"
+    if label == "reject" and _NEGATIVE.search(answer):
+        return "reject"  # a no declines (nothing runs on it), and withdraws what waits
+    if label == "reject":  # a model's "no" for a line with no word of refusal is a guess
+        return "new_request" if names_value(answer, lexicon) else "uncertain"
     return "new_request" if label == "new_request" else "uncertain"
 
 
