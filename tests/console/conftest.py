@@ -39,6 +39,7 @@ OPERATORS = [
     {"token": "owner-token", "name": "olga", "roles": ["business_owner"]},
     {"token": "sec-token", "name": "sam", "roles": ["security"]},
     {"token": "viewer-token", "name": "vic", "roles": ["viewer"]},
+    {"token": "acme-sec-token", "name": "sue", "roles": ["security"], "tenants": ["acme"]},
 ]
 MOVE_TO = (datetime.date.today() + datetime.timedelta(days=10)).isoformat()
 CALL = [

@@ -132,6 +132,25 @@ def test_the_audit_chain_is_recomputed_in_the_page(console: Console, call: Call)
     console.shot("audit")
 
 
+def test_an_operator_of_one_tenant_verifies_each_event_and_the_server_the_links(
+    console: Console, call: Call
+) -> None:
+    """``GET /v1/audit`` leaves out other tenants' events (and those of no session) for an
+    operator of some tenants (``scoped``): the page recomputes each event from its own
+    ``prev_hash`` and says the links are the server's check, instead of calling a hidden gap a
+    break (docs/operators.md "Tenancy")."""
+    console.sign_in("acme-sec-token")
+    console.open_session(call.session_id)
+    page = console.page
+    page.wait_for_selector("#chain-status[data-ok=true]")
+    assert page.inner_text("#chain-status") == (
+        "events verified in this page; links verified by the server")
+    audit = console.server.get(f"/v1/audit?session_id={call.session_id}")["items"]
+    assert console.texts("#audit td.verdict") == ["recomputed"] * len(audit)
+    # tools and MCP authorizations serve every tenant: refused (403), shown as none
+    console.problems[:] = [p for p in console.problems if "403" not in p]
+
+
 def test_a_tampered_event_is_caught_by_the_page(console: Console, call: Call) -> None:
     """The server's answer is altered on its way to the page (one event's data): the page's own
     recomputation, not the server's verdict, reports the break at that event."""

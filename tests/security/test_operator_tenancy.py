@@ -228,6 +228,9 @@ def test_audit_lists_only_the_operators_sessions_events_paged(app: TestClient) -
     tags = [e["data"]["tag"] for e in events if e["kind"] == "test.event"]
     assert tags == newest_first("ses_a")[::-1]
     assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
+    scoped = app.get("/v1/audit", params={"limit": "3"}, headers=AR).json()
+    assert scoped["scoped"] is True  # the console then checks each event, the server the links
+    assert "scoped" not in app.get("/v1/audit", headers=ADMIN).json()
     admin = [e for p in _audit(app, ADMIN, limit="5") for e in p]
     assert {e["session_id"] for e in admin} == {"ses_a", "ses_b", ""}
     assert "auth.denied" in {e["kind"] for e in admin}

@@ -154,6 +154,8 @@ async def get_audit(request: Request, runtime: Runtime, operator: Operator) -> R
     }
     if len(events) > limit:
         body["next_after_seq"] = page[-1].seq
+    if not operator.scope.everywhere:
+        body["scoped"] = True  # other tenants' events (and those of no session) left out
     return json(body)
 
 
