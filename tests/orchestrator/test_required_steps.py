@@ -17,7 +17,7 @@ import anyio
 import pytest
 from sqlalchemy import select
 
-from tests.orchestrator.action_support import Call, call
+from tests.orchestrator.action_support import RULES, Call, call
 from tests.orchestrator.test_conversation_core import asked, read_back_heard, settled
 from vocero.contracts.domain import (
     AskedFact,
@@ -27,6 +27,7 @@ from vocero.contracts.domain import (
     ToolSpec,
 )
 from vocero.contracts.ports import ToolCallRequest, ToolResult
+from vocero.inference.sim.script import Rule
 from vocero.store.models import AuditEventRow, EvidenceStepRow
 
 pytestmark = pytest.mark.anyio
@@ -159,6 +160,36 @@ async def test_a_disclosure_heard_once_covers_the_session(db_path: Path) -> None
         c.h.session.on_text("yes")
         await settled(c, 2)
         assert len(c.reschedules()) == 2
+
+
+async def test_a_write_needing_no_confirmation_waits_for_its_disclosure(db_path: Path) -> None:
+    """Without the step the note is written at once; with it, the write becomes a question whose
+    disclosure is heard first."""
+    note = (
+        ToolSpec(name="notes.add", server="store", resolves_to="add_note",
+                 action_class="reversible_write"),
+        ToolDefinition(name="notes.add", description="Add a note to the account.",
+                       input_schema={"type": "object",
+                                     "properties": {"text": {"type": "string"}},
+                                     "required": ["text"]}),
+        ToolResult(content={"status": "added"}),
+    )
+    rules = [Rule(match=r"add a note saying (?P<text>.+)", tool="notes.add",
+                  arguments={"text": "{text}"}, reply="{result.summary}"), *RULES]
+    async with call(db_path, required_steps=(DISCLOSURE,), extra_tools=(note,),
+                    rules=rules) as c:
+        c.h.session.on_text("add a note saying gate code 4")
+        question = await c.h.until_frame("ConfirmationRequired")
+        assert question.tool == "notes.add"
+        await c.h.until(lambda: state(c) == "AWAITING_CONFIRMATION")
+        await quiet(c)
+        assert c.spoken_since(0).startswith(NOTICE), "the notice, then the read-back"
+        assert c.gateway.calls("notes.add") == [], "nothing runs before a yes"
+        assert (await step_rows(c))["recording_notice"] == "satisfied"
+        c.h.session.on_text("yes")
+        await settled(c)
+        [sent] = c.gateway.calls("notes.add")
+        assert sent.arguments["text"] == "gate code 4"
 
 
 # ---------------------------------------------------------------------------- verification
