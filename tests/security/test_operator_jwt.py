@@ -4,6 +4,7 @@ provider"): ``--operator-jwks/--operator-issuer/--operator-audience``; claims ``
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
 import time
@@ -23,8 +24,9 @@ from starlette.testclient import TestClient
 
 from tests.conftest import DEMO_SCRIPT, write_script
 from tests.support.db import migrated_copy
+from vocero.app.commands.print_config import effective_config
 from vocero.app.server import create_app
-from vocero.app.settings import Settings
+from vocero.app.settings import Settings, add_serve_arguments, settings_from
 from vocero.store.repositories import Conversations
 
 ISSUER, AUDIENCE = "https://idp.example.test/", "vocero-operators"
@@ -157,3 +159,19 @@ def test_within_the_skew_a_token_still_holds(app: TestClient) -> None:
     now = int(time.time())
     for token in (sign(claims(exp=now - 30)), sign(claims(nbf=now + 30))):
         assert app.get("/v1/sessions", headers=bearer(token)).status_code == 200
+
+
+def test_the_operator_jwt_flags_and_env_twins_show_in_print_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VOCERO_OPERATOR_ISSUER", ISSUER)
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    argv = ["--operator-jwks", "https://idp.example.test/jwks", "--operator-audience", AUDIENCE]
+    settings = settings_from(parser.parse_args(argv))
+    config = effective_config(settings, argv)
+    assert config["operator_jwks"] == {"value": "https://idp.example.test/jwks",
+                                       "source": "flag"}
+    assert config["operator_issuer"] == {"value": ISSUER, "source": "env",
+                                         "env": "VOCERO_OPERATOR_ISSUER"}
+    assert config["operator_audience"] == {"value": AUDIENCE, "source": "flag"}
