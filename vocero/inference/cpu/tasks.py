@@ -119,7 +119,10 @@ def _moments_retimed(
         elif 1 <= hour <= 7:
             hour += 12
         clock = f"{hour:02d}:{minute:02d}" if hour < 24 and minute < 60 else None
-    if clock is None or slots.date_in(utterance, today) is not None:
+    day = slots.date_in(utterance, today)
+    if clock is None and day is not None:
+        return _moments_redated(properties, pending, found, day)
+    if clock is None or day is not None:
         return {}
     out: dict[str, Any] = {}
     for name, value in pending.items():
@@ -134,6 +137,25 @@ def _moments_retimed(
             continue
         hour, minute = (int(part) for part in clock.split(":"))
         out[name] = moment.replace(hour=hour, minute=minute, second=0).isoformat()
+    return out
+
+
+def _moments_redated(
+    properties: dict[str, Any], pending: dict[str, Any], found: dict[str, Any], day: str
+) -> dict[str, Any]:
+    """A proposal's date-time with only its day changed ("the 14th instead?"): the new day at
+    the same clock, offset and zone."""
+    out: dict[str, Any] = {}
+    for name, value in pending.items():
+        kind = router.field_kind(name, properties.get(name, {}))
+        if kind != "datetime" or name in found or not isinstance(value, str):
+            continue
+        try:
+            moment, new_day = dt.datetime.fromisoformat(value), dt.date.fromisoformat(day)
+        except ValueError:
+            continue
+        moved = moment.replace(year=new_day.year, month=new_day.month, day=new_day.day)
+        out[name] = moved.isoformat()
     return out
 
 
