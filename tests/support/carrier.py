@@ -4,7 +4,8 @@ its bidirectional Media Streams client over Starlette's in-process TestClient We
 :class:`CarrierClient` reads the server's messages on a thread of its own, as a carrier does
 while the call goes on: it keeps every message, plays the audio (echoes each ``mark`` once the
 audio before it would have played; here at once) unless told to hold the marks, and, after a
-``clear``, echoes the marks it held, as Twilio does (those do not count as played). The test's
+``clear``, echoes the marks it held, as Twilio does (those do not count as played), and plays
+on. The test's
 thread speaks (μ-law ``media``), presses keys, hangs up, and waits on what arrived.
 """
 
@@ -209,6 +210,7 @@ class CarrierClient:
                     self._held.append(message["mark"]["name"])
                 if message["event"] == "clear":  # Twilio returns the marks it dropped
                     held, self._held = self._held, []
+                    self.hold_marks, self.echo_limit = False, None  # the next answer plays
                 self._changed.notify_all()
             if echo:
                 self._echo(message["mark"]["name"])

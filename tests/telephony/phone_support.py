@@ -138,6 +138,12 @@ class Phone:
         """A call from the known caller, answered and streaming."""
         call_sid = call_sid or new_call_sid()
         _url, ticket = self.answer_call(call_sid)
+        with self.call_with(call_sid, ticket) as carrier:
+            yield carrier
+
+    @contextmanager
+    def call_with(self, call_sid: str, ticket: str) -> Iterator[CarrierClient]:
+        """The media stream of an answered call, started with ``ticket``."""
         with self.client.websocket_connect("/v1/telephony/twilio") as ws:
             carrier = CarrierClient(ws, call_sid)
             carrier.start(ticket)
