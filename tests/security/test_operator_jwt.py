@@ -121,6 +121,14 @@ def test_platform_admin_jwt_sees_every_tenant(app: TestClient) -> None:
     assert {s["session_id"] for s in listed} == {"ses_ja", "ses_jb"}
 
 
+def test_string_claims_are_space_separated_and_others_are_refused(app: TestClient) -> None:
+    token = sign(claims(roles="security", tenants="tenant-a tenant-b"))
+    listed = app.get("/v1/sessions", headers=bearer(token)).json()["items"]
+    assert {s["session_id"] for s in listed} == {"ses_ja", "ses_jb"}
+    assert app.get("/v1/sessions", headers=bearer(sign(claims(tenants={"a": 1})))
+                   ).status_code == 401
+
+
 def test_jwt_roles_gate_routes_and_no_tenants_sees_nothing(app: TestClient) -> None:
     assert app.get("/v1/sessions", headers=bearer(sign(claims(roles=["viewer"])))
                    ).status_code == 403

@@ -7,7 +7,7 @@ looks like a JWT is verified by the same verifier as callers' JWTs
 only, ``kid`` in the JWKS, signature, ``iss``, ``aud``, ``exp``/``nbf`` within 60 s, a JWKS URL
 refetched on an unknown ``kid`` at most once a minute), against the operators' own keys, issuer
 and audience. Its claims name the operator: ``name`` (else ``sub``), ``roles`` and ``tenants``
-(lists of strings; absent: none). A refusal raises
+(lists of strings, or space-separated strings; absent: none). A refusal raises
 :class:`~vocero.identity.caller_jwt.TokenDenied` with its reason code; the token is never part of
 an error, a log line or an audit event.
 """
@@ -70,9 +70,12 @@ class OperatorTokens:
 
 
 def _strings(value: Any) -> tuple[str, ...]:
-    """A list-of-strings claim (absent: empty); anything else refuses the token."""
+    """A list-of-strings claim, or a space-separated string (a provider's single-valued claim);
+    absent: empty. Anything else refuses the token."""
     if value is None:
         return ()
+    if isinstance(value, str):
+        return tuple(value.split())
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TokenDenied("malformed_token")
     return tuple(value)
