@@ -13,8 +13,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.policy.test_policy_units import PROFILE, SPECS, executing, request
-from vocero.contracts.domain import AgentProfile, ProfileMatch, RequiredStep, StepScope
+from vocero.contracts.clock import VirtualClock
+from vocero.contracts.domain import (
+    AgentProfile,
+    AskedFact,
+    ProfileMatch,
+    RequiredStep,
+    StepScope,
+)
 from vocero.contracts.errors import ConfigError
+from vocero.contracts.ports import InputRequest, InputResponse
 from vocero.identity.profiles import load_profiles
 from vocero.policy.evidence import (
     DELIVERY_EVENTS,
@@ -27,6 +35,7 @@ from vocero.policy.evidence import (
 )
 from vocero.policy.gate import StepFact, permit, resolve
 from vocero.policy.steps import (
+    RequiredSteps,
     applicable,
     canonical_fact,
     heard_whole,
@@ -279,3 +288,112 @@ def test_a_repeated_step_id_fails_the_load(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load(tmp_path, NOTICE, {**VERIFY, "id": "notice"})
     assert caught.value.field == "required_steps[1].id"
+
+
+# ------------------------------------------------------------------------- the session shell
+
+
+class FakeEvidenceStore:
+    """Stands for the action repository: the evidence rows written, in order."""
+
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str, str]] = []
+
+    async def record_evidence(self, session_id: str, step: Step, *, cause: str) -> None:
+        self.recorded.append((step.step, step.status, cause))
+
+
+def shell(*steps: RequiredStep) -> tuple[RequiredSteps, FakeEvidenceStore]:
+    profile = AgentProfile(id="p", version="1", match=ProfileMatch(tenant="acme"), tools=SPECS,
+                           required_steps=list(steps))
+    store = FakeEvidenceStore()
+    return RequiredSteps(profile, store, "ses_1", VirtualClock()), store  # type: ignore[arg-type]
+
+
+SCOPE = StepScope(classes=["reversible_write"])
+POSTCODE = RequiredStep(kind="verify_identity", id="postcode_check", tool="orders.status",
+                        ask=[AskedFact(field="postcode", question="Your postcode?")],
+                        arguments={"ref": "postcode"}, match={"postcode": "postcode"},
+                        applies_to=SCOPE)
+BIRTH = RequiredStep(kind="verify_identity", id="birth_check", tool="orders.status",
+                     ask=[AskedFact(field="born", question="Your date of birth?", type="date")],
+                     match={"born": "dob"}, applies_to=SCOPE)
+WRITE = resolve(PROFILE, "appointments.reschedule")
+
+
+@pytest.mark.anyio
+async def test_verifications_are_asked_in_one_question_and_judged_each() -> None:
+    steps, store = shell(POSTCODE, BIRTH)
+    asked: list[InputRequest] = []
+    reads: list[tuple[str, dict[str, Any]]] = []
+
+    async def ask(request: InputRequest) -> InputResponse:
+        asked.append(request)
+        return InputResponse(action="accept", content={
+            "postcode_check.postcode": "sw1a 1aa", "birth_check.born": "1 April 1975"})
+
+    async def read(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        reads.append((tool, arguments))
+        return {"postcode": "SW1A 1AA", "dob": "1980-03-12"}
+
+    assert WRITE is not None
+    await steps.verify(WRITE, ask=ask, read=read, operation_id="op_1")
+    [question] = asked
+    assert list(question.requested_schema["properties"]) == [
+        "postcode_check.postcode", "birth_check.born"]
+    assert question.server == "vocero" and question.proposal_id == ""
+    assert reads[0] == ("orders.status", {"ref": "sw1a 1aa"})
+    facts = {f.id: f for f in steps.facts(WRITE)}
+    assert facts["postcode_check"].satisfied
+    assert facts["birth_check"].failed and facts["birth_check"].status == "invalidated"
+    assert permit(request("appointments.reschedule", steps=steps.facts(WRITE))).reason == (
+        "identity_not_verified")
+    await steps.verify(WRITE, ask=ask, read=read, operation_id="op_2")
+    assert len(asked) == 1, "a failed verification is not asked again"
+    assert [c for _, _, c in store.recorded] == ["asked", "asked", "matched", "mismatched"]
+
+
+@pytest.mark.anyio
+async def test_no_answer_or_no_record_leaves_a_verification_unsatisfied() -> None:
+    steps, store = shell(POSTCODE)
+    assert WRITE is not None
+
+    async def declined(request: InputRequest) -> InputResponse:
+        return InputResponse(action="decline")
+
+    async def nothing(tool: str, arguments: dict[str, Any]) -> None:
+        return None
+
+    await steps.verify(WRITE, ask=declined, read=nothing, operation_id="op_1")
+    assert steps.facts(WRITE)[0].status == "invalidated" and not steps.facts(WRITE)[0].failed
+    await steps.verify(WRITE, ask=None, read=nothing, operation_id="op_2")
+    assert steps.facts(WRITE)[0].status == "invalidated", "no one to ask: not verified"
+
+    async def answered(request: InputRequest) -> InputResponse:
+        return InputResponse(action="accept", content={"postcode_check.postcode": "x"})
+
+    await steps.verify(WRITE, ask=answered, read=nothing, operation_id="op_3")
+    assert steps.facts(WRITE)[0].status == "unobservable"
+    assert [s for _, s, _ in store.recorded][-1] == "unobservable"
+
+
+@pytest.mark.anyio
+async def test_a_disclosure_counts_only_by_its_own_generations_playout() -> None:
+    notice = RequiredStep(kind="disclosure", id="notice", text="Calls are recorded. Be sure.",
+                          applies_to=SCOPE)
+    steps, _ = shell(notice)
+    await steps.speaking(WRITE, "g1")
+    await steps.delivered("g1", heard_text="Calls are recorded. Be", complete=False)
+    assert steps.facts(WRITE)[0].status == "invalidated"
+    await steps.speaking(WRITE, "g2")
+    await steps.delivered("g1", heard_text="Calls are recorded. Be sure.", complete=True)
+    assert steps.facts(WRITE)[0].status == "in_progress", "the old generation is stale"
+    await steps.delivered("g2", heard_text="Calls are recorded. Be sure. To",
+                          complete=False)
+    assert steps.facts(WRITE)[0].satisfied and not steps.due(WRITE)
+    await steps.speaking(WRITE, "g3")
+    assert steps.facts(WRITE)[0].satisfied, "a heard disclosure is not spoken again"
+    blind, _ = shell(notice)
+    await blind.speaking(WRITE, "g1")
+    await blind.delivered("g1", heard_text="", complete=True, observable=False)
+    assert blind.facts(WRITE)[0].status == "unobservable" and blind.due(WRITE)

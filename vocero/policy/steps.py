@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -47,6 +47,8 @@ ASKER_SERVER = "vocero"
 ANSWER_TIMEOUT_S = 120.0
 """How long a verification question waits for the caller's answer."""
 MAX_GENERATIONS = 64
+_NEVER = Step("", 0, step="")
+"""No evidence yet."""
 
 Read = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any] | None]]
 """Calls a profile read tool through the gate and gateway: its result, ``None`` when none came."""
@@ -133,17 +135,25 @@ def _safe(year: int, month: int, day: int) -> dt.date | None:
         return None
 
 
-def question_schema(step: RequiredStep) -> dict[str, Any]:
-    """The flat form schema of a verification question: one field per asked fact, asked in
-    order, its ``description`` the step's question (said verbatim). Every answer is taken as
-    the caller said it (``x-vocero-verbatim``) and read here, by :func:`canonical_fact`: a date
-    of birth is not an appointment date, so the conversation's date reading (which looks ahead
-    to the next such day) is not used."""
+def question_schema(steps: Sequence[RequiredStep]) -> dict[str, Any]:
+    """The flat form schema of one verification question for ``steps``: a field per asked fact
+    (``<step id>.<field>``), asked in order, its ``description`` the step's question (said
+    verbatim). Every answer is taken as the caller said it (``x-vocero-verbatim``) and read
+    here, by :func:`canonical_fact`: a date of birth is not an appointment date, so the
+    conversation's date reading (which looks ahead to the next such day) is not used. One
+    question for all of them: a call waits on one question at a time."""
     properties = {
-        fact.field: {"type": "string", "description": fact.question, "x-vocero-verbatim": True}
+        answer_key(step, fact.field): {
+            "type": "string", "description": fact.question, "x-vocero-verbatim": True,
+        }
+        for step in steps
         for fact in step.ask
     }
-    return {"type": "object", "properties": properties, "required": [f.field for f in step.ask]}
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+def answer_key(step: RequiredStep, field: str) -> str:
+    return f"{step.id}.{field}"
 
 
 def heard_whole(text: str, heard_text: str) -> bool:
@@ -245,46 +255,54 @@ class RequiredSteps:
         read: Read,
         operation_id: str,
     ) -> None:
-        """Perform ``tool``'s verification steps not satisfied yet: ask the caller, read the
-        record, compare. Nothing here decides: the final gate reads what was stored."""
-        for step in self.applicable(tool):
-            if step.kind != "verify_identity" or self._is_satisfied(step.id):
-                continue
-            current = self._steps.get(step.id)
-            if current is not None and current.failed:
-                return
-            attempt = new_id("vfy")
+        """Perform ``tool``'s verification steps not satisfied yet: ask the caller (one
+        question for all of them), read each record, compare. Nothing here decides: the final
+        gate reads what was stored."""
+        due = [
+            s for s in self.applicable(tool)
+            if s.kind == "verify_identity" and not self._is_satisfied(s.id)
+        ]
+        if not due or any((self._steps.get(s.id) or _NEVER).failed for s in due):
+            return
+        attempt = new_id("vfy")
+        for step in due:
             await self._apply(step, Ev.ASKED, attempt)
-            answers = await self._ask(step, tool, ask, operation_id)
+        answers = await self._ask(due, tool, ask, operation_id)
+        for step in due:
             if answers is None:
                 await self._apply(step, Ev.ABANDONED, attempt)
-                return
-            arguments = {arg: answers.get(field) for arg, field in step.arguments.items()}
-            try:
-                record = await read(step.tool, arguments)
-            except Exception:  # no record: unverifiable, never verified
-                log.exception("policy.verification_read_failed", step=step.id)
-                record = None
-            if record is None:
-                await self._apply(step, Ev.UNVERIFIABLE, attempt)
-                return
-            kinds = {f.field: f.type for f in step.ask}
-            matched = all(
-                same_fact(kinds.get(field, "text"), answers.get(field), record.get(result_field))
-                for field, result_field in step.match.items()
-            )
-            await self._apply(step, Ev.MATCHED if matched else Ev.MISMATCHED, attempt)
-            if not matched:
-                return
+                continue
+            mine = {f.field: answers.get(answer_key(step, f.field)) for f in step.ask}
+            await self._apply(step, await self._compare(step, mine, read), attempt)
+
+    async def _compare(self, step: RequiredStep, answers: dict[str, Any], read: Read) -> Ev:
+        arguments = {arg: answers.get(field) for arg, field in step.arguments.items()}
+        try:
+            record = await read(step.tool, arguments)
+        except Exception:  # no record: unverifiable, never verified
+            log.exception("policy.verification_read_failed", step=step.id)
+            record = None
+        if record is None:
+            return Ev.UNVERIFIABLE
+        kinds = {f.field: f.type for f in step.ask}
+        matched = all(
+            same_fact(kinds.get(field, "text"), answers.get(field), record.get(result_field))
+            for field, result_field in step.match.items()
+        )
+        return Ev.MATCHED if matched else Ev.MISMATCHED
 
     async def _ask(
-        self, step: RequiredStep, tool: ResolvedTool, ask: InputHandler | None, operation_id: str
+        self,
+        steps: Sequence[RequiredStep],
+        tool: ResolvedTool,
+        ask: InputHandler | None,
+        operation_id: str,
     ) -> dict[str, Any] | None:
         if ask is None:
             return None
         request = InputRequest(
             id=new_id("inq"), server=ASKER_SERVER, tool=tool.name, operation_id=operation_id,
-            requested_schema=question_schema(step),
+            requested_schema=question_schema(steps),
         )
         response = None
         with self._clock.move_on_after(ANSWER_TIMEOUT_S):
