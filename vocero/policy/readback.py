@@ -126,8 +126,9 @@ class _Speaker:
 
     def field(self, name: str) -> str:
         args = self.arguments
-        if name == "when":
-            return self._said(_when(args, self.today).removeprefix("to ").removeprefix("on "))
+        when = _when(args, self.today) if name == "when" else ""
+        if when:  # the date and time fields together, when the arguments have them
+            return self._said(when.removeprefix("to ").removeprefix("on "))
         if name not in args or is_sensitive(name):
             return "{" + name + "}" if name not in args else ""
         value = args[name]
