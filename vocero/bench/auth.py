@@ -25,6 +25,7 @@ from joserfc.jwk import ECKey, KeySet, OKPKey, RSAKey
 
 from vocero.bench.stats import percentiles
 from vocero.contracts.domain import Caller
+from vocero.contracts.secrets import Secret
 from vocero.identity.caller_jwt import CallerJwtSettings, CallerJwtVerifier
 from vocero.identity.identities import IdentityDirectory
 from vocero.identity.jwks import KeySource
@@ -75,7 +76,8 @@ async def auth(args: argparse.Namespace) -> dict[str, Any]:
                 await verifier.verify(tokens[alg][n])
                 samples[alg].append(time.perf_counter() - started)
         directory = IdentityDirectory(
-            [Caller(token=f"plain-token-{n}", subject=f"u{n}", tenant="acme") for n in range(100)]
+            [Caller(token=Secret(f"plain-token-{n}"), subject=f"u{n}", tenant="acme")
+             for n in range(100)]
         )
         baseline: list[float] = []
         for n in range(iterations):
