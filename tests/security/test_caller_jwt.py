@@ -231,3 +231,24 @@ async def test_keycloak_and_auth0_shaped_claims_map_through_configured_names() -
         with pytest.raises(TokenDenied, match="malformed_token"):  # no tenant claim at all
             await verifier.verify(idp.token(tenant=None))
     await anyio.lowlevel.checkpoint()
+
+
+def test_the_flags_read_their_environment_twins_and_show_in_print_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import argparse
+
+    from vocero.app.commands.print_config import effective_config
+    from vocero.app.settings import add_serve_arguments, settings_from
+
+    monkeypatch.setenv("VOCERO_CALLER_ISSUER", ISSUER)
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    argv = ["--caller-jwks", "https://sso.example/certs", "--caller-audience", AUDIENCE,
+            "--forwarded-allow-ips", "10.0.0.2", "--ssl-certfile", "c.pem"]  # fmt: skip
+    chosen = settings_from(parser.parse_args(argv))
+    shown = effective_config(chosen, argv)
+    assert shown["caller_jwks"] == {"value": "https://sso.example/certs", "source": "flag"}
+    assert shown["caller_issuer"]["value"] == ISSUER and shown["caller_issuer"]["source"] == "env"
+    assert shown["forwarded_allow_ips"]["value"] == "10.0.0.2"
+    assert chosen.scheme == "https"
