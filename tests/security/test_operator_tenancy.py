@@ -314,7 +314,7 @@ def test_routes_on_what_every_tenant_shares_need_every_tenant(app: TestClient, p
 
 TENANCY_REVIEWED = {
     ("/v1/sessions", "GET"), ("/v1/sessions/{session_id}", "GET"), ("/v1/audit", "GET"),
-    ("/v1/operations", "GET"), ("/v1/operations/unresolved", "GET"),
+    ("/v1/operations", "GET"), ("/v1/operations/unresolved", "GET"), ("/v1/handoffs", "GET"),
     ("/v1/operations/{operation_id}/resolution", "POST"), ("/v1/units", "GET"),
     ("/v1/followups", "GET"), ("/v1/followups/{followup_id}/approve", "POST"),
     ("/v1/findings", "GET"), ("/v1/proposals", "GET"), ("/v1/denials", "GET"),

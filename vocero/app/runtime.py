@@ -22,6 +22,7 @@ from vocero.app.adapters.followups import (
     followup_services,
     run_ticks,
 )
+from vocero.app.adapters.handoff import handoff_services
 from vocero.app.adapters.profile_registry import ProfileRegistry
 from vocero.app.adapters.recorder import StoreRecorder
 from vocero.app.adapters.recovery import recover_interrupted_sessions
@@ -60,6 +61,7 @@ from vocero.mcp_gateway.pin_store import SqlPinRepository
 from vocero.observability.metrics import Metrics
 from vocero.orchestrator.session import Session
 from vocero.policy import ActionPlane, ExecutorSettings
+from vocero.relay.telephony.redirect import AccountBook
 from vocero.speech.forms import warm_locale
 from vocero.speech.knowledge import KnowledgeTools
 from vocero.store.audit import AuditLog
@@ -127,6 +129,8 @@ class Runtime:
     """Caller JWTs from the identity provider (``--caller-jwks``); ``None``: identities only."""
     credentials: CallerCredentials = field(default_factory=CallerCredentials)
     """The JWTs callers connected with, exchanged for delegated servers (docs/adr/0027)."""
+    call_accounts: AccountBook | None = None
+    """Each phone call's ``AccountSid``, noted by the Voice webhook for a handoff's transfer."""
 
     async def wait_ready(self, timeout_s: float = 30.0) -> bool:
         with anyio.move_on_after(timeout_s):
@@ -311,7 +315,11 @@ async def open_runtime(
         store, SystemClock(), conversations, recorder=recorder, metrics=port,
         profiles=heads.get,
     )
-    builtins = BuiltinSet(builtin_tools(followups), knowledge)
+    handoff = handoff_services(
+        settings, followups.store, sessions=conversations.get_session, profiles=heads.get,
+        audit=audit,
+    )
+    builtins = BuiltinSet(builtin_tools(followups), knowledge, handoff.tools)
     actions = ActionPlane(
         store,
         builtins=builtins,
@@ -334,6 +342,7 @@ async def open_runtime(
         connections=connections, consents=consents, gateway_for=sessions_gateway,
         actions=actions, builtins=builtins, followups=followups, vault=vault,
         caller_jwt=caller_verifier(settings), credentials=credentials,
+        call_accounts=handoff.accounts,
     )
     try:
         await vault.load()

@@ -22,6 +22,7 @@ from vocero.app.commands.purge import purging
 from vocero.app.http import (
     console_api,
     followups_api,
+    handoffs_api,
     operations_api,
     operator_api,
     profiles_api,
@@ -128,6 +129,7 @@ def create_app(
         WebSocketRoute(twilio.STREAM_PATH, twilio_stream),
         *operator_api.routes(),
         *operations_api.routes(),
+        *handoffs_api.routes(),
         *units_api.routes(),
         *profiles_api.routes(),
         *followups_api.routes(),
@@ -160,6 +162,7 @@ def telephony_config(
         public_url=public_url,
         caller_by_phone=caller_by_phone,
         tickets=TicketBook(runtime.monotonic),
+        accounts=runtime.call_accounts,
     )
 
 

@@ -128,6 +128,9 @@ class Settings:
     twilio_auth_token: Secret = NO_SECRET
     """Twilio's auth token (``--twilio-auth-token``, env ``VOCERO_TWILIO_AUTH_TOKEN``): the
     webhook signature key. Empty: the telephony routes answer 404 (docs/telephony.md)."""
+    twilio_api_base: str = "https://api.twilio.com"
+    """Twilio's REST API (``--twilio-api-base``): a handoff puts a call through there (tests
+    point it at a local fake; docs/telephony.md "Handing a caller to a person")."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.operator_token, Secret):
@@ -286,6 +289,11 @@ def add_telephony_arguments(parser: argparse.ArgumentParser) -> None:
         default=_env("twilio_auth_token", d.twilio_auth_token.reveal()),
         help="Twilio auth token (prefer VOCERO_TWILIO_AUTH_TOKEN); without it the telephony "
         "routes answer 404",
+    )
+    parser.add_argument(
+        "--twilio-api-base", dest="twilio_api_base",
+        default=_env("twilio_api_base", d.twilio_api_base),
+        help="Twilio's REST API base URL, where a handoff puts a call through",
     )
 
 

@@ -21,6 +21,7 @@ VOCERO_SERVER = "vocero"
 """The ``server`` of Vocero's own built-in tools in a profile."""
 FOLLOWUPS_TOOL = "followups.record"
 KNOWLEDGE_TOOL = "knowledge.search"
+HANDOFF_TOOL = "handoff.request"
 """The built-ins' own names (a profile's ``resolves_to``; the model-facing name may differ)."""
 
 

@@ -232,6 +232,20 @@ class FollowupSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     """Phone numbers never called."""
 
 
+class HandoffSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A person the caller can be handed to (docs/telephony.md "Handing a caller to a
+    person"; docs/protocol.md "Profile additions"). On the phone the call is put through to
+    ``phone``; on the web a ``task`` follow-up asks a person to call the caller back."""
+
+    phone: str
+    """The number a phone call is put through to, E.164 (``+`` and 8 to 15 digits)."""
+    message: str = ""
+    """What the caller hears before the call is put through; empty: Vocero's own line."""
+    after_denials: int = 2
+    """The caller is handed off once the policy has refused this many of their requests in
+    one session (at least 1)."""
+
+
 class TurnTaking(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """When the caller's turn is over (docs/architecture.md "Turn-taking and endpointing";
     docs/protocol.md "Turn-taking"). Defaults measured with ``vocero bench turns`` on
@@ -355,6 +369,9 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """Steps the policy owner requires before the writes they apply to (disclosures heard,
     identity verified): checked by the final gate (docs/adr/0030-required-steps.md)."""
     followups: FollowupSettings = FollowupSettings()
+    handoff: HandoffSettings | None = None
+    """Whom a caller who asks for a person (or whom the policy refused ``after_denials``
+    times) is handed to; ``None``: no handoff is offered."""
     turn_taking: TurnTaking = TurnTaking()
     vocabulary: list[str] = []
     """Words and names callers say that a recogniser may not know (product names, the shape of

@@ -15,12 +15,13 @@ import msgspec
 
 from vocero.contracts.domain import AgentProfile, FollowupSettings, McpServerSpec, ToolSpec
 from vocero.contracts.errors import ConfigError
+from vocero.identity.handoff_checks import check_handoff
 from vocero.identity.step_checks import check_steps
 
 VOCERO_SERVER = "vocero"
 """The ``server`` of Vocero's own built-in tools."""
 
-BUILTIN_TOOLS = frozenset({"followups.record", "knowledge.search"})
+BUILTIN_TOOLS = frozenset({"followups.record", "knowledge.search", "handoff.request"})
 """Built-in tools a profile may list with ``server: vocero`` (by ``resolves_to``)."""
 
 PYTHON_COMMANDS = frozenset({"python", "python3"})
@@ -42,6 +43,7 @@ def check_profile(file: Path, profile: AgentProfile) -> None:
             )
         _check_tool(file, f"tools[{index}]", tool, profile)
     check_steps(file, profile)
+    check_handoff(file, profile)
 
 
 def resolve_servers(file: Path, servers: dict[str, McpServerSpec]) -> dict[str, McpServerSpec]:

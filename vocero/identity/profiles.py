@@ -14,6 +14,7 @@ from vocero.contracts.domain import AgentProfile, Caller, McpServerSpec
 from vocero.contracts.errors import AuthError, ConfigError, ErrorCode
 from vocero.identity.claims import load_claims, read_catalog
 from vocero.identity.config_files import ROOT, convert, read_yaml
+from vocero.identity.handoff_checks import with_handoff_tool
 from vocero.identity.profile_checks import check_profile, resolve_servers
 
 
@@ -83,6 +84,7 @@ def load_profile(file: Path, reader: Callable[[Path], Any] = read_yaml) -> Agent
     catalog = read_catalog(file, data.pop("claims", None), reader)
     profile = convert(data, AgentProfile, file)
     check_profile(file, profile)
+    profile = with_handoff_tool(profile)
     claims = load_claims(catalog, word_budget=profile.word_budget)
     servers = resolve_servers(file, profile.mcp_servers)
     return msgspec.structs.replace(profile, mcp_servers=servers, claims=claims)

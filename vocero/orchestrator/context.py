@@ -21,6 +21,9 @@ class SessionContext:
     voice_usable: Callable[[], bool] = lambda: True
     """Whether :attr:`voice` may still speak (the vault's revocation check); synchronous and
     cheap, asked before every spoken unit."""
+    channel: str = "web"
+    """``web``, or the carrier a phone call came through (``twilio``): a handoff puts a phone
+    call through, and records a task on the web (:mod:`.handoff`)."""
 
     @property
     def principal(self) -> Principal:

@@ -26,6 +26,7 @@ from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.completion import Completion
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.generation import Generation
+from vocero.orchestrator.handoff import Handoff
 from vocero.orchestrator.machine import Event
 from vocero.orchestrator.speaking import Speaker, speaking
 from vocero.speech import ToolEvidence
@@ -42,6 +43,7 @@ class Responder:
         self.actor = actor
         self.completion = completion
         self.asking = asking
+        self.handoff = Handoff(core, actor)
 
     def begin(self, turn: TurnRef) -> Generation:
         generation = self.core.generations.begin(turn.turn_id)
@@ -65,6 +67,10 @@ class Responder:
                     if first_plan is not None:
                         ran = await self.actor.run_plan(generation, speaker, first_plan)
                         proceed = await self._carry_on(speaker, ran)
+                        if self.handoff.refused(first_plan):
+                            history = self.core.history.messages()
+                            await self.handoff.after_refusals(generation, speaker, turn, history)
+                            proceed = False
                         result = ran if isinstance(ran, ToolEvidence) else None
                     if proceed:
                         await self._model_loop(generation, speaker, turn, result)
@@ -127,7 +133,13 @@ class Responder:
                 return
             history = self.core.history.messages()
             plan = await self.actor.propose(generation, turn, intent, history)
+            if self.handoff.claims(plan):  # the caller asked for a person
+                await self.handoff.perform(generation, speaker, plan)
+                return
             ran = await self.actor.run_plan(generation, speaker, plan)
+            if self.handoff.refused(plan):  # refused often enough: a person takes over
+                await self.handoff.after_refusals(generation, speaker, turn, history)
+                return
             if not await self._carry_on(speaker, ran):
                 return
             result = ran if isinstance(ran, ToolEvidence) else None

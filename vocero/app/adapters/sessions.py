@@ -186,6 +186,7 @@ class SessionFactory:
             voice=voice,
             tools=self._tools(profile),
             voice_usable=voice_usable,
+            channel=channel,
         )
         if previous is not None:
             reopened = await runtime.conversations.reopen_session(

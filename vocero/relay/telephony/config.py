@@ -10,6 +10,7 @@ from vocero.contracts.domain import Caller
 from vocero.contracts.secrets import Secret
 from vocero.relay.ports import RelayConfig
 from vocero.relay.telephony.carrier import CarrierProtocol
+from vocero.relay.telephony.redirect import AccountBook
 from vocero.relay.telephony.tickets import TicketBook
 from vocero.relay.telephony.twilio import STREAM_PATH, TwilioStream
 
@@ -28,6 +29,9 @@ class TelephonyConfig:
     carrier: CarrierProtocol = field(default_factory=TwilioStream)
     start_timeout_s: float = 10.0
     """How long an accepted stream may take to send its ``start``."""
+    accounts: AccountBook | None = None
+    """Where the webhook notes each call's ``AccountSid``, for a handoff's transfer
+    (:mod:`.redirect`)."""
 
     @property
     def base(self) -> str:

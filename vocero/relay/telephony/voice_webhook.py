@@ -45,6 +45,8 @@ async def voice(request: Request) -> Response:
         _refused(config, "unknown_number", call_sid=call_sid, phone_ref=ref)
         return Response(twilio.refusal_twiml(), media_type=TWIML)
     ticket = config.tickets.issue(call_sid, caller)
+    if config.accounts is not None:  # a handoff puts the call through on this account
+        config.accounts.note(call_sid, str(form.get("AccountSid") or ""))
     config.relay.factory.audit(
         "telephony.call_answered",
         {"call_sid": call_sid, "phone_ref": ref, "tenant_id": caller.tenant,

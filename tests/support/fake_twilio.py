@@ -1,0 +1,89 @@
+"""Twilio's REST API as a handoff reaches it: ``POST /2010-04-01/Accounts/{AccountSid}/Calls/
+{CallSid}.json`` (update a live call with new TwiML), on ``127.0.0.1`` (uvicorn in a thread).
+
+Every request is kept (:class:`CallUpdate`: the path's ids, the form, the basic-auth pair) with
+what ``witness()`` returned the moment it arrived (a test passes one that reads what the caller
+had heard by then). ``status`` makes it refuse (a carrier failure).
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from tests.support.polling import wait_for
+from tests.support.servers import free_port
+
+
+@dataclass
+class CallUpdate:
+    account_sid: str
+    call_sid: str
+    form: dict[str, str]
+    auth: tuple[str, str]
+    witnessed: Any = None
+
+
+@dataclass
+class FakeTwilioApi:
+    status: int = 200
+    """What it answers; anything from 300 up is a refusal."""
+    witness: Callable[[], Any] | None = None
+    updates: list[CallUpdate] = field(default_factory=list)
+    port: int = field(default_factory=free_port)
+    _server: uvicorn.Server | None = None
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> FakeTwilioApi:
+        app = Starlette(routes=[Route(
+            "/2010-04-01/Accounts/{account}/Calls/{call}.json", self._update, methods=["POST"])])
+        server = uvicorn.Server(uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off",
+            log_config=None, timeout_graceful_shutdown=2,
+        ))
+        self._server = server
+        self._thread = threading.Thread(target=server.run, daemon=True, name="fake-twilio")
+        self._thread.start()
+        wait_for("fake Twilio API", lambda: server.started, timeout_s=10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)
+
+    def received(self) -> list[CallUpdate]:
+        with self._lock:
+            return list(self.updates)
+
+    async def _update(self, request: Request) -> Response:
+        form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+        user, _, password = base64.b64decode(
+            request.headers.get("authorization", "Basic ").removeprefix("Basic ") or b""
+        ).decode().partition(":")
+        update = CallUpdate(
+            account_sid=request.path_params["account"], call_sid=request.path_params["call"],
+            form=form, auth=(user, password),
+            witnessed=self.witness() if self.witness is not None else None,
+        )
+        with self._lock:
+            self.updates.append(update)
+        if self.status >= 300:
+            return JSONResponse({"code": 20404, "message": "refused", "status": self.status},
+                                status_code=self.status)
+        return JSONResponse({"sid": update.call_sid, "account_sid": update.account_sid,
+                             "status": "in-progress"})
