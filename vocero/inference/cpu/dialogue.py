@@ -32,7 +32,7 @@ import anyio
 import msgspec
 import structlog
 
-from vocero.contracts.builtins import FOLLOWUPS_TOOL, KNOWLEDGE_TOOL
+from vocero.contracts.builtins import FOLLOWUPS_TOOL, HANDOFF_TOOL, KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.lexicon import consent
 from vocero.contracts.lexicon.base import alternation
@@ -328,6 +328,10 @@ def _unrouted(turn: _Turn, utterance: str) -> Decision:
         return Say(small_talk.reply(utterance, request))
     content = small_talk.without_pleasantries(utterance)
     named = model.decide(content) if model is not None and content else None
+    handoff = builtin_tool(request.tools, HANDOFF_TOOL)  # the profile hands callers to a person
+    if handoff is not None and named is not None and named.intent in ("person", handoff.name):
+        log.info("llm.tool_routed", tool=handoff.name, runner_up="")
+        return Call(ToolIntent(name=handoff.name, arguments={"reason": content}))
     catalog = knowledge is not None and len(content.split()) >= 2
     if named is not None:
         asked = knowledge is not None and named.intent == knowledge.name
