@@ -300,15 +300,17 @@ async function refreshNeeds() {
 }
 
 async function needs() {
-  const [followups, tools, voices, authorizations, operations] = await Promise.all([
+  const [followups, tools, voices, authorizations, operations, handoffs] = await Promise.all([
     api("/v1/followups?status=awaiting_approval").then((d) => d.items),
     api("/v1/tools").then((d) => d.items.filter((t) => t.status !== "approved")).catch(forbiddenAsEmpty),
     api("/v1/voices?status=pending").then((d) => d.items).catch(forbiddenAsEmpty),
     api("/v1/mcp/authorizations").then((d) => oneAServer(d.items)).catch(forbiddenAsEmpty),
     api("/v1/operations/unresolved").then((d) => d.items).catch(forbiddenAsEmpty),
+    // a handoff a person still has to act on: a task follow-up (the web, or a failed transfer)
+    api("/v1/handoffs").then((d) => d.items.filter((h) => h.followup_status === "task")).catch(forbiddenAsEmpty),
   ]);
   const pending = voices.flatMap((v) => v.versions.filter((x) => x.status === "pending").map((x) => ({ voice: v, version: x })));
-  return [followups, tools, pending, authorizations, operations];
+  return [followups, tools, pending, authorizations, operations, handoffs];
 }
 
 // Each waiting node lists its own consent for a server; any one will do: the newest is shown.
@@ -338,8 +340,8 @@ async function act(button, action) {
 }
 
 async function loadNeeds() {
-  const [followups, tools, versions, authorizations, operations] = await needs();
-  $("#needs-count").textContent = followups.length + tools.length + versions.length + authorizations.length + operations.length || "";
+  const [followups, tools, versions, authorizations, operations, handoffs] = await needs();
+  $("#needs-count").textContent = followups.length + tools.length + versions.length + authorizations.length + operations.length + handoffs.length || "";
   const none = [el("li", { class: "empty" }, "nothing waiting")];
   $("#needs-followups").replaceChildren(...(followups.length ? followups.map((f) => {
     const note = el("input", { placeholder: "note (optional)", maxlength: "500" });
@@ -364,6 +366,7 @@ async function loadNeeds() {
       ` · ${voice.tenant} · ${voice.purpose} · approved by ${by} · `, button);
   }) : none));
   $("#needs-operations").replaceChildren(...(operations.length ? operations.map(unresolvedCard) : none));
+  $("#needs-handoffs").replaceChildren(...(handoffs.length ? handoffs.map(handoffCard) : none));
   $("#needs-authorizations").replaceChildren(...(authorizations.length ? authorizations.map((a) =>
     el("li", { dataset: { authorization: a.server } }, el("strong", {}, a.server),
       ` · asked ${when(a.created_at)} · until ${when(a.expires_at)} · `,
@@ -393,6 +396,20 @@ function unresolvedCard(o) {
     o.readback ? el("p", {}, "Read back: ", el("q", {}, o.readback.summary), ` (${o.readback.evidence})`) : null,
     el("p", {}, "The caller last heard: ", heard.length ? heard.map((h) => el("q", {}, h.text)) : "nothing"),
     note, " ", resolve("committed", "It went through"), " ", resolve("failed", "It did not go through"));
+}
+
+// A caller handed to a person: what they asked for, what they heard, and what is still pending
+// in their session (questions never answered, operations not settled). The task follow-up is
+// the person's to work from (GET /v1/followups).
+function handoffCard(h) {
+  const heard = h.heard.slice(-6);
+  const pending = h.pending.map((p) => `${p.tool} (${p.kind} ${p.status})`).join(", ");
+  return el("li", { dataset: { handoff: h.operation_id } },
+    el("strong", {}, h.reason || "asked for a person"), ` · ${h.channel}`,
+    h.outcome === "NOT transferred" ? " · the transfer failed" : "", ` · since ${when(h.created_at)} · task `,
+    el("code", {}, short(h.followup_id)), " · ", el("code", {}, short(h.session_id)),
+    el("p", {}, "They heard: ", heard.length ? heard.map((l) => el("q", { class: l.role }, l.text)) : "nothing"),
+    el("p", {}, "Pending: ", pending || "nothing"));
 }
 
 // -------------------------------------------------------------------------------- charts
