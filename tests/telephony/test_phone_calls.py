@@ -124,6 +124,10 @@ def test_barge_in_clears_first_and_heard_text_stops_at_the_last_echoed_mark(
                       if mark_ms(m["mark"]["name"])[0] == stopped)
         assert set(carrier.echoed) > set(carrier.echoed_before_clear)  # returned after clear
         assert sent_ms > echoed_ms + 200
+        # paced: never more than max_lead_ms (400) ahead of the last echoed mark (a unit's
+        # last frame is padded to 20 ms)
+        assert sent_ms <= echoed_ms + 400 + 20, (sent_ms, echoed_ms)
+        assert sent_ms < len(LONG_REPLY) * MS_PER_CHAR / 2  # far from the whole answer
         history = phone.session_of(carrier.call_sid)["history"]
         cut = next(h for h in history if h["generation_id"] == stopped)
         assert cut["status"] == "interrupted"

@@ -137,3 +137,14 @@ def test_the_auth_token_flag_is_a_secret_and_print_config_redacts_it() -> None:
     assert shown["twilio_auth_token"] == {"value": "[redacted]", "source": "flag"}
     assert shown["public_url"]["value"] == "https://voice.example.test"
     assert TOKEN not in json.dumps(shown, default=str)
+
+
+def test_only_a_phone_read_back_says_how_to_answer_with_a_key() -> None:
+    from vocero.policy.readback import readback
+
+    arguments = {"entry_id": "E42", "state": "closed"}
+    web = readback("amend_entry", arguments)
+    phone = readback("amend_entry", arguments, keypad=True)
+    assert not web.text.endswith("press 1.") and "press" not in web.text
+    assert phone.text == f"{web.text} Say yes or press 1."
+    assert phone.parts == web.parts  # the values a "yes" needs heard are the same
