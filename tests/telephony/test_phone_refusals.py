@@ -138,3 +138,13 @@ def test_phone_numbers_never_reach_the_log_or_the_audit(tmp_path: Path) -> None:
             assert number not in written and number.lstrip("+") not in written
         refs = {e["data"].get("phone_ref") for e in audit if "phone_ref" in e["data"]}
         assert len(refs) == 2 and all(str(r).startswith("tel_") for r in refs)
+
+
+def test_an_oversized_webhook_body_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    with phone_app(tmp_path, []) as phone:
+        params = {**call_params(new_call_sid(), PHONE), "Padding": "x" * 70_000}
+        response = webhook(phone.client, params)
+        assert response.status_code == 413
+        refused = phone.audit("telephony.call_refused")
+        assert [e["data"]["reason_code"] for e in refused] == ["body_too_large"]
+        assert phone.audit("telephony.call_answered") == []

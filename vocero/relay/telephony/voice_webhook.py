@@ -9,6 +9,8 @@ phone number is never logged or audited in clear (:func:`~.config.phone_ref`).
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl
+
 import structlog
 from starlette.requests import Request
 from starlette.responses import Response
@@ -18,14 +20,20 @@ from vocero.relay.telephony.config import TelephonyConfig, phone_ref
 
 log = structlog.get_logger("vocero.telephony")
 TWIML = "application/xml"
+MAX_BODY = 64 * 1024
+"""A webhook body longer than this is refused (413) before it is read further."""
 
 
 async def voice(request: Request) -> Response:
     config: TelephonyConfig | None = getattr(request.app.state, "telephony", None)
     if config is None:  # no --twilio-auth-token: the route does not exist
         return Response(status_code=404)
-    form = await request.form()
-    params = [(name, value) for name, value in form.multi_items() if isinstance(value, str)]
+    body = await _body(request)
+    if body is None:
+        _refused(config, "body_too_large")
+        return Response(status_code=413)
+    params = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
+    form = dict(params)
     presented = request.headers.get(twilio.SIGNATURE_HEADER, "")
     query = request.url.query
     url = config.base + twilio.VOICE_PATH + (f"?{query}" if query else "")
@@ -34,8 +42,8 @@ async def voice(request: Request) -> Response:
     ):
         _refused(config, "signature_missing" if not presented else "signature_invalid")
         return Response(status_code=403)
-    call_sid = str(form.get("CallSid") or "")
-    number = str(form.get("From") or "")
+    call_sid = form.get("CallSid", "")
+    number = form.get("From", "")
     if not call_sid:
         _refused(config, "call_sid_missing")
         return Response(status_code=400)
@@ -56,6 +64,18 @@ async def voice(request: Request) -> Response:
     return Response(
         twilio.connect_twiml(config.stream_url, {"ticket": ticket}), media_type=TWIML
     )
+
+
+async def _body(request: Request) -> bytes | None:
+    """The form body, read up to :data:`MAX_BODY` (``None``: longer; a webhook is ~1 KB)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _refused(config: TelephonyConfig, reason: str, **data: str) -> None:
