@@ -32,6 +32,7 @@ import structlog
 
 from vocero.contracts import events as ev
 from vocero.contracts.builtins import VOCERO_SERVER, zone_of
+from vocero.contracts.english import join_list, list_items
 from vocero.contracts.lexicon import consent
 from vocero.contracts.ports import InputRequest, InputResponse
 from vocero.mcp_gateway import answer_problems
@@ -243,23 +244,20 @@ class Asking:
         title = str(prop.get("title") or prop.get("description") or label(name)).strip()
         server = question.request.server.capitalize()
         if prop.get("enum"):
-            options = [str(o) for o in prop["enum"]]
-            choice = (
-                options[0] if len(options) == 1 else ", ".join(options[:-1]) + f" or {options[-1]}"
-            )
+            choice = join_list((str(o) for o in prop["enum"]), "or")
             return f"{server} needs to know the {title.lower()}: {choice}?"
         if prop.get("type") == "boolean":
             return f"{title.rstrip('?')}? Please say yes or no."
         return f"{server} needs to know: {title.lower()}?"
 
     def _read_back(self, question: Question) -> str:
-        parts = [
+        parts = list_items(
             said(question.properties.get(name, {}), name, value, self._today())
             for name, value in question.values.items()
-        ]
-        question.parts = tuple(parts)
+        )
+        question.parts = tuple(parts)  # as the sentence says them: each is heard in it
         question.reading_back = True
-        return f"To confirm: {', '.join(parts)}. Shall I go ahead?"
+        return f"To confirm: {join_list(parts)}. Shall I go ahead?"
 
     def _today(self) -> dt.date:
         now = dt.datetime.fromtimestamp(self.core.clock.now(), dt.UTC)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from vocero.contracts.english import name_words
 from vocero.contracts.lexicon import consent
 from vocero.contracts.lexicon.en import LEXICON
 from vocero.inference.cpu import slots
@@ -41,7 +42,8 @@ def said(prop: dict[str, Any], name: str, value: Any, today: dt.date) -> str:
 
 
 def label(name: str) -> str:
-    return name.replace("_", " ")
+    """A field's name said as words (:func:`vocero.contracts.english.name_words`)."""
+    return name_words(name)
 
 
 def _value(prop: dict[str, Any], text: str, numbers: list[int], today: dt.date) -> Any:

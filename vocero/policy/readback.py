@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
 
+from vocero.contracts import english
 from vocero.contracts.spoken import spoken_date, spoken_time
 from vocero.observability.redaction import is_sensitive
 from vocero.policy.canonical import VERSION_KEYS, kind_of
 
 CURRENCY_WORDS = {"EUR": "euros", "USD": "US dollars", "GBP": "pounds sterling", "JPY": "yen"}
-PAST = {"cancel": "cancelled", "record": "recorded", "close": "closed", "set": "set",
-        "send": "sent", "pay": "paid"}
 REFUSALS = {
     "stale_version": "It was changed in the meantime.",
     "already_cancelled": "It was already cancelled.",
@@ -33,37 +32,18 @@ REFUSALS = {
 }
 
 
-VERBS = frozenset({
-    "add", "approve", "book", "cancel", "change", "check", "close", "create", "delete", "get",
-    "issue", "list", "lookup", "move",
-    "open", "order", "pay", "place", "record", "refund", "register", "remove", "renew",
-    "reschedule", "reserve", "send", "set", "schedule", "submit", "transfer", "update",
-})  # fmt: skip
-NOISE = frozenset({"api", "svc", "crm", "erp", "tool", "do", "the", "rpc", "mcp", "v"})
-
-
 def action_words(tool: str) -> tuple[str, str]:
     """What a tool does, in words: ``appointments.reschedule`` or ``reschedule_appointment`` ->
     ("reschedule", "appointment"); ``crm_update_v2`` -> ("update", ""). Never the raw name:
-    system prefixes and versions are dropped, and a name with no verb reads as "change".
-    Read-backs use the *resolved* server tool: what will actually happen."""
-    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", tool)
-    words = [w.lower() for w in re.split(r"[._\-\s]+", spaced) if w]
-    words = [w for w in words if w not in NOISE and not re.fullmatch(r"v?\d+", w)]
-    verb = next((w for w in words if w in VERBS), "")
-    if not verb:
-        verb = "change" if words else "make"
-    rest = [w for w in words if w != verb]
-    noun = " ".join(rest)
-    if noun.endswith("s") and not noun.endswith(("ss", "us")):
-        noun = noun[:-1]
+    system prefixes and versions are dropped, and a name with no verb reads as "change"
+    (:func:`vocero.contracts.english.action_words`). Read-backs use the *resolved* server tool:
+    what will actually happen."""
+    verb, noun = english.action_words(tool)
     return verb, NOUNS.get(noun, noun)
 
 
 def past_tense(verb: str) -> str:
-    head, _, rest = verb.partition(" ")
-    past = PAST.get(head) or (head + "d" if head.endswith("e") else head + "ed")
-    return f"{past} {rest}".strip()
+    return english.past_participle(verb)
 
 
 def fields_of(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -104,7 +84,8 @@ def readback(
         phrase = _PLACEHOLDER.sub(lambda m: speak.field(m.group(1)), template).strip()
     else:
         verb, noun = action_words(tool)
-        phrase = f"{verb} {speak.object(noun)}{speak.details()}"
+        target = speak.object(noun) or "this"
+        phrase = f"{verb} {target}{speak.details(verb).asked()}"
     phrase = phrase.rstrip(" .")
     text = f"To confirm: {phrase}. {QUESTION}"
     if keypad:  # after the question: a "yes" cutting it off still binds once values were heard
@@ -148,19 +129,24 @@ class _Speaker:
         return self._said(str(value))
 
     def object(self, noun: str) -> str:
-        ids = [(k, str(v)) for k, v in self.arguments.items() if kind_of(k, {}) == "id"]
+        """What the action is done to: the tool's noun and the first identifier's value ("booking
+        BK-101"); the identifier's name in words when the tool names no noun; "" for none."""
+        ids = [(k, str(v)) for k, v in self.arguments.items() if _identifier(k)]
         if ids:
             self._said(ids[0][1])
-            noun = noun or ids[0][0].removesuffix("_id").replace("_", " ")
+            noun = noun or english.name_words(ids[0][0])
         return " ".join([noun, *(v for _, v in ids[:1])]).strip()
 
-    def details(self) -> str:
+    def details(self, verb: str) -> _Details:
+        """The consequential values besides the identifier, as English: a moment, an amount
+        and the labelled prepositions (:data:`LABELS`) as phrases ("to Friday at 11 AM", "for
+        12 euros", "about the invoice"), every other field as a setting ("the slot" to "9B")."""
         args = self.arguments
-        parts: list[str] = []
+        out = _Details()
         when = _when(args, self.today) or _instant(args, self.today)
         if when:
-            parts.append(self._said(when))
-        skip = {k for k in args if kind_of(k, {}) in ("date", "time", "timezone", "id")}
+            out.phrases.append(self._said(when))
+        skip = {k for k in args if kind_of(k, {}) in ("date", "time", "timezone") or _identifier(k)}
         skip |= set(VERSION_KEYS) | {"currency", "due_exact"}
         skip |= {k for k in args if k.endswith("_at")}
         if _instant(args, self.today):
@@ -169,11 +155,43 @@ class _Speaker:
             if key in skip or is_sensitive(key):
                 continue
             if kind_of(key, {}) == "amount":
-                parts.append("for " + self._said(speak_amount(value, args.get("currency"))))
+                out.phrases.append("for " + self._said(speak_amount(value, args.get("currency"))))
             elif isinstance(value, str | int | float) and not isinstance(value, bool):
-                label = LABELS.get(key, key.replace("_", " "))
-                parts.append(f"{label} {self._said(str(value))}")
-        return (" " + ", ".join(parts)) if parts else ""
+                said = self._said(english.clean_item(str(value)) or str(value))
+                label = english.name_words(key)
+                if key in LABELS:
+                    out.phrases.append(f"{LABELS[key]} {said}")
+                elif label == "when":  # a free-text moment ("Friday at 11")
+                    out.phrases.append(f"{'to' if verb in english.MOVING_VERBS else 'for'} {said}")
+                else:
+                    out.settings.append((label, said))
+        return out
+
+
+@dataclass(slots=True)
+class _Details:
+    """A write's values besides its identifier, as parts of an English sentence."""
+
+    phrases: list[str] = field(default_factory=list)
+    """Prepositional phrases said right after the action: "to Friday, December 4 at 3 PM"."""
+    settings: list[tuple[str, str]] = field(default_factory=list)
+    """Other fields, (name in words, spoken value): "the slot" is set to "9B"."""
+
+    def asked(self) -> str:
+        """In a read-back: "… to Friday at 11, setting the slot to 9B and the store to Leeds"."""
+        return self._said(english.join_list(f"the {k} to {v}" for k, v in self.settings),
+                          "setting")
+
+    def done(self) -> str:
+        """In an outcome: "… to Friday at 11, with the slot set to 9B and the store set to
+        Leeds"."""
+        return self._said(english.join_list(f"the {k} set to {v}" for k, v in self.settings),
+                          "with")
+
+    def _said(self, settings: str, lead: str) -> str:
+        phrases = ", ".join(p for p in (english.clean_item(p) for p in self.phrases) if p)
+        tail = f", {lead} {settings}" if settings else ""
+        return (" " + phrases if phrases else "") + tail
 
 
 def outcome(
@@ -184,20 +202,24 @@ def outcome(
     *,
     today: date | None = None,
 ) -> str:
+    """What the caller hears once the owning service answered a write: "Done: your booking
+    BK-101 is shifted to Friday at 11." on ``committed``, never before."""
     verb, noun = action_words(tool)
     speak = _Speaker(arguments, today)
     target = speak.object(noun)
-    details = speak.details()
+    details = speak.details(verb).done()
+    yours = f"your {target}" if target else "it"
     if status == "committed":
-        return f"Done: your {target} is {past_tense(verb)}{details}."
+        subject = f"your {target} is" if target else "that's"
+        return f"Done: {subject} {past_tense(verb)}{details}."
     if status == "rejected":
         why = REFUSALS.get(reason, "")
-        return f"The request to {verb} your {target} was not accepted, so nothing changed. " \
+        return f"The request to {verb} {yours} was not accepted, so nothing changed. " \
                f"{why}".strip()
     if status == "unknown":
-        return f"I have requested to {verb} your {target}, but I could not confirm that it went " \
+        return f"I have requested to {verb} {yours}, but I could not confirm that it went " \
                "through yet. I won't send it again; I'll check its status."
-    return f"I have requested to {verb} your {target}; it is still being processed."
+    return f"I have requested to {verb} {yours}; it is still being processed."
 
 
 # ------------------------------------------------------------------------------ rendering
@@ -205,6 +227,13 @@ def outcome(
 
 LABELS = {"reason": "about", "channel": "by"}
 NOUNS = {"followup": "call-back"}
+_REFERENCE_WORDS = frozenset({"ref", "reference"})
+
+
+def _identifier(key: str) -> bool:
+    """An identifier's field (``order_id``, ``booking_ref``): its value names the object."""
+    words = english.identifier_words(key)
+    return kind_of(key, {}) == "id" or (len(words) > 1 and words[-1] in _REFERENCE_WORDS)
 
 
 def _instant(arguments: Mapping[str, Any], today: date | None = None) -> str:

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from vocero.contracts.builtins import FOLLOWUPS_TOOL
+from vocero.contracts.english import capability, join_list
 from vocero.contracts.ports import LlmRequest
 
 _GREETING = re.compile(r"^\W*(hi|hello|hey|hiya|good (morning|afternoon|evening))\b", re.I)
@@ -74,9 +75,9 @@ class Persona:
             elif re.match(r"You (help|can|assist)\b", sentence) and not can:
                 can = first_person(sentence)
         tools = [t for t in request.tools if t.builtin != FOLLOWUPS_TOOL]
-        if not can and tools:
-            can = "I can " + _join([_lower_first(_first_sentence(t.description)) for t in tools])
-            can = first_person(can)
+        if not can and tools:  # an item that says nothing is dropped, never joined
+            able = join_list(capability(t.description, t.name) for t in tools)
+            can = first_person(f"I can {able}.") if able else ""
         call_backs = any(t.builtin == FOLLOWUPS_TOOL for t in request.tools)
         return cls(who=who, can=can, call_backs=call_backs)
 
@@ -245,18 +246,3 @@ def _spoken(*sentences: str) -> str:
 
 def _last_assistant(request: LlmRequest) -> str:
     return next((m.content for m in reversed(request.messages) if m.role == "assistant"), "")
-
-
-def _first_sentence(text: str) -> str:
-    found = _SENTENCE.match(text.strip())
-    return (found.group(0) if found else text).strip().rstrip(".!?")
-
-
-def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:]
-
-
-def _join(parts: list[str]) -> str:
-    if len(parts) <= 1:
-        return "".join(parts) + "."
-    return ", ".join(parts[:-1]) + " and " + parts[-1] + "."

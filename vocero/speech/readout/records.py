@@ -217,7 +217,7 @@ def _describe(row: Mapping[str, Any], noun: str, status: str, ctx: ReadoutContex
             if isinstance(v, str | int | float) and not isinstance(v, bool)
         ][:2]
         if extras:
-            parts.append("with " + " and ".join(extras))
+            parts.append("with " + join(extras))
     return " ".join(parts)
 
 

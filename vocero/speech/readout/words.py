@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from vocero.contracts.english import join_list
 from vocero.observability.redaction import is_sensitive
 
 ID_WORDS = frozenset({"id", "ref", "reference", "code", "number", "no", "num", "uuid"})
@@ -237,9 +238,9 @@ def mid_sentence(value: str, *, common: bool = False) -> str:
 
 
 def join(parts: list[str]) -> str:
-    if len(parts) <= 2:
-        return " and ".join(parts) if len(parts) == 2 else "".join(parts)
-    return ", ".join(parts[:-1]) + ", and " + parts[-1]
+    """"a", "a and b", "a, b, and c": the one English list rule (:mod:`vocero.contracts.english`),
+    empty parts dropped."""
+    return join_list(parts)
 
 
 def sentence(text: str) -> str:
