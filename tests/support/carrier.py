@@ -155,6 +155,12 @@ class CarrierClient:
                 self._changed.wait(left)
             return found
 
+    def wait_closed_reading(self, timeout_s: float = 20.0) -> int:
+        """Read (without starting the call) until the server closes the socket."""
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        return self.wait_closed(timeout_s)
+
     def wait_closed(self, timeout_s: float = 20.0) -> int:
         self.wait("the socket to close", lambda: self.close_code is not None, timeout_s)
         assert self.close_code is not None

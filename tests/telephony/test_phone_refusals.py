@@ -148,3 +148,15 @@ def test_an_oversized_webhook_body_is_refused_before_it_is_read(tmp_path: Path) 
         refused = phone.audit("telephony.call_refused")
         assert [e["data"]["reason_code"] for e in refused] == ["body_too_large"]
         assert phone.audit("telephony.call_answered") == []
+
+
+def test_a_stream_that_never_starts_is_closed_and_audited(tmp_path: Path) -> None:
+    with phone_app(tmp_path, []) as phone:
+        phone.client.app.state.telephony.start_timeout_s = 0.2  # type: ignore[attr-defined]
+        with phone.client.websocket_connect("/v1/telephony/twilio") as ws:
+            ws.send_text(json.dumps({"event": "connected", "protocol": "Call"}))
+            carrier = CarrierClient(ws, "CA-never-started")
+            carrier.wait_closed_reading()
+        assert carrier.received == [] and carrier.close_code == 1008
+        reasons = [e["data"]["reason_code"] for e in phone.audit("telephony.stream_refused")]
+        assert reasons == ["start_missing"]
