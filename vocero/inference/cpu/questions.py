@@ -9,10 +9,10 @@ Please tell me the visit reference."
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.english import join_list, name_words
 from vocero.inference.cpu import router, schema
 
 _BY_KIND = {
@@ -37,8 +37,9 @@ def ask(tool: ToolDefinition, name: str) -> str:
         noun, what = id_words(tool, name)
         return f"Which {noun} is it? Please tell me the {noun} {what}."
     if kind == "enum" and isinstance(prop.get("enum"), list) and 2 <= len(prop["enum"]) <= 3:
-        options = [str(v).replace("_", " ") for v in prop["enum"]]
-        return f"Would you like {', '.join(options[:-1])} or {options[-1]}?"
+        choice = join_list((str(v).replace("_", " ") for v in prop["enum"]), "or")
+        if choice:
+            return f"Would you like {choice}?"
     if kind in _BY_KIND:
         return _BY_KIND[kind]
     return _BY_NAME.get(name.lower(), f"What {_label(name)} should I use?")
@@ -65,4 +66,4 @@ def _property(tool: ToolDefinition, name: str) -> dict[str, Any]:
 
 
 def _label(name: str) -> str:
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).replace("_", " ").lower()
+    return name_words(name)
