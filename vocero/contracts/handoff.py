@@ -38,6 +38,9 @@ TRANSFER_FAILED = (
 """Said when the carrier refused the transfer and a ``task`` follow-up was recorded instead."""
 NOT_PASSED_ON = "I'm sorry, I couldn't pass your request on just now."
 """Said when neither the transfer nor the follow-up could be made."""
+ALREADY = "Your request for a person is already with our team."
+"""Said when the caller asks again in a session already handed off (nothing runs again)."""
+"""Said when neither the transfer nor the follow-up could be made."""
 TOOL_DESCRIPTION = (
     "Hand the caller to a person of our team, when they ask to speak to a person, a human, an "
     "agent or an operator."

@@ -25,7 +25,13 @@ import structlog
 
 from vocero.contracts.actions import ToolOutcome, ToolPlan, TurnRef
 from vocero.contracts.builtins import HANDOFF_TOOL
-from vocero.contracts.handoff import ANNOUNCEMENT, NOT_PASSED_ON, PASSED_ON, TRANSFER_FAILED
+from vocero.contracts.handoff import (
+    ALREADY,
+    ANNOUNCEMENT,
+    NOT_PASSED_ON,
+    PASSED_ON,
+    TRANSFER_FAILED,
+)
 from vocero.contracts.ports import Message, ToolIntent
 from vocero.orchestrator.acting import Actor, builtin_of
 from vocero.orchestrator.core import SessionCore
@@ -66,7 +72,7 @@ class Handoff:
 
     def claims(self, plan: ToolPlan) -> bool:
         """Whether ``plan`` is an allowed handoff this module must carry out."""
-        if plan.kind != "run" or self.done:
+        if plan.kind != "run":
             return False
         spec = self.core.ctx.profile.tool(plan.tool)
         return spec is not None and builtin_of(spec) == HANDOFF_TOOL
@@ -112,6 +118,9 @@ class Handoff:
         core = self.core
         handoff = core.ctx.profile.handoff
         if handoff is None:
+            return
+        if self.done:  # handed off already in this session: nothing runs again
+            await speaker.say(ALREADY)
             return
         self.done = True
         if core.ctx.channel in PHONE_CHANNELS:
