@@ -7,7 +7,7 @@ underscore, a dotted name, "and ." or ends on a conjunction."""
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
@@ -16,6 +16,7 @@ from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import LlmRequest, Message
 from vocero.inference.cpu import questions
 from vocero.inference.cpu.small_talk import Persona, reply
+from vocero.policy.canonical import CanonicalError, Context, canonicalize
 from vocero.policy.readback import outcome, readback
 
 
@@ -76,6 +77,8 @@ def broken(sentence: str) -> list[str]:
         problems.append("a conjunction before a stop")
     if re.search(r"\b(and|or|,)\s*$", sentence.strip()):
         problems.append("a trailing conjunction")
+    if re.search(r"\b(what|which) (when|where|who|why|how)\b", sentence, re.I):
+        problems.append("a question word used as a noun")
     if "  " in sentence or " ." in sentence or ",." in sentence:
         problems.append("a gap where an item was")
     for name in ("crm", "svc", "v2", "do thing", "next free slot tool"):
@@ -111,6 +114,23 @@ def sentences() -> list[tuple[str, str]]:
                 )
         for field in tool.input_schema["properties"]:
             said.append((f"question {tool.name}.{field}", questions.ask(tool, field)))
+    ctx = Context(tenant="t", timezone="Europe/London", now=datetime(2026, 12, 7, 9, tzinfo=UTC))
+    for needed in ("new_slot_id", "slot", "when", "storeCode", "id"):
+        schema = {
+            "type": "object",
+            "properties": {needed: {"type": "string"}},
+            "required": [needed],
+        }
+        with pytest.raises(CanonicalError) as asked:
+            canonicalize({}, schema, ctx)
+        said.append((f"policy question for {needed}", asked.value.question))
+    with pytest.raises(CanonicalError) as malformed:
+        canonicalize(
+            {"new_slot_id": "??"},
+            {"properties": {"new_slot_id": {"type": "string", "pattern": "^S-[0-9]+$"}}},
+            ctx,
+        )
+    said.append(("policy question for a malformed new_slot_id", malformed.value.question))
     for text in ("Tell me a joke.", "What can you do?"):
         said.append((f"reply to {text!r}", reply(text, _request(text))))
     return said

@@ -153,6 +153,21 @@ def name_words(name: str) -> str:
     return " ".join(ABBREVIATIONS.get(w, w) for w in words)
 
 
+_ASKED_BY_ITSELF: Final = {
+    "when": "When would you like it?",
+    "where": "Where would you like it?",
+    "who": "Who is it for?",
+}
+"""Fields named by a question word: asked as that question, never "What when should I use?"."""
+
+
+def ask_for(name: str) -> str:
+    """The question for a field nobody gave, from its name alone: "What store code should I
+    use?" (``storeCode``), "When would you like it?" (``when``)."""
+    words = name_words(name)
+    return _ASKED_BY_ITSELF.get(words, f"What {words} should I use?")
+
+
 def singular(noun: str) -> str:
     """The noun phrase with its last word singular ("bookings" -> "booking")."""
     head, _, last = noun.rpartition(" ")
@@ -227,6 +242,7 @@ __all__ = [
     "SYSTEM_WORDS",
     "VERBS",
     "action_words",
+    "ask_for",
     "capability",
     "clean_item",
     "identifier_words",

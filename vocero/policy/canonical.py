@@ -24,6 +24,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from vocero.contracts import english
 from vocero.contracts.builtins import Canonical, CanonicalError, Context, zone_of
 from vocero.contracts.lexicon.en import LEXICON
 
@@ -172,12 +173,12 @@ def _require(out: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
             continue
         kind = kind_of(key, (schema.get("properties") or {}).get(key) or {})
         if kind == "id":
-            noun = key.removesuffix("_id").replace("_", " ") or "reference"
+            noun = english.name_words(key)  # "new_slot_id" -> "new slot", never the raw name
             question = f"Which {noun} is it? Please tell me the {noun} number."
         elif key in VERSION_KEYS:
             question = "Let me look that up first."
         else:
-            question = QUESTIONS.get(kind, f"What {key.replace('_', ' ')} should I use?")
+            question = QUESTIONS.get(kind, english.ask_for(key))
         raise CanonicalError(key, "missing", question)
 
 
@@ -314,7 +315,7 @@ def normalise_id(key: str, value: Any, pattern: str | None) -> str:
     for candidate in candidates:
         if re.search(pattern, candidate):
             return candidate
-    noun = key.removesuffix("_id").replace("_", " ") or "reference"
+    noun = english.name_words(key)
     raise CanonicalError(key, "id does not match the tool's format",
                          f"Which {noun} is it? Please tell me the {noun} number.")
 

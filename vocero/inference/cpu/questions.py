@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from vocero.contracts.builtins import FOLLOWUPS_TOOL
 from vocero.contracts.domain import ToolDefinition
-from vocero.contracts.english import join_list, name_words
+from vocero.contracts.english import ask_for, join_list, name_words
 from vocero.inference.cpu import router, schema
 
 _BY_KIND = {
@@ -40,9 +41,11 @@ def ask(tool: ToolDefinition, name: str) -> str:
         choice = join_list((str(v).replace("_", " ") for v in prop["enum"]), "or")
         if choice:
             return f"Would you like {choice}?"
+    if kind == "when" and tool.builtin != FOLLOWUPS_TOOL:
+        return ask_for(name)  # "When would you like it?": a call-back's question is its own
     if kind in _BY_KIND:
         return _BY_KIND[kind]
-    return _BY_NAME.get(name.lower(), f"What {_label(name)} should I use?")
+    return _BY_NAME.get(name.lower(), ask_for(name))
 
 
 def id_words(tool: ToolDefinition, name: str) -> tuple[str, str]:
