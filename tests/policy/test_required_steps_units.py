@@ -20,6 +20,7 @@ from vocero.contracts.domain import (
     ProfileMatch,
     RequiredStep,
     StepScope,
+    ToolSpec,
 )
 from vocero.contracts.errors import ConfigError
 from vocero.contracts.ports import InputRequest, InputResponse
@@ -397,3 +398,22 @@ async def test_a_disclosure_counts_only_by_its_own_generations_playout() -> None
     await blind.speaking(WRITE, "g1")
     await blind.delivered("g1", heard_text="", complete=True, observable=False)
     assert blind.facts(WRITE)[0].status == "unobservable" and blind.due(WRITE)
+
+
+def test_a_class_covers_business_writes_not_vocero_s_own_built_ins() -> None:
+    """A caller who asks for a person is never held behind an identity check meant for the
+    business systems' writes; a step that must guard a built-in names it."""
+    handoff = ToolSpec(name="handoff.request", server="vocero", resolves_to="handoff.request",
+                       action_class="reversible_write")
+    by_class = RequiredStep(kind="disclosure", id="c", text="t",
+                            applies_to=StepScope(classes=["reversible_write"]))
+    by_name = RequiredStep(kind="disclosure", id="n", text="t",
+                           applies_to=StepScope(tools=["handoff.request"]))
+    profile = AgentProfile(id="p", version="1", match=ProfileMatch(tenant="acme"),
+                           tools=[*SPECS, handoff], required_steps=[by_class])
+    assert [s.id for s in applicable(profile, resolve(profile, "appointments.reschedule"))] \
+        == ["c"]
+    assert applicable(profile, resolve(profile, "handoff.request")) == []
+    named = AgentProfile(id="p", version="1", match=ProfileMatch(tenant="acme"),
+                         tools=[*SPECS, handoff], required_steps=[by_class, by_name])
+    assert [s.id for s in applicable(named, resolve(named, "handoff.request"))] == ["n"]

@@ -59,7 +59,10 @@ Read = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any] | None]]
 
 def applicable(profile: AgentProfile, tool: ResolvedTool | None) -> list[RequiredStep]:
     """The profile's required steps that guard ``tool`` (writes only), in profile order. A step
-    naming any profile tool that resolves to the same server tool guards every alias of it."""
+    naming any profile tool that resolves to the same server tool guards every alias of it. An
+    action class covers the business systems' writes, not Vocero's own built-ins (a call-back
+    record, a handoff to a person): a caller who asks for a person is never held behind an
+    identity check; a step that must guard a built-in names it."""
     if tool is None or not tool.write:
         return []
     names = {
@@ -67,7 +70,8 @@ def applicable(profile: AgentProfile, tool: ResolvedTool | None) -> list[Require
     }
     return [
         s for s in profile.required_steps
-        if names & set(s.applies_to.tools) or tool.action_class in s.applies_to.classes
+        if names & set(s.applies_to.tools)
+        or (not tool.builtin and tool.action_class in s.applies_to.classes)
     ]
 
 
