@@ -66,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_profiles_arguments(commands.add_parser("profiles", help="versioned profiles and "
                                                "catalogs: list, history, rollback (JSON)"))
+    from vocero.app.commands.backup import add_backup_arguments, add_restore_arguments
+
+    add_backup_arguments(commands.add_parser("backup", help="a consistent copy of the store, "
+                                             "taken while serving (JSON)"))
+    add_restore_arguments(commands.add_parser("restore", help="restore a backup into an empty "
+                                              "database (JSON)"))
     from vocero.evals.options import add_eval_arguments
 
     add_eval_arguments(commands.add_parser("eval", help="run conversation scenarios against a "
@@ -119,6 +125,10 @@ def _run(args: argparse.Namespace) -> int:
         from vocero.app.commands.profiles import profiles_command
 
         return profiles_command(args)
+    if args.command in ("backup", "restore"):
+        from vocero.app.commands.backup import backup_command, restore_command
+
+        return (backup_command if args.command == "backup" else restore_command)(args)
     if args.command == "purge":
         from vocero.app.commands.purge import purge_command
 
