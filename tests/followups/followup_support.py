@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +19,7 @@ import msgspec
 
 from tests.support.servers import ServerProcess, free_port
 from vocero.app.adapters.followups import builtin_tools, followup_services
+from vocero.contracts.builtins import BuiltinSet, BuiltinTools
 from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import AgentProfile, Caller, FollowupSettings, McpServerSpec
 from vocero.contracts.ports import Message
@@ -209,7 +210,7 @@ async def plant(
     db_url: str, server: CallsServer, *, profile: AgentProfile | None = None,
     settings: QueueSettings | None = None, start: datetime = START, clock: Any = None,
     people: People | None = None, hook: Hook | None = None, step_hook: StepHook | None = None,
-    node: bool = False,
+    node: bool = False, builtins: Callable[[Any], Sequence[BuiltinTools]] = lambda _s: (),
 ) -> AsyncIterator[Plant]:
     """The wired plane; ``node``: as a process of its own on the store (a registered node with
     its heartbeat: what it holds is taken over at once once it is killed)."""
@@ -227,7 +228,8 @@ async def plant(
             if lease is not None:
                 await tg.start(lease.run)
             plane = ActionPlane(
-                store, clock=clock, builtins=builtin_tools(services),
+                store, clock=clock,
+                builtins=BuiltinSet(builtin_tools(services), *builtins(services)),
                 profiles=lambda _id, _version: profile,
                 gateway_for=lambda p: McpGateway(connections, p), hook=step_hook,
                 executor_settings=ExecutorSettings(poll_interval_s=0.2, reconcile_delay_s=0.05),

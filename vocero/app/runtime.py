@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import structlog
 
+from vocero.app.adapters.callbacks import carrier_call_tools
 from vocero.app.adapters.endpoint_metrics import EndpointCollector
 from vocero.app.adapters.followups import (
     FollowupServices,
@@ -319,7 +320,8 @@ async def open_runtime(
         settings, followups.store, sessions=conversations.get_session, profiles=heads.get,
         audit=audit,
     )
-    builtins = BuiltinSet(builtin_tools(followups), knowledge, handoff.tools)
+    callbacks = carrier_call_tools(settings, followups.store, profiles=heads.get, audit=audit)
+    builtins = BuiltinSet(builtin_tools(followups), knowledge, handoff.tools, callbacks)
     actions = ActionPlane(
         store,
         builtins=builtins,

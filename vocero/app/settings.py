@@ -131,6 +131,13 @@ class Settings:
     twilio_api_base: str = "https://api.twilio.com"
     """Twilio's REST API (``--twilio-api-base``): a handoff puts a call through there (tests
     point it at a local fake; docs/telephony.md "Handing a caller to a person")."""
+    twilio_account_sid: str = ""
+    """The Twilio account call-backs are placed on (``--twilio-account-sid``, env
+    ``VOCERO_TWILIO_ACCOUNT_SID``); with ``--twilio-auth-token`` and ``--public-url`` it enables
+    the built-in call tool ``carrier.call`` (docs/followups.md)."""
+    twilio_from: str = ""
+    """The number call-backs ring from, E.164 (``--twilio-from``, env ``VOCERO_TWILIO_FROM``),
+    unless the profile's ``followups.from_number`` names one."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.operator_token, Secret):
@@ -294,6 +301,15 @@ def add_telephony_arguments(parser: argparse.ArgumentParser) -> None:
         "--twilio-api-base", dest="twilio_api_base",
         default=_env("twilio_api_base", d.twilio_api_base),
         help="Twilio's REST API base URL, where a handoff puts a call through",
+    )
+    parser.add_argument(
+        "--twilio-account-sid", dest="twilio_account_sid",
+        default=_env("twilio_account_sid", d.twilio_account_sid),
+        help="Twilio account SID call-backs are placed on (built-in call tool carrier.call)",
+    )
+    parser.add_argument(
+        "--twilio-from", dest="twilio_from", default=_env("twilio_from", d.twilio_from),
+        help="E.164 number call-backs ring from (a profile's followups.from_number wins)",
     )
 
 

@@ -22,6 +22,7 @@ VOCERO_SERVER = "vocero"
 FOLLOWUPS_TOOL = "followups.record"
 KNOWLEDGE_TOOL = "knowledge.search"
 HANDOFF_TOOL = "handoff.request"
+CARRIER_CALL_TOOL = "carrier.call"
 """The built-ins' own names (a profile's ``resolves_to``; the model-facing name may differ)."""
 
 

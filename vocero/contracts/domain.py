@@ -230,6 +230,12 @@ class FollowupSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     """Follow-ups (call-backs and tasks) one session may record (``session_limit``)."""
     blocked: list[str] = []
     """Phone numbers never called."""
+    from_number: str = ""
+    """The number a call-back placed through the carrier (built-in ``carrier.call``) rings
+    from, E.164; empty: the deployment's ``--twilio-from`` (docs/followups.md)."""
+    agent_name: str = ""
+    """Who the agent says is calling on an answered call-back ("Hello, this is <agent_name>
+    calling back about <reason>."); empty: "Hello, I'm calling back about <reason>."."""
 
 
 class HandoffSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

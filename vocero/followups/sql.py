@@ -44,6 +44,8 @@ from vocero.store.scope import EVERY_TENANT, OperatorScope
 ACTOR = "vocero.followups"
 COUNTED = ("pending", "placed", "line_not_ready", "unknown")
 """Attempts that may have rung a phone: what the daily budget counts."""
+DIALING = "dialing"
+"""An attempt's ``reason_code`` while the carrier is being asked to ring (``claim_dial``)."""
 
 
 class SqlFollowupStore:
@@ -222,6 +224,18 @@ class SqlFollowupStore:
             return Attempt(operation_id=operation_id, followup_id=followup_id,
                            attempt=row.attempts, status="pending", reason_code="",
                            created_at=now)
+
+    async def claim_dial(self, operation_id: str, now: datetime) -> bool:
+        """Note, before the carrier is asked, that attempt ``operation_id`` is dialling: ``True``
+        the first time only (a pending attempt not claimed yet), so an operation sent again
+        after a restart never rings twice (docs/followups.md "Call-backs through the
+        carrier")."""
+        async with self._write() as session:
+            row = await session.get(FollowupAttemptRow, operation_id, with_for_update=True)
+            if row is None or row.status != "pending" or row.reason_code == DIALING:
+                return False
+            row.reason_code, row.updated_at = DIALING, now
+            return True
 
     async def finish_attempt(
         self, operation_id: str, status: AttemptStatus, reason: str, now: datetime

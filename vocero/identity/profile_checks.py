@@ -15,13 +15,15 @@ import msgspec
 
 from vocero.contracts.domain import AgentProfile, FollowupSettings, McpServerSpec, ToolSpec
 from vocero.contracts.errors import ConfigError
+from vocero.contracts.handoff import E164
 from vocero.identity.handoff_checks import check_handoff
 from vocero.identity.step_checks import check_steps
 
 VOCERO_SERVER = "vocero"
 """The ``server`` of Vocero's own built-in tools."""
 
-BUILTIN_TOOLS = frozenset({"followups.record", "knowledge.search", "handoff.request"})
+BUILTIN_TOOLS = frozenset({"followups.record", "knowledge.search", "handoff.request",
+                           "carrier.call"})
 """Built-in tools a profile may list with ``server: vocero`` (by ``resolves_to``)."""
 
 PYTHON_COMMANDS = frozenset({"python", "python3"})
@@ -96,6 +98,9 @@ def _check_followups(file: Path, settings: FollowupSettings) -> None:
     if not 0 < share <= 1:
         raise ConfigError(str(file), "followups.caller_daily_share",
                           f"must be above 0 and at most 1 (a share of daily_budget), got {share}")
+    if settings.from_number and not E164.match(settings.from_number):
+        raise ConfigError(str(file), "followups.from_number",
+                          "must be an E.164 number: + then 8 to 15 digits, no spaces")
 
 
 def _check_server(file: Path, name: str, server: McpServerSpec) -> None:
