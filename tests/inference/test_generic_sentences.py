@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import ToolDefinition
-from vocero.contracts.ports import LlmRequest, Message
+from vocero.contracts.ports import InputRequest, LlmRequest, Message
 from vocero.inference.cpu import questions
 from vocero.inference.cpu.small_talk import Persona, reply
+from vocero.orchestrator.asking import Asking, Question
 from vocero.policy.canonical import CanonicalError, Context, canonicalize
 from vocero.policy.readback import outcome, readback
 
@@ -77,6 +80,8 @@ def broken(sentence: str) -> list[str]:
         problems.append("a conjunction before a stop")
     if re.search(r"\b(and|or|,)\s*$", sentence.strip()):
         problems.append("a trailing conjunction")
+    if re.search(r"\b[a-z]+[A-Z][A-Za-z]*\b", sentence):
+        problems.append("a camelCase name")
     if re.search(r"\b(what|which) (when|where|who|why|how)\b", sentence, re.I):
         problems.append("a question word used as a noun")
     if "  " in sentence or " ." in sentence or ",." in sentence:
@@ -131,8 +136,34 @@ def sentences() -> list[tuple[str, str]]:
             ctx,
         )
     said.append(("policy question for a malformed new_slot_id", malformed.value.question))
+    said.extend(server_questions())
     for text in ("Tell me a joke.", "What can you do?"):
         said.append((f"reply to {text!r}", reply(text, _request(text))))
+    return said
+
+
+def server_questions() -> list[tuple[str, str]]:
+    """A server's own questions (MCP elicitation) and their read-back, for servers and fields
+    with internal names."""
+    said: list[tuple[str, str]] = []
+    core = SimpleNamespace(
+        clock=VirtualClock(), ctx=SimpleNamespace(caller=SimpleNamespace(timezone="UTC"))
+    )
+    properties = {
+        "new_slot_id": {"type": "string", "enum": ["S-1", "S-2", "S-3"]},
+        "storeCode": {"type": "string"},
+        "when": {"type": "string"},
+    }
+    for server in ("svc_bookings_v2", "crm", "bookings.api"):
+        for name in properties:
+            request = InputRequest(
+                id="q1", server=server, tool="svc.do_thing", operation_id="op1",
+                requested_schema={"type": "object", "required": [name], "properties": properties},
+            )  # fmt: skip
+            asking = Asking(core)  # type: ignore[arg-type]
+            said.append((f"server {server} asks {name}", asking._ask_next(Question(request))))
+        answered = Question(request, values={"new_slot_id": "S-2", "storeCode": "LDS"})
+        said.append((f"server {server} reads back", Asking(core)._read_back(answered)))  # type: ignore[arg-type]
     return said
 
 

@@ -32,7 +32,7 @@ import structlog
 
 from vocero.contracts import events as ev
 from vocero.contracts.builtins import VOCERO_SERVER, zone_of
-from vocero.contracts.english import join_list, list_items
+from vocero.contracts.english import identifier_words, join_list, list_items
 from vocero.contracts.lexicon import consent
 from vocero.contracts.ports import InputRequest, InputResponse
 from vocero.mcp_gateway import answer_problems
@@ -242,7 +242,8 @@ class Asking:
         if question.request.server == VOCERO_SERVER and prop.get("description"):
             return str(prop["description"])  # a required step's own question (ADR-0030)
         title = str(prop.get("title") or prop.get("description") or label(name)).strip()
-        server = question.request.server.capitalize()
+        named = " ".join(identifier_words(question.request.server))  # "crm_api_v2": no words
+        server = named.capitalize() if named else "The service"
         if prop.get("enum"):
             choice = join_list((str(o) for o in prop["enum"]), "or")
             return f"{server} needs to know the {title.lower()}: {choice}?"
