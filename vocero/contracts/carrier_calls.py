@@ -1,5 +1,5 @@
 """Placing a follow-up's call-back through the carrier (docs/followups.md "Call-backs through
-the carrier"; ADR-0034).
+the carrier"; ADR-0035).
 
 The built-in call tool ``carrier.call`` (:mod:`vocero.followups.carrier_call`) asks a
 :class:`CallPlacer` to ring a number; the carrier's REST client (beside its media stream,

@@ -1,5 +1,5 @@
 """``carrier.call``: the built-in call tool that rings a caller back through the carrier
-(docs/followups.md "Call-backs through the carrier"; ADR-0034).
+(docs/followups.md "Call-backs through the carrier"; ADR-0035).
 
 A profile names it as its ``followups.call_tool`` (a tool with ``server: vocero`` and
 ``resolves_to: carrier.call``). Only the queue starts it, as a system operation through the gate,
