@@ -41,6 +41,11 @@ TOOLS = [
         description="Move a booking to another slot.",
         input_schema=_schema("booking_ref", "slot", "when"),
     ),
+    ToolDefinition(  # a second version beside the first: said once
+        name="bookings.shift_v3",
+        description="Move a booking to another slot.",
+        input_schema=_schema("booking_ref", "slot"),
+    ),
     ToolDefinition(
         name="slots.next_free",
         description="The next free slot at a store.",

@@ -113,20 +113,14 @@ def clean_item(text: str) -> str:
 
 def list_items(items: Iterable[str]) -> list[str]:
     """The items :func:`join_list` says, in order: each cleaned (:func:`clean_item`), the empty
-    ones and repeats dropped. A caller that must find each item in the sentence uses these."""
-    kept: list[str] = []
-    seen: set[str] = set()
-    for raw in items:
-        item = clean_item(raw)
-        if item and item.casefold() not in seen:
-            seen.add(item.casefold())
-            kept.append(item)
-    return kept
+    ones dropped. A caller that must find each item in the sentence uses these. Repeats are
+    kept (two records may read alike); a caller that wants each once drops them first."""
+    return [item for item in (clean_item(raw) for raw in items) if item]
 
 
 def join_list(items: Iterable[str], conj: str = "and") -> str:
     """``["a"]`` -> "a", ``["a", "b"]`` -> "a and b", ``["a", "b", "c"]`` -> "a, b, and c";
-    empty, blank and repeated items are dropped; "" for none."""
+    empty and blank items are dropped; "" for none."""
     kept = list_items(items)
     if len(kept) <= 2:
         return f" {conj} ".join(kept)

@@ -76,7 +76,7 @@ class Persona:
                 can = first_person(sentence)
         tools = [t for t in request.tools if t.builtin != FOLLOWUPS_TOOL]
         if not can and tools:  # an item that says nothing is dropped, never joined
-            able = join_list(capability(t.description, t.name) for t in tools)
+            able = join_list(dict.fromkeys(capability(t.description, t.name) for t in tools))
             can = first_person(f"I can {able}.") if able else ""
         call_backs = any(t.builtin == FOLLOWUPS_TOOL for t in request.tools)
         return cls(who=who, can=can, call_backs=call_backs)
