@@ -141,3 +141,69 @@ async def test_a_failed_exchange_sends_nothing_to_the_server(
     failed = audit.of("mcp.delegation_failed")
     assert [f["reason_code"] for f in failed] == ["authorization_unavailable"]
     assert audit.of("mcp.tool_call")[-1]["reason"] == "authorization_unavailable"
+
+
+def test_a_jwt_callers_session_calls_with_its_exchanged_token_and_a_file_caller_fails_closed(
+    w: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole path through ``serve``'s composition root: the JWT a caller connected with is
+    what the gateway exchanges for its session's tool call."""
+    from tests.support.apps import sim_app
+    from tests.support.idp import AUDIENCE, ISSUER
+    from tests.support.wsclient import ProtocolClient
+
+    monkeypatch.setenv(SECRET_ENV, CLIENT_SECRET)
+    w.idp.fail_exchange = ""
+    exchange = {"token_url": w.idp.token_url, "audience": "bookings-api", "scope": "bookings:read",
+                "client_id": CLIENT_ID, "client_secret_env": SECRET_ENV}  # fmt: skip
+    plan = {
+        "id": "delegated", "version": "1", "match": {"tenant": "acme", "roles": ["customer"]},
+        "instructions": "Answer briefly.",
+        "mcp_servers": {"bookings": {"url": w.server.url,
+                                     "auth": {"token_exchange": exchange}}},
+        "tools": [{"name": "bookings.slots", "server": "bookings", "resolves_to": "find_slots",
+                   "action_class": "read", "required_scopes": ["bookings:read"],
+                   "idempotent": True}],
+    }  # fmt: skip
+    script = {"llm": [
+        {"match": r"slots on (?P<day>\w+)", "tool": "bookings.slots",
+         "arguments": {"day": "{day}"}, "reply": "Free on {result.day}."},
+        {"match": ".*", "reply": "Hello."},
+    ]}  # fmt: skip
+    callers = [{"token": "file-caller-token", "subject": "filed", "tenant": "acme",
+                "roles": ["customer"], "scopes": ["bookings:read"]}]  # fmt: skip
+    jwt = w.idp.token(sub="session-caller", scope="bookings:read")
+
+    def ask(client: Any, token: str, day: str) -> tuple[str, list[dict[str, Any]]]:
+        with client.websocket_connect("/v1/realtime") as ws:
+            pc = ProtocolClient(ws)
+            pc.connect(token)
+            pc.send("input.text.v1", {"text": f"slots on {day}"})
+            pc.expect("response.completed.v1")
+            texts = "".join(d["text"] for d in pc.of_type("response.text_delta.v1"))
+            pc.send("session.close.v1")
+            pc.expect_close()
+        return texts, pc.of_type("tool.status.v1")
+
+    with sim_app(tmp_path, plan, callers, script, caller_jwks=w.idp.jwks_url,
+                 caller_issuer=ISSUER, caller_audience=AUDIENCE,
+                 operator_token="op-test") as client:  # fmt: skip
+        before, exchanged = len(w.calls()), len(w.idp.exchanges)
+        said, _ = ask(client, jwt, "tuesday")
+        assert "Free on tuesday" in said
+        sent = w.calls()[before:]
+        assert len(sent) == 1 and w.idp.issued[sent[0]["bearer"]]["sub"] == "session-caller"
+        _, statuses = ask(client, "file-caller-token", "friday")  # no JWT: nothing to exchange
+        # the caller's client is told the lookup was refused and why (a real model reads the
+        # same status in the tool message; the simulator only fills its template)
+        assert [(s["status"], s["reason_code"]) for s in statuses][-1:] == [
+            ("rejected", "authorization_unavailable")
+        ]
+        assert len(w.calls()) == before + 1  # the file caller's call never reached the server
+        audit = client.get("/v1/audit", headers={"authorization": "Bearer op-test"}).json()
+        failed = [e["data"] for e in audit["items"] if e["kind"] == "mcp.delegation_failed"]
+        assert failed == [{"server": "bookings", "reason_code": "authorization_unavailable",
+                           "cause": "no_caller_jwt", "tenant_id": "acme",
+                           "subject_ref": failed[0]["subject_ref"]}]  # once: not retried
+        assert jwt not in json.dumps(audit) and "file-caller-token" not in json.dumps(audit)
+    assert len(w.idp.exchanges) == exchanged + 1

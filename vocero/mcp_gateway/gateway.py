@@ -24,6 +24,7 @@ from vocero.contracts.domain import AgentProfile, ToolDefinition, ToolSpec
 from vocero.contracts.errors import ToolCallError, ToolNotAllowedError, ToolUnavailableError
 from vocero.contracts.ports import CallMeta, InputHandler, ToolCallRequest, ToolResult
 from vocero.mcp_gateway.connection import BUILTIN_SERVER, McpConnections, ServerConnection
+from vocero.mcp_gateway.delegation import DelegationUnavailable
 from vocero.mcp_gateway.errors import (
     INPUT_SECRET_REQUESTED,
     ToolInputError,
@@ -259,6 +260,8 @@ class McpGateway:
                     ask=ask,
                     model_tool=binding.spec.name,
                 )
+            except DelegationUnavailable:
+                raise  # no token for this caller: another attempt would fail the same way
             except ToolUnavailableError:
                 if attempt + 1 >= attempts:
                     raise
