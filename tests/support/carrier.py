@@ -49,19 +49,22 @@ def webhook(
     *,
     signature: str | None = "sign",
     token: str = AUTH_TOKEN,
+    query: str = "",
 ) -> Any:
     """POST the Voice webhook as Twilio does; ``signature="sign"`` signs it with ``token``
-    over ``PUBLIC_URL`` + the route (``None``: no signature header)."""
+    over ``PUBLIC_URL`` + the route (+ ``?query``, as an outbound call's ``Url`` has it;
+    ``None``: no signature header)."""
+    path = twilio.VOICE_PATH + (f"?{query}" if query else "")
     headers = {"content-type": "application/x-www-form-urlencoded"}
     if signature == "sign":  # Twilio's own library signs it, not the code under test
         from twilio.request_validator import RequestValidator
 
         signature = RequestValidator(token).compute_signature(
-            PUBLIC_URL + twilio.VOICE_PATH, params
+            PUBLIC_URL + path, params
         )
     if signature is not None:
         headers["x-twilio-signature"] = signature
-    return client.post(twilio.VOICE_PATH, content=urlencode(params), headers=headers)
+    return client.post(path, content=urlencode(params), headers=headers)
 
 
 class CarrierClient:

@@ -160,10 +160,15 @@ def call_params(call_sid: str, phone: str) -> dict[str, str]:
 
 
 @contextmanager
-def phone_app(tmp_path: Path, stt: list[str], *, telephony: bool = True) -> Iterator[Phone]:
+def phone_app(
+    tmp_path: Path, stt: list[str], *, telephony: bool = True,
+    profile: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
+) -> Iterator[Phone]:
+    """``profile``: the profile to run instead of :data:`PROFILE`; ``settings``: more
+    settings."""
     profiles = tmp_path / "profiles"
     profiles.mkdir()
-    (profiles / "harbour.yaml").write_text(yaml.safe_dump(PROFILE))
+    (profiles / "harbour.yaml").write_text(yaml.safe_dump(profile or PROFILE))
     identities = tmp_path / "identities.yaml"
     identities.write_text(yaml.safe_dump({"callers": [{
         "token": f"harbour-{uuid.uuid4().hex}", "subject": f"skipper-{uuid.uuid4().hex[:8]}",
@@ -174,16 +179,17 @@ def phone_app(tmp_path: Path, stt: list[str], *, telephony: bool = True) -> Iter
     script.write_text(yaml.safe_dump(
         {"stt": stt, "tts": {"ms_per_char": MS_PER_CHAR}, "llm": RULES}
     ))
-    settings = Settings(
+    config = Settings(
         runners="sim",
         db=migrated_copy(tmp_path / "vocero.db", driver="sqlite+aiosqlite"),
         sim_script=str(script), profiles=str(profiles), identities=str(identities),
         operator_token="op-phone-token", followups_tick_s=0,
         public_url=PUBLIC_URL if telephony else "",
         twilio_auth_token=AUTH_TOKEN if telephony else "",
+        **(settings or {}),
     )
     gateway = FakeToolGateway([LOOKUP, AMEND], {"ledger.lookup": answer, "ledger.amend": answer})
-    with TestClient(create_app(settings, gateway_for=lambda _p, _c: gateway)) as client:
+    with TestClient(create_app(config, gateway_for=lambda _p, _c: gateway)) as client:
         assert client.portal is not None
         client.portal.call(client.app.state.runtime.ready.wait)  # type: ignore[attr-defined]
         yield Phone(client, gateway)

@@ -35,6 +35,7 @@ from vocero.app.runtime import Runtime, open_runtime
 from vocero.app.settings import Settings
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.domain import Caller
+from vocero.followups.carrier_call import callback_answered
 from vocero.identity.identities import IdentityDirectory
 from vocero.identity.profiles import ProfileCatalog
 from vocero.relay.connection import Connection
@@ -44,7 +45,7 @@ from vocero.relay.ports import RelayConfig
 from vocero.relay.telephony import twilio, voice_webhook
 from vocero.relay.telephony.config import TelephonyConfig
 from vocero.relay.telephony.stream import twilio_stream
-from vocero.relay.telephony.tickets import TicketBook
+from vocero.relay.telephony.tickets import Admitted, TicketBook
 from vocero.web import STATIC
 
 
@@ -156,6 +157,14 @@ def telephony_config(
     async def caller_by_phone(number: str) -> Caller | None:
         return runtime.identities.by_phone(number)
 
+    async def callback_of(followup_id: str, number: str) -> Admitted | None:
+        found = await callback_answered(runtime.followups.store, runtime.identities,
+                                        runtime.profiles.get, followup_id, number)
+        if found is None:
+            return None
+        caller, opening = found
+        return Admitted(caller, followup_id=followup_id, opening=opening)
+
     return TelephonyConfig(
         relay=relay,
         auth_token=settings.twilio_auth_token,
@@ -163,6 +172,7 @@ def telephony_config(
         caller_by_phone=caller_by_phone,
         tickets=TicketBook(runtime.monotonic),
         accounts=runtime.call_accounts,
+        callback_of=callback_of,
     )
 
 

@@ -21,15 +21,17 @@ number only as a digest.
 from __future__ import annotations
 
 import hashlib
+import hmac
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import structlog
 
 from vocero.contracts.builtins import CARRIER_CALL_TOOL, Canonical, Context
-from vocero.contracts.carrier_calls import CallNotPlaced, CallPlacer
+from vocero.contracts.carrier_calls import CallNotPlaced, CallPlacer, opening_line
+from vocero.contracts.domain import Caller
 from vocero.contracts.ports import CallMeta, Clock, ToolResult
-from vocero.followups.ports import ProfileLookup
+from vocero.followups.ports import Directory, ProfileLookup
 from vocero.followups.records import Followup
 
 log = structlog.get_logger("vocero.followups.carrier")
@@ -136,6 +138,27 @@ class CarrierCallTools:
                     carrier_reason=failed.reason_code, status=failed.status)
         return ToolResult(content={"error": f"{code}: {failed.reason_code}",
                                    "status": failed.status}, is_error=True)
+
+
+async def callback_answered(
+    store: DialBook, directory: Directory, profiles: ProfileLookup, followup_id: str,
+    number: str,
+) -> tuple[Caller, str] | None:
+    """The caller a call-back rang and the agent's first line (who is calling, the follow-up's
+    reason), when ``followup_id`` is a phone follow-up Vocero is placing or placed and
+    ``number`` is its caller's phone; ``None`` otherwise."""
+    followup = await store.get(followup_id)
+    if followup is None or followup.channel != "phone":
+        return None
+    if followup.status != "placed" and followup.attempt_operation_id is None:
+        return None
+    caller = directory.caller(followup.tenant_id, followup.subject_ref)
+    if caller is None or not caller.phone or not hmac.compare_digest(
+            caller.phone.encode(), number.encode()):
+        return None
+    profile = profiles(followup.profile_id, followup.profile_version)
+    agent = profile.followups.agent_name if profile is not None else ""
+    return caller, opening_line(followup.reason, agent)
 
 
 def phone_digest(number: str) -> str:

@@ -24,6 +24,9 @@ class SessionContext:
     channel: str = "web"
     """``web``, or the carrier a phone call came through (``twilio``): a handoff puts a phone
     call through, and records a task on the web (:mod:`.handoff`)."""
+    opening: str = ""
+    """The agent's first line, said unasked as soon as the session runs (a call-back answered on
+    the phone says who is calling and why); empty: the agent waits for the caller."""
 
     @property
     def principal(self) -> Principal:

@@ -135,6 +135,8 @@ class Session:
                     core.coordinator.set_input_handler(asking.ask)
                 core.fire(Event.CONFIGURED)
                 tg.start_soon(self._prepare_model)
+                if core.ctx.opening:  # the agent speaks first (a call-back)
+                    tg.start_soon(turns.opening, core.ctx.opening)
                 task_status.started()
                 await anyio.sleep_forever()
         except Exception:

@@ -88,6 +88,20 @@ class Turns:
                            traceparent=tracing.committed(pending.turn_id))
             await self.responder.unanswered(turn, pending.plan)
 
+    async def opening(self, text: str) -> None:
+        """The agent speaks first (a call-back answered on the phone says who is calling and
+        why): its line takes a turn of its own, in the application's words, before any of the
+        caller's (they queue behind it; speech over it barges in as over any answer)."""
+        async with tracing.turn(self.core.ctx.session_id, "opening"), self._lock:
+            core = self.core
+            if Effect.RESPOND not in core.fire(Event.TURN_COMMITTED).effects:
+                return  # not the agent's turn after all: nothing said
+            turn_id = new_id("turn")
+            turn = TurnRef(session_id=core.ctx.session_id, turn_id=turn_id,
+                           traceparent=tracing.committed(turn_id))
+            log.info("session.opening", session_id=core.ctx.session_id)
+            await self.responder.say(turn, core.monotonic(), text)
+
     async def clicked(self, proposal_id: str, revision: int, decision: Intent) -> None:
         async with tracing.turn(self.core.ctx.session_id, "click"), self._lock:
             await self.answers.clicked(proposal_id, revision, decision)

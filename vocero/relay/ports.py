@@ -82,7 +82,12 @@ class SessionFactory(Protocol):
         resume_token: Secret | None = None,
         channel: str = "web",
         call_sid: str = "",
-    ) -> SessionHandle: ...
+        followup_id: str = "",
+        opening: str = "",
+    ) -> SessionHandle:
+        """``followup_id`` and ``opening``: a call-back answered on the phone (the follow-up it
+        answers, recorded on the session, and the agent's first line)."""
+        ...
 
     def audit(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:
         """Fire-and-forget audit of relay decisions (denials, configuration differences)."""

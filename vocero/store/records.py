@@ -47,6 +47,8 @@ class SessionRecord(msgspec.Struct, frozen=True, kw_only=True):
     lease_expires_at: datetime | None = None
     channel: str = "web"
     call_sid: str = ""
+    followup_id: str = ""
+    """The follow-up this session is the call-back of (empty: none)."""
 
 
 class TurnRecord(msgspec.Struct, frozen=True, kw_only=True):

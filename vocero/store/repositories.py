@@ -111,6 +111,7 @@ class Conversations:
         resume_token_hash: str | None = None,
         channel: str = "web",
         call_sid: str = "",
+        followup_id: str = "",
     ) -> SessionRecord:
         now = self._now()
         row = SessionRow(
@@ -118,7 +119,7 @@ class Conversations:
             profile_version=profile_version, state=state, effective=dict(effective or {}),
             resume_token_hash=resume_token_hash, created_at=now, closed_at=None,
             owner_id=self.owner or None, lease_expires_at=self._held_until(),
-            channel=channel, call_sid=call_sid,
+            channel=channel, call_sid=call_sid, followup_id=followup_id,
         )
         async with self._store.write() as session:
             session.add(row)
@@ -405,7 +406,7 @@ def _session_record(row: SessionRow) -> SessionRecord:
         effective=dict(row.effective), resume_token_hash=row.resume_token_hash,
         created_at=row.created_at, closed_at=row.closed_at, owner_id=row.owner_id or "",
         lease_expires_at=row.lease_expires_at, channel=row.channel or "web",
-        call_sid=row.call_sid or "",
+        call_sid=row.call_sid or "", followup_id=row.followup_id or "",
     )
 
 

@@ -154,6 +154,8 @@ class SessionFactory:
         resume_token: Secret | None = None,
         channel: str = "web",
         call_sid: str = "",
+        followup_id: str = "",
+        opening: str = "",
     ) -> OpenSession:
         """``channel``: ``web``, or the carrier a phone call came through (``twilio``, with
         its ``call_sid``): recorded on the session, and on the phone read-backs say how to
@@ -187,6 +189,7 @@ class SessionFactory:
             tools=self._tools(profile),
             voice_usable=voice_usable,
             channel=channel,
+            opening=opening if previous is None else "",
         )
         if previous is not None:
             reopened = await runtime.conversations.reopen_session(
@@ -209,6 +212,7 @@ class SessionFactory:
                 resume_token_hash=_token_hash(token),
                 channel=channel,
                 call_sid=call_sid,
+                followup_id=followup_id,
             )
         await runtime.audit.record(
             "session.resumed" if previous is not None else "session.opened",
@@ -221,6 +225,7 @@ class SessionFactory:
                 "voice_version": voice.voice_version,
                 "channel": channel,
                 **({"call_sid": call_sid} if call_sid else {}),
+                **({"followup_id": followup_id} if followup_id else {}),
             },
             session_id=session_id,
         )

@@ -83,6 +83,7 @@ async def list_sessions(request: Request, runtime: Runtime, operator: Operator) 
             "closed_at": row.closed_at,
             "channel": row.channel or "web",
             **({"call_sid": row.call_sid} if row.call_sid else {}),
+            **({"followup_id": row.followup_id} if row.followup_id else {}),
         })
     return json({"items": items})
 

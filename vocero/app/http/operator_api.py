@@ -95,6 +95,7 @@ async def get_session(request: Request, runtime: Runtime, operator: Operator) ->
             "closed_at": record.closed_at,
             "channel": record.channel,
             **({"call_sid": record.call_sid} if record.call_sid else {}),
+            **({"followup_id": record.followup_id} if record.followup_id else {}),
             "history": [
                 {
                     "role": h.role,

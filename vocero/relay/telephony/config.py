@@ -11,7 +11,7 @@ from vocero.contracts.secrets import Secret
 from vocero.relay.ports import RelayConfig
 from vocero.relay.telephony.carrier import CarrierProtocol
 from vocero.relay.telephony.redirect import AccountBook
-from vocero.relay.telephony.tickets import TicketBook
+from vocero.relay.telephony.tickets import Admitted, TicketBook
 from vocero.relay.telephony.twilio import STREAM_PATH, TwilioStream
 
 
@@ -32,6 +32,10 @@ class TelephonyConfig:
     accounts: AccountBook | None = None
     """Where the webhook notes each call's ``AccountSid``, for a handoff's transfer
     (:mod:`.redirect`)."""
+    callback_of: Callable[[str, str], Awaitable[Admitted | None]] | None = None
+    """A call-back's answered call (the webhook's ``?followup=<id>`` and the ``To`` it rang):
+    the caller it rang, the follow-up and the agent's first line; ``None``: not a call-back
+    Vocero placed to that number (docs/followups.md "Call-backs through the carrier")."""
 
     @property
     def base(self) -> str:

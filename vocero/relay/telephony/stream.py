@@ -32,7 +32,6 @@ from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from vocero.contracts import events as ev
-from vocero.contracts.domain import Caller
 from vocero.contracts.errors import AuthError, CloseCode
 from vocero.orchestrator.output import OutFrame, OutputChannel
 from vocero.relay.admission import Admission
@@ -40,7 +39,7 @@ from vocero.relay.ports import SessionInput
 from vocero.relay.telephony.audio import FRAME_MS, CarrierDecoder, CarrierEncoder
 from vocero.relay.telephony.carrier import CarrierProtocol, Key, MarkEchoed, Media, Start, Stop
 from vocero.relay.telephony.config import TelephonyConfig
-from vocero.relay.telephony.tickets import TicketRefused
+from vocero.relay.telephony.tickets import Admitted, TicketRefused
 
 log = structlog.get_logger("vocero.telephony")
 
@@ -232,8 +231,8 @@ class CarrierCall:
         admission = Admission(config.relay)
         try:
             await self.ws.accept()
-            start, caller = await self._start(config)
-            await self._run(config, start, caller, admission)
+            start, admitted = await self._start(config)
+            await self._run(config, start, admitted, admission)
         except _Refused as refused:
             self._refused(config, refused.reason_code)
             await self._close(CloseCode.POLICY_VIOLATION)
@@ -245,7 +244,7 @@ class CarrierCall:
         finally:
             admission.release_slot()
 
-    async def _start(self, config: TelephonyConfig) -> tuple[Start, Caller]:
+    async def _start(self, config: TelephonyConfig) -> tuple[Start, Admitted]:
         """The stream's ``start`` (``connected`` and anything else before it are read past),
         with a ticket good for its call."""
         start: Start | None = None
@@ -266,15 +265,15 @@ class CarrierCall:
         if start.encoding != config.carrier.encoding or start.sample_rate not in (0, 8000):
             raise _Refused("media_format_unsupported")
         try:
-            caller = config.tickets.redeem(start.parameters.get("ticket", ""), start.call_sid)
+            admitted = config.tickets.admit(start.parameters.get("ticket", ""), start.call_sid)
         except TicketRefused as refused:
             raise _Refused(refused.reason_code) from None
-        return start, caller
+        return start, admitted
 
     async def _run(
-        self, config: TelephonyConfig, start: Start, caller: Caller, admission: Admission
+        self, config: TelephonyConfig, start: Start, admitted: Admitted, admission: Admission
     ) -> None:
-        relay = config.relay
+        relay, caller = config.relay, admitted.caller
         if relay.draining:
             raise _Refused("shutting_down")
         if relay.wait_ready is not None and not await relay.wait_ready():
@@ -295,6 +294,7 @@ class CarrierCall:
             handle = await relay.factory.open(
                 caller, profile, out, turn_mode="server_vad", locale=profile.locale,
                 channel="twilio", call_sid=start.call_sid,
+                followup_id=admitted.followup_id, opening=admitted.opening,
             )
         except AuthError:
             raise _Refused("profile_denied") from None

@@ -34,9 +34,19 @@ class TicketRefused(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Admitted:
+    """What a good ticket admits: the caller, and for a call-back the follow-up it answers and
+    the agent's first line (docs/followups.md "Call-backs through the carrier")."""
+
+    caller: Caller
+    followup_id: str = ""
+    opening: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class _Issued:
     call_sid: str
-    caller: Caller
+    admitted: Admitted
     expires_at: float
 
 
@@ -50,17 +60,24 @@ class TicketBook:
         self._closed: OrderedDict[str, str] = OrderedDict()
         """Digest -> why it can no longer be redeemed (``ticket_reused``, ``ticket_expired``)."""
 
-    def issue(self, call_sid: str, caller: Caller) -> str:
-        """A new ticket for the stream of ``call_sid``, for ``caller``."""
+    def issue(self, call_sid: str, caller: Caller, *, followup_id: str = "",
+              opening: str = "") -> str:
+        """A new ticket for the stream of ``call_sid``, for ``caller`` (on a call-back, with the
+        follow-up it answers and the agent's first line)."""
         self._forget_expired()
         ticket = secrets.token_urlsafe(24)
-        self._open[_digest(ticket)] = _Issued(call_sid, caller, self.clock() + self.ttl_s)
+        admitted = Admitted(caller, followup_id=followup_id, opening=opening)
+        self._open[_digest(ticket)] = _Issued(call_sid, admitted, self.clock() + self.ttl_s)
         while len(self._open) > MAX_OPEN:
             self._open.popitem(last=False)
         return ticket
 
     def redeem(self, ticket: str, call_sid: str) -> Caller:
-        """The caller the ticket was issued for; the ticket is used up whatever the outcome.
+        """The caller the ticket was issued for (:meth:`admit`)."""
+        return self.admit(ticket, call_sid).caller
+
+    def admit(self, ticket: str, call_sid: str) -> Admitted:
+        """What the ticket was issued for; the ticket is used up whatever the outcome.
         Raises :class:`TicketRefused` (``ticket_missing``, ``ticket_reused``,
         ``ticket_unknown``, ``ticket_expired``, ``ticket_other_call``)."""
         if not ticket:
@@ -74,7 +91,7 @@ class TicketBook:
             raise TicketRefused("ticket_expired")
         if not secrets.compare_digest(issued.call_sid.encode(), call_sid.encode()):
             raise TicketRefused("ticket_other_call")
-        return issued.caller
+        return issued.admitted
 
     def _forget_expired(self) -> None:
         now = self.clock()

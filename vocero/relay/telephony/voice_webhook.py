@@ -15,6 +15,7 @@ import structlog
 from starlette.requests import Request
 from starlette.responses import Response
 
+from vocero.contracts.carrier_calls import FOLLOWUP_PARAMETER
 from vocero.relay.telephony import twilio
 from vocero.relay.telephony.config import TelephonyConfig, phone_ref
 
@@ -43,10 +44,13 @@ async def voice(request: Request) -> Response:
         _refused(config, "signature_missing" if not presented else "signature_invalid")
         return Response(status_code=403)
     call_sid = form.get("CallSid", "")
-    number = form.get("From", "")
     if not call_sid:
         _refused(config, "call_sid_missing")
         return Response(status_code=400)
+    followup_id = request.query_params.get(FOLLOWUP_PARAMETER, "")
+    if followup_id:  # a call-back Vocero placed: the person it rang answered
+        return await _callback(config, call_sid, followup_id, form)
+    number = form.get("From", "")
     caller = await config.caller_by_phone(number) if number else None
     ref = phone_ref(number)
     if caller is None:
@@ -61,6 +65,37 @@ async def voice(request: Request) -> Response:
          "subject_ref": caller.subject_ref},
     )
     log.info("telephony.call_answered", call_sid=call_sid, phone_ref=ref)
+    return Response(
+        twilio.connect_twiml(config.stream_url, {"ticket": ticket}), media_type=TWIML
+    )
+
+
+async def _callback(
+    config: TelephonyConfig, call_sid: str, followup_id: str, form: dict[str, str]
+) -> Response:
+    """The answered call of a call-back: connected with a ticket that carries the follow-up
+    and the agent's first line, when the follow-up is one Vocero rang to this ``To``."""
+    number = form.get("To", "")
+    ref = phone_ref(number)
+    admitted = (await config.callback_of(followup_id, number)
+                if config.callback_of is not None and number else None)
+    if admitted is None:
+        _refused(config, "followup_unknown", call_sid=call_sid, phone_ref=ref,
+                 followup_id=followup_id)
+        return Response(twilio.refusal_twiml(), media_type=TWIML)
+    caller = admitted.caller
+    ticket = config.tickets.issue(call_sid, caller, followup_id=followup_id,
+                                  opening=admitted.opening)
+    if config.accounts is not None:
+        config.accounts.note(call_sid, str(form.get("AccountSid") or ""))
+    config.relay.factory.audit(
+        "telephony.call_answered",
+        {"call_sid": call_sid, "phone_ref": ref, "tenant_id": caller.tenant,
+         "subject_ref": caller.subject_ref, "followup_id": followup_id,
+         "direction": "outbound"},
+    )
+    log.info("telephony.callback_answered", call_sid=call_sid, phone_ref=ref,
+             followup_id=followup_id)
     return Response(
         twilio.connect_twiml(config.stream_url, {"ticket": ticket}), media_type=TWIML
     )

@@ -48,6 +48,8 @@ class SessionRow(Base):
     """How the caller reached Vocero: ``web`` (``/v1/realtime``) or a carrier (``twilio``)."""
     call_sid: Mapped[str] = mapped_column(String(64), default="", server_default="")
     """The carrier's id of the phone call (empty for ``web``)."""
+    followup_id: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    """The follow-up a call-back session answers (empty for every other session)."""
 
 
 class TurnRow(Base):
