@@ -9,7 +9,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="scenario files or folders of them (docs/eval.md)")
     parser.add_argument("--runners", choices=["sim", "cpu", "gb10"], default="sim")
-    parser.add_argument("--mode", choices=["text", "audio"], default="text")
+    parser.add_argument("--mode", choices=["text", "audio"], default=None,
+                        help="text (the default) or audio; --transport twilio implies audio")
+    parser.add_argument("--transport", choices=["websocket", "twilio"], default="websocket",
+                        help="websocket (/v1/realtime) or twilio: every scenario over the phone "
+                             "path (docs/eval.md \"Over the phone\")")
     parser.add_argument("--profiles", default="fixtures/profiles")
     parser.add_argument("--identities", default="fixtures/identities.yaml")
     parser.add_argument("--junit", default=None, help="write JUnit XML here")

@@ -18,6 +18,7 @@ from vocero.evals.audio import Voice
 from vocero.evals.client import Caller, TurnResult
 from vocero.evals.expect import Context, Failure, check_scenario, check_turn
 from vocero.evals.format import Scenario
+from vocero.evals.phone import PhoneCaller, phone_unchecked
 from vocero.evals.proxy import RecordingProxy
 from vocero.evals.server import Server, ServerError, read_taps, tap_profiles
 
@@ -43,6 +44,9 @@ class ScenarioResult:
     """Warnings, errors and tracebacks the server logged while the scenario ran."""
     server_log: str = ""
     """The file name of the server's whole log in the report folder (``--report``)."""
+    unchecked: list[str] = field(default_factory=list)
+    """``--transport twilio``: the expectations the phone cannot check (the scenario is not
+    run, and fails)."""
 
     @property
     def passed(self) -> bool:
@@ -54,12 +58,17 @@ class ScenarioResult:
 
 
 def run_all(scenarios: list[Scenario], args: argparse.Namespace,
-            zones: dict[str, str]) -> list[ScenarioResult]:
+            zones: dict[str, str], *, phones: dict[str, str] | None = None,
+            voice: Voice | None = None) -> list[ScenarioResult]:
+    """``phones``: each caller token's number, for ``--transport twilio``; ``voice``: the
+    caller's voice in audio mode (Piper when None)."""
+    phone = getattr(args, "transport", "websocket") == "twilio"
     groups: dict[str, list[Scenario]] = {}
     for scenario in scenarios:
         key = scenario.sim_path if args.runners == "sim" else ""
         groups.setdefault(key, []).append(scenario)
-    voice = Voice() if args.mode == "audio" else None
+    if args.mode == "audio" and voice is None:
+        voice = Voice()
     results: list[ScenarioResult] = []
     with tempfile.TemporaryDirectory(prefix="vocero-eval-") as tmp:
         for number, (sim, group) in enumerate(groups.items()):
@@ -70,12 +79,21 @@ def run_all(scenarios: list[Scenario], args: argparse.Namespace,
                                    work / "taps", proxies)
             server = Server(runners=args.runners, profiles=work / "profiles",
                             identities=Path(args.identities).resolve(), work=work,
-                            sim_script=sim)
+                            sim_script=sim, telephony=phone)
             try:
                 server.wait_ready()
                 for scenario in group:
+                    unchecked = phone_unchecked(scenario) if phone else []
+                    if unchecked:  # not run: a pass would claim what was never checked
+                        result = ScenarioResult(scenario, unchecked=unchecked, failures=[
+                            Failure("transport", "expectations the phone can check",
+                                    "not checkable over the phone: " + "; ".join(unchecked))])
+                        _print(result)
+                        results.append(result)
+                        continue
                     result = run_scenario(scenario, server, work / "taps", aliases, args,
-                                          zones.get(scenario.caller or "", "UTC"), voice)
+                                          zones.get(scenario.caller or "", "UTC"), voice,
+                                          phone=(phones or {}).get(scenario.caller or ""))
                     result.server_log = f"server-{number}.log"
                     _print(result)
                     results.append(result)
@@ -103,13 +121,21 @@ def _keep_log(server: Server, target: Path) -> None:
 
 def run_scenario(scenario: Scenario, server: Server, taps: Path,
                  aliases: dict[str, set[tuple[str, str]]], args: argparse.Namespace,
-                 zone: str, voice: Voice | None) -> ScenarioResult:
+                 zone: str, voice: Voice | None, phone: str | None = None) -> ScenarioResult:
+    """``phone``: the caller's number, to ring it over the phone path (``--transport
+    twilio``); None: the WebSocket."""
     result = ScenarioResult(scenario, started_at=time.time())
     mark = server.lines
     ctx = Context(zone=zone, now=datetime.now(UTC), aliases=aliases)
-    caller = Caller(server.ws_url, scenario.caller or "", locale=scenario.locale,
-                    timeout_s=TURN_TIMEOUT_S.get(args.runners, 60.0), mode=args.mode,
-                    voice=voice)
+    timeout_s = TURN_TIMEOUT_S.get(args.runners, 60.0)
+    caller: Caller | PhoneCaller
+    if phone is not None:
+        caller = PhoneCaller(server, public_url=server.base,
+                             auth_token=server.twilio_auth_token, phone=phone,
+                             timeout_s=timeout_s, voice=voice)
+    else:
+        caller = Caller(server.ws_url, scenario.caller or "", locale=scenario.locale,
+                        timeout_s=timeout_s, mode=args.mode, voice=voice)
     try:
         caller.open()
         result.session_id = caller.session_id

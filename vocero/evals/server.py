@@ -120,11 +120,13 @@ class Server:
     """One ``vocero serve`` for a group of scenarios (the same sim script)."""
 
     def __init__(self, *, runners: str, profiles: Path, identities: Path, work: Path,
-                 sim_script: str = "") -> None:
+                 sim_script: str = "", telephony: bool = False) -> None:
         self.port = free_port()
         self.token = secrets.token_urlsafe(24)
         self.base = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}/v1/realtime"
+        self.twilio_auth_token = secrets.token_urlsafe(24) if telephony else ""
+        """``--transport twilio``: the phone leg's signing secret, generated for this run."""
         self.output: deque[str] = deque(maxlen=60)
         self.log_path = work / "server.log"
         """Everything the server printed (its structlog events), kept for the report."""
@@ -142,6 +144,9 @@ class Server:
         # The token through the environment: on the command line it would be visible to every
         # local user, and one starting with "-" read as an option (serve exits 2).
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "VOCERO_OPERATOR_TOKEN": self.token}
+        if telephony:  # the carrier reaches this server on loopback; signatures are over it
+            command += ["--public-url", self.base]
+            env["VOCERO_TWILIO_AUTH_TOKEN"] = self.twilio_auth_token
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
             cwd=str(work))
