@@ -1,6 +1,6 @@
 """Writing and reading the backup file (:mod:`vocero.store.backup_manifest`): an uncompressed
-tar of the manifest and the payload, written beside its destination and renamed into place, so
-a half-written file never carries the destination's name."""
+tar of the manifest and the payload, written beside its destination (mode 0600) and renamed into
+place, so a half-written file never carries the destination's name."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ def write_archive(out: Path, manifest: Manifest, payload: Path) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
     raw = manifest.encode()
+    partial.touch(mode=0o600)  # records of callers: readable by the owner only
+    partial.chmod(0o600)
     with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as archive:
         info = tarfile.TarInfo(MANIFEST_NAME)
         info.size, info.mtime, info.mode = len(raw), int(time.time()), 0o600
