@@ -44,6 +44,10 @@ from vocero.store.repositories import Conversations
 
 log = structlog.get_logger("vocero.app.followups")
 
+TELEPHONY = ("public_url", "twilio_auth_token", "twilio_api_base", "twilio_account_sid",
+             "twilio_from")
+"""The settings ``vocero followups tick`` takes for the built-in call tool ``carrier.call``."""
+
 
 class OffsetClock(SystemClock):
     """Wall time that starts at a given instant and advances in real time (``--now``); waits
@@ -140,6 +144,7 @@ async def tick_plane(
     step_hook: StepHook | None = None,
 ) -> AsyncIterator[tuple[FollowupServices, ActionPlane, Clock]]:
     """Everything one pass needs, running: store, MCP connections, the outbox worker."""
+    from vocero.app.adapters.callbacks import carrier_call_tools
     from vocero.app.settings import Settings, db_url
     from vocero.identity.identities import load_identities
     from vocero.identity.profiles import load_profiles
@@ -149,7 +154,9 @@ async def tick_plane(
     from vocero.store.leases import NodeLease
     from vocero.store.migrate import upgrade_async
 
-    settings = Settings(db=args.db, profiles=args.profiles, identities=args.identities)
+    settings = Settings(
+        db=args.db, profiles=args.profiles, identities=args.identities,
+        **{name: getattr(args, name) for name in TELEPHONY if hasattr(args, name)})
     identities = load_identities(settings.identities_file)
     profiles = load_profiles(settings.profiles_dir)
     url = db_url(settings.db)
@@ -165,8 +172,11 @@ async def tick_plane(
             list(profiles), audit=AuditLog(store), pins=SqlPinRepository(store))
         async with connections.running(), anyio.create_task_group() as tg:
             await tg.start(node.run)
+            callbacks = carrier_call_tools(settings, services.store, profiles=profiles.get,
+                                           audit=AuditLog(store), clock=clock)
             plane = ActionPlane(
-                store, clock=clock, builtins=builtin_tools(services), profiles=profiles.get,
+                store, clock=clock, builtins=BuiltinSet(builtin_tools(services), callbacks),
+                profiles=profiles.get,
                 gateway_for=lambda profile: McpGateway(connections, profile), hook=step_hook,
                 owner=node.id, lease_ttl_s=node.settings.ttl_s)
             services.attach_queue(plane, profiles=profiles.get, directory=identities,

@@ -19,7 +19,7 @@ BUSY_WAIT_S = 30.0
 def add_tick_arguments(parser: argparse.ArgumentParser) -> None:
     """``vocero followups tick [--db URL] [--now RFC3339] [--profiles DIR]
     [--identities FILE]`` (each flag also reads ``VOCERO_<FLAG>``)."""
-    from vocero.app.settings import Settings
+    from vocero.app.settings import Settings, add_telephony_arguments
 
     defaults = Settings()
     env = os.environ.get
@@ -30,6 +30,7 @@ def add_tick_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--identities", default=env("VOCERO_IDENTITIES", defaults.identities))
     parser.add_argument("--settle-s", dest="settle_s", type=float, default=20.0,
                         help="how long to wait for placed calls to settle")
+    add_telephony_arguments(parser)  # the built-in call tool carrier.call rings through these
 
 
 def tick_command(args: argparse.Namespace) -> int:
