@@ -21,6 +21,7 @@ def _registry() -> dict[str, Bench]:
         dialogue,
         followups,
         grounding,
+        phone,
         realtime,
         ttfa,
     )
@@ -39,6 +40,7 @@ def _registry() -> dict[str, Bench]:
         "auth": auth.auth,
         "dialogue": dialogue.dialogue,
         "ttfa": ttfa.ttfa,
+        "phone": phone.phone,
     }
 
 
