@@ -18,6 +18,7 @@ event is added: its head is the source's).
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -235,12 +236,10 @@ def _sqlite_path(url: URL, *, must_exist: bool) -> Path:
 
 def _restore_pg(path: Path, manifest: Manifest, target: URL) -> str:
     anyio.run(_require_empty_pg, target)
-    staged = Path(path).resolve().with_name(f".{Path(path).name}.pgdump")
-    try:
+    with tempfile.TemporaryDirectory(prefix="vocero-restore-") as folder:
+        staged = Path(folder) / "payload.pgdump"  # checked before pg_restore reads it
         extract_payload(path, manifest, staged)
         backup_pg.restore(target, staged)
-    finally:
-        staged.unlink(missing_ok=True)
     revision = anyio.run(_pg_revision, target)
     upgrade(_plain(target))
     return revision
