@@ -6,14 +6,16 @@ reason; a second dispatch of the same operation (its receipt lost) never rings a
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import anyio
 import msgspec
 import pytest
-from followup_support import CallsServer, person, plant, queue_profile
+from followup_support import START, CallsServer, person, plant, queue_profile
 
 from tests.support.fake_twilio import FakeTwilioApi
 from vocero.app.adapters.callbacks import carrier_call_tools
@@ -139,3 +141,44 @@ async def test_a_second_dispatch_after_a_lost_answer_never_rings_again(
         assert [e["reason_code"] for e in audit.of("followup.call_not_placed")] == [
             "call_outcome_unknown"]
         assert await p.tick() == [] and len(twilio.created()) == 1
+
+
+@pytest.mark.slow
+def test_sigkill_between_dispatch_and_receipt_then_restart_rings_once(
+    db_url: str, calls: CallsServer, twilio: FakeTwilioApi
+) -> None:
+    """A real process, SIGKILLed right after the carrier created the call and before the
+    operation's receipt was written, restarted on the same database: the operation is
+    dispatched again under its id and the carrier is not asked twice (the follow-up is closed:
+    it may have rung)."""
+    step = "sent"
+    from test_queue_crash import last_json, run_worker
+
+    who = person()
+    profile, audit = carrier_profile(calls), FakeAudit()
+
+    async def seed() -> str:
+        async with plant(db_url, calls, profile=profile,
+                         builtins=carrier_tools(twilio, audit, profile)) as p:
+            followup = await p.promise(who, due_at=START - timedelta(minutes=1))
+            return followup.id
+
+    followup_id = anyio.run(seed)
+    caller = {f: getattr(who, f) for f in who.__struct_fields__} | {"token": "crash-token"}
+    config = {"db": db_url, "url": calls.url, "caller": caller, "now": START.isoformat(),
+              "followup_id": followup_id, "crash_at": step,
+              "twilio": {"api": twilio.url, "account": ACCOUNT, "token": TOKEN,
+                         "public": PUBLIC, "from": FROM}}
+    died = run_worker(config)
+    assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
+    assert last_json(died.stdout)["killed_at"] == step
+    restarted = run_worker({**config, "crash_at": ""})
+    assert restarted.returncode == 0, restarted.stderr[-3000:]
+    report = last_json(restarted.stdout)
+    stored = report["followup"]
+    assert (stored["status"], stored["outcome_reason"], stored["attempts"]) == (
+        "refused", "call_outcome_unknown", 1)
+    [operation] = report["operations"]
+    assert (operation["status"], operation["attempts"]) == ("rejected", 2)  # sent again...
+    [create] = twilio.created()  # ...and still one create-call request
+    assert create.form["Url"].endswith(f"followup={followup_id}")

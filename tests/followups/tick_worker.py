@@ -3,6 +3,8 @@ database and (test-only hooks) SIGKILLs itself right after one durable step comm
 the queue (``attempt_recorded``, ``submitted``) or of the outbox worker (``authorized``,
 ``dispatch_pending``, ``in_flight``, ``sent``, ``committed``); ``crash_at: ""`` lets it finish.
 It prints one JSON line: where it died, or the pass's outcomes and the follow-up as stored.
+With ``twilio`` in the config (``api``, ``account``, ``token``, ``public``, ``from``) the profile's
+call tool is the built-in ``carrier.call`` at that (fake) Twilio REST API.
 
 Run as ``python tests/followups/tick_worker.py '<json config>'`` with the repository and this
 folder on ``PYTHONPATH``.
@@ -21,8 +23,10 @@ import anyio
 import msgspec
 from followup_support import People, plant, queue_profile
 
+from vocero.app.adapters.callbacks import carrier_call_tools
 from vocero.app.adapters.followups import OffsetClock
-from vocero.contracts.domain import Caller
+from vocero.app.settings import Settings
+from vocero.contracts.domain import AgentProfile, Caller, ToolSpec
 
 
 def killer(step: str) -> Any:
@@ -39,12 +43,35 @@ class _Server:
         self.url = url
 
 
+def carrier(config: dict[str, Any]) -> tuple[AgentProfile, Any]:
+    """The profile ringing through the built-in ``carrier.call``, and its tool."""
+    twilio = config["twilio"]
+    base = queue_profile(config["url"])
+    profile = msgspec.structs.replace(
+        base, tools=[*base.tools, ToolSpec(name="callbacks.ring", server="vocero",
+                                           resolves_to="carrier.call",
+                                           action_class="reversible_write")],
+        followups=msgspec.structs.replace(base.followups, call_tool="callbacks.ring",
+                                          from_number=twilio["from"]))
+    settings = Settings(twilio_auth_token=twilio["token"], twilio_account_sid=twilio["account"],
+                        public_url=twilio["public"], twilio_api_base=twilio["api"])
+    return profile, lambda services: [carrier_call_tools(
+        settings, services.store, profiles=lambda _i, _v: profile, audit=_NoAudit())]
+
+
+class _NoAudit:
+    async def record(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:
+        return None
+
+
 async def tick(config: dict[str, Any]) -> dict[str, Any]:
     who = Caller(**config["caller"])
     start = datetime.fromisoformat(config["now"])
     hook = killer(config["crash_at"])
+    profile, builtins = carrier(config) if config.get("twilio") else (
+        queue_profile(config["url"]), lambda _s: ())
     async with plant(config["db"], _Server(config["url"]),  # type: ignore[arg-type]
-                     profile=queue_profile(config["url"]), people=People(who),
+                     profile=profile, people=People(who), builtins=builtins,
                      clock=OffsetClock(start.timestamp()), hook=hook, step_hook=hook,
                      node=True) as p:
         outcomes = await p.tick()
