@@ -97,6 +97,11 @@ def test_an_answered_call_back_opens_with_its_reason_and_names_its_follow_up(
         assert ticket is not None
         with phone.call_with(call_sid, ticket.attrib["value"]):
             lines = phone.wait_heard(call_sid, "calling back")
+            session = phone.session_of(call_sid)
+            runtime: Any = phone.client.app.state.runtime  # type: ignore[attr-defined]
+            live = runtime.live[session["session_id"]]
+            tools = {t.name for t in live.ctx.tools}
+            assert "ledger.lookup" in tools and "callbacks.ring" not in tools  # queue's only
         assert lines[0] == OPENING  # the first thing the caller heard: who calls, and why
         session = phone.session_of(call_sid)
         assert (session["channel"], session["call_sid"], session["followup_id"]) == (

@@ -370,6 +370,7 @@ class SessionFactory:
         built-in tools. Prohibited and unlisted tools do not exist for the model, nor does the
         profile's follow-up call tool (only the follow-up queue places calls)."""
         own = self.runtime.builtins
+        call_tool = profile.followups.call_tool
         builtins = [
             ToolDefinition(
                 name=t.name,
@@ -380,9 +381,8 @@ class SessionFactory:
             )
             for t in profile.tools
             if t.server == "vocero" and t.action_class != "prohibited"
-            and own is not None and own.handles(t.resolves_to)
+            and own is not None and own.handles(t.resolves_to) and t.name != call_tool
         ]
-        call_tool = profile.followups.call_tool
         return (*(d for d in pinned if not call_tool or d.name != call_tool), *builtins)
 
 
