@@ -141,6 +141,9 @@ async def test_a_second_dispatch_after_a_lost_answer_never_rings_again(
         assert [e["reason_code"] for e in audit.of("followup.call_not_placed")] == [
             "call_outcome_unknown"]
         assert await p.tick() == [] and len(twilio.created()) == 1
+        # it may have rung: the attempt counts against the caller's share of the day
+        assert await p.services.store.attempts_since(
+            who.tenant, p.now() - timedelta(hours=1), subject_ref=who.subject_ref) == 1
 
 
 @pytest.mark.slow

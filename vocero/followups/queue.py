@@ -52,6 +52,9 @@ INITIATOR = "followups"
 NO_SETTINGS = FollowupSettings()
 QUEUE_LEASE = "followups.queue"
 """The named lease one pass of the queue runs under."""
+MAY_HAVE_RUNG = "call_outcome_unknown"
+"""A call tool's refusal that says the phone may have rung (the built-in ``carrier.call`` sent
+again): the attempt is ``unknown`` and counts against the day's budgets."""
 
 
 class QueueLease(Protocol):
@@ -201,8 +204,9 @@ class FollowupQueue:
                                            expect_attempt=operation_id)
         else:
             reason = state.reason_code or state.status
+            maybe_rang = state.status == "unknown" or reason == MAY_HAVE_RUNG
             await self._store.finish_attempt(
-                operation_id, "unknown" if state.status == "unknown" else "refused", reason, now)
+                operation_id, "unknown" if maybe_rang else "refused", reason, now)
             moved = await self._store.move(followup.id, "refused", now=now, reason=reason,
                                            expect_attempt=operation_id)
         self._step("outcome_recorded", followup.id)
