@@ -9,8 +9,11 @@ what is tested here)."""
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 import math
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +21,18 @@ import pytest
 import yaml
 from twilio.request_validator import RequestValidator
 
+from vocero.evals.client import TurnResult
 from vocero.evals.command import eval_command
+from vocero.evals.expect import check_stopped
 from vocero.evals.format import load_files
 from vocero.evals.options import add_eval_arguments
-from vocero.evals.phone import phone_unchecked, to_ulaw, twilio_signature
+from vocero.evals.phone import (
+    Carrier,
+    PhoneCaller,
+    phone_unchecked,
+    to_ulaw,
+    twilio_signature,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = Path(__file__).parent / "phone"
@@ -124,3 +135,61 @@ def test_a_confirmation_field_only_the_websocket_carries_is_reported(tmp_path: P
     assert phone_unchecked(scenario) == [
         "turn 1 confirmation fields (only expires_at, proposal_id, revision, summary, tool "
         "are on record)"]
+
+
+class FakeStream:
+    """The media stream's socket, without a server: what the carrier sent is kept."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, object]] = []
+
+    def send(self, text: str) -> None:
+        self.sent.append(json.loads(text))
+
+    def close(self) -> None:
+        pass
+
+
+class FakeRecords:
+    base = "http://127.0.0.1:9"
+
+    def get(self, route: str, **params: str) -> list[dict[str, object]]:
+        return []
+
+    def get_json(self, route: str, **params: str) -> dict[str, object]:
+        return {}
+
+
+def _media(ms: int) -> dict[str, object]:
+    return {"event": "media", "media": {"payload": base64.b64encode(b"\xff" * 8 * ms).decode()}}
+
+
+def test_media_of_a_stopped_generation_after_the_clear_fails_stopped() -> None:
+    """The phone's ``stopped``: a frame that the next mark says belongs to the generation the
+    ``clear`` stopped is stale; one before the clear is not. Marks dropped by the clear are
+    echoed at once (as Twilio does)."""
+    socket = FakeStream()
+    carrier = Carrier(socket, "CA1")  # type: ignore[arg-type]
+    caller = PhoneCaller(FakeRecords(), public_url="", auth_token="", phone="", timeout_s=1,
+                         voice=None)
+    caller.carrier = carrier
+    turn = TurnResult(index=1, sent_at=time.time() - 1)
+    turn.barged_at = time.time()
+    for message in (_media(20), {"event": "mark", "mark": {"name": "gen_a@20ms#1"}},
+                    _media(20), {"event": "mark", "mark": {"name": "gen_a@40ms#2"}},
+                    {"event": "clear"}):
+        carrier._keep(message)
+    echoed = [m["mark"]["name"] for m in socket.sent if m["event"] == "mark"]  # type: ignore[index]
+    assert "gen_a@40ms#2" in echoed  # returned by the clear, never played
+    turn.ended_at = time.time() + 1
+    caller._read_media(turn, barge_ended=0.0)
+    assert turn.stops == [{"generation_id": "gen_a", "reason": "clear"}]
+    assert check_stopped(True, turn) == []  # nothing after the clear yet
+    carrier._keep(_media(20))
+    carrier._keep({"event": "mark", "mark": {"name": "gen_a@60ms#3"}})
+    stale = TurnResult(index=1, sent_at=turn.sent_at, barged_at=turn.barged_at,
+                       ended_at=time.time() + 1)
+    caller._read_media(stale, barge_ended=0.0)
+    [failure] = check_stopped(True, stale)
+    assert failure.expected == "nothing of the generation after output.stop_and_flush.v1"
+    assert failure.happened == "2 delta(s) after it"  # the frame and its mark
