@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 import yaml
@@ -36,9 +36,10 @@ OpenPage = Callable[..., Page]
 
 
 class SimServer(ServerProcess):
-    """``python -m vocero serve --runners sim``; its output is kept for failure messages."""
+    """``python -m vocero serve --runners sim`` (and ``flags``); its output is kept for failure
+    messages. ``url`` is http until it announces where it listens (https with TLS flags)."""
 
-    def __init__(self, workdir: Path, script: dict[str, Any]) -> None:
+    def __init__(self, workdir: Path, script: dict[str, Any], flags: Sequence[str] = ()) -> None:
         workdir.mkdir(parents=True)
         sim_script = workdir / "sim.yaml"
         sim_script.write_text(yaml.safe_dump(script))
@@ -47,23 +48,29 @@ class SimServer(ServerProcess):
         super().__init__("vocero serve", [
             sys.executable, "-m", "vocero", "serve", "--runners", "sim",
             "--port", str(port), "--db", f"sqlite+aiosqlite:///{workdir / 'v.db'}",
-            "--sim-script", str(sim_script),
+            "--sim-script", str(sim_script), *flags,
         ], port=port, ready_line=READY_LINE, cwd=REPO)  # fmt: skip
+
+    def wait_ready(self, timeout_s: float = 60.0) -> Self:
+        super().wait_ready(timeout_s)
+        self.url = self.announced.removeprefix(READY_LINE)  # http://... or https://...
+        return self
 
     def log_tail(self, lines: int = 40) -> str:
         return self.tail(lines)
 
 
-StartServer = Callable[[dict[str, Any]], SimServer]
+StartServer = Callable[..., SimServer]
 
 
 @pytest.fixture
 def start_server(tmp_path: Path) -> Iterator[StartServer]:
-    """Starts a sim server with the given SPEC §6 script and waits until it listens."""
+    """Starts a sim server with the given SPEC §6 script (and ``vocero serve`` flags) and waits
+    until it listens."""
     servers: list[SimServer] = []
 
-    def start(script: dict[str, Any]) -> SimServer:
-        servers.append(SimServer(tmp_path / f"server-{len(servers)}", script))
+    def start(script: dict[str, Any], *flags: str) -> SimServer:
+        servers.append(SimServer(tmp_path / f"server-{len(servers)}", script, flags))
         servers[-1].spawn().wait_ready(STARTUP_TIMEOUT_S)
         return servers[-1]
 
@@ -75,13 +82,14 @@ def start_server(tmp_path: Path) -> Iterator[StartServer]:
 @pytest.fixture
 def open_page(tmp_path: Path) -> Iterator[OpenPage]:
     """Launches headless Chromium (fresh profile) and returns a blank page; ``fake_audio`` is a
-    WAV file the fake microphone plays, in a loop (without one, Chromium's fake device beeps)."""
+    WAV file the fake microphone plays, in a loop (without one, Chromium's fake device beeps);
+    ``home`` is the browser's ``HOME`` (its NSS certificate database is ``home/.pki/nssdb``)."""
     if not Path(CHROMIUM).exists() and shutil.which(CHROMIUM) is None:
         pytest.fail(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set VOCERO_CHROMIUM)")
     contexts: list[BrowserContext] = []
     with sync_playwright() as playwright:
 
-        def open_(fake_audio: Path | None = None) -> Page:
+        def open_(fake_audio: Path | None = None, home: Path | None = None) -> Page:
             args = list(CHROMIUM_ARGS)
             if fake_audio is not None:
                 args.append(f"--use-file-for-fake-audio-capture={fake_audio}")
@@ -91,6 +99,7 @@ def open_page(tmp_path: Path) -> Iterator[OpenPage]:
                 headless=True,
                 args=args,
                 viewport={"width": 900, "height": 700},
+                env={**os.environ, "HOME": str(home)} if home is not None else None,
             )
             contexts.append(context)
             return context.pages[0] if context.pages else context.new_page()
