@@ -14,8 +14,10 @@ A server's questions go through the gateway's question port like a caller's answ
 stand-in caller accepts, giving a sample value for each field without a default (the gateway
 fills defaults, SEP-1034). ``auth/*`` scenarios configure the server's OAuth the way an operator
 would (``McpOAuthSpec``): a pre-registered client when the scenario hands one over, client
-credentials for the machine-to-machine scenarios, else the authorization-code grant with dynamic
-registration or a client ID metadata document; the stand-in operator approves by following the
+credentials for the machine-to-machine scenarios, the jwt-bearer grant with the workload JWT
+(``auth/wif-jwt-bearer``), the identity-assertion grant with the ID token it hands over
+(``auth/enterprise-managed-authorization``: ID-JAG from its IdP, then jwt-bearer), else the
+authorization-code grant with dynamic registration or a client ID metadata document; the stand-in operator approves by following the
 authorization server's redirect. See ``scripts/mcp_conformance.sh``.
 """
 
@@ -57,6 +59,7 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"
 REDIRECT_URI = "http://localhost:3000/callback"
 SECRET_ENV = "VOCERO_CONFORMANCE_CLIENT_SECRET"
 KEY_ENV = "VOCERO_CONFORMANCE_PRIVATE_KEY"
+ASSERTION_ENV = "VOCERO_CONFORMANCE_ASSERTION"
 _FORMATS = {"date": "2026-01-01", "date-time": "2026-01-01T00:00:00Z", "email": "a@example.com"}
 
 
@@ -146,6 +149,23 @@ async def oauth_for(scenario: str, url: str, context: Mapping[str, Any]) -> McpO
     if not scenario.startswith("auth/"):
         return None
     client_id = str(context.get("client_id") or "")
+    if context.get("idp_id_token"):  # SEP-990: an ID token, exchanged at the IdP for an ID-JAG
+        return McpOAuthSpec(
+            grant="identity_assertion",
+            client_id=client_id,
+            client_secret_env=SECRET_ENV,
+            assertion_env=ASSERTION_ENV,
+            idp_token_url=str(context.get("idp_token_endpoint") or ""),
+            idp_client_id=str(context.get("idp_client_id") or ""),
+            issuer=await _issuer(url),
+        )
+    if context.get("valid_jwt"):  # SEP-1933: the workload's JWT is the grant
+        return McpOAuthSpec(
+            grant="jwt_bearer",
+            client_id=client_id,
+            assertion_env=ASSERTION_ENV,
+            issuer=await _issuer(url),
+        )
     if context.get("private_key_pem"):
         return McpOAuthSpec(
             grant="client_credentials",
@@ -227,6 +247,7 @@ async def run(
     environ = {
         SECRET_ENV: str(context.get("client_secret") or ""),
         KEY_ENV: str(context.get("private_key_pem") or ""),
+        ASSERTION_ENV: str(context.get("idp_id_token") or context.get("valid_jwt") or ""),
     }
     repository = InMemoryOAuthTokenRepository()
     auth = AuthOptions(

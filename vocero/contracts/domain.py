@@ -75,7 +75,12 @@ class McpOAuthSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     holds the secret. Tokens are obtained, refreshed and stored (encrypted) by the gateway.
     """
 
-    grant: Literal["client_credentials", "authorization_code"] = "client_credentials"
+    grant: Literal[
+        "client_credentials", "authorization_code", "jwt_bearer", "identity_assertion"
+    ] = "client_credentials"
+    """``jwt_bearer``: Vocero's workload JWT is the grant (RFC 7523, SEP-1933);
+    ``identity_assertion``: Vocero's ID token is exchanged at ``idp_token_url`` for an ID-JAG,
+    presented as a jwt-bearer grant (SEP-990). Both are server-level (docs/mcp.md)."""
     client_id: str = ""
     """A pre-registered client; empty (``authorization_code`` only): dynamic registration."""
     client_secret_env: str = ""
@@ -94,6 +99,15 @@ class McpOAuthSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """Requested up front; a ``WWW-Authenticate`` challenge may add more (step-up)."""
     redirect_uri: str = "http://127.0.0.1/oauth/callback"
     """``authorization_code`` only: where the operator's consent redirects."""
+    assertion_env: str = ""
+    """``jwt_bearer``/``identity_assertion``: the environment variable holding the JWT (the
+    workload token, or the ID token at the enterprise IdP)."""
+    assertion_file: str = ""
+    """The same JWT read from this file at each token request (a rotated, projected token)."""
+    idp_token_url: str = ""
+    """``identity_assertion``: the enterprise IdP's token endpoint (RFC 8693, the ID-JAG)."""
+    idp_client_id: str = ""
+    idp_client_secret_env: str = ""
 
 
 class TokenExchangeSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -109,10 +123,32 @@ class TokenExchangeSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
     client_secret_env: str
 
 
+class EnterpriseAuthSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Enterprise-managed authorization per caller (SEP-990, docs/adr/0027 addendum): the
+    caller's JWT is exchanged at the IdP (``idp_token_url``) for an ID-JAG for ``issuer`` (the
+    MCP server's authorization server), presented there (``token_url``) as a jwt-bearer grant
+    (RFC 7523, ``client_secret_basic``); the access token goes on that caller's calls only."""
+
+    idp_token_url: str
+    idp_client_id: str = ""
+    idp_client_secret_env: str = ""
+    """Empty: the IdP client is public (``client_id`` in the form)."""
+    subject_token_type: Literal["id_token", "jwt"] = "id_token"
+    issuer: str
+    token_url: str
+    resource: str = ""
+    """Empty: the server's URL (its canonical resource identifier)."""
+    scope: str = ""
+    client_id: str
+    client_secret_env: str
+
+
 class McpServerAuth(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """How a server's calls are authorized per caller (``auth:`` of a server entry)."""
 
     token_exchange: TokenExchangeSpec | None = None
+    enterprise: EnterpriseAuthSpec | None = None
+    """Exclusive with ``token_exchange``."""
 
 
 class McpServerSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

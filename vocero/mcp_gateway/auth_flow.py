@@ -85,7 +85,10 @@ class AuthFlow:
     async def open_options(self, desk: QuestionDesk) -> OpenOptions:
         """The question desk, and OAuth when the server has it (refused if misconfigured)."""
         options = OpenOptions(desk=desk)
-        if self.spec.auth is not None and self.spec.auth.token_exchange is not None:
+        per_caller = self.spec.auth
+        if per_caller is not None and (per_caller.token_exchange or per_caller.enterprise):
+            if per_caller.token_exchange is not None and per_caller.enterprise is not None:
+                raise ServerRefusedError("delegation_ambiguous")
             if self.spec.oauth is not None:
                 raise ServerRefusedError("delegation_with_oauth")
             if not self.spec.url:

@@ -26,7 +26,7 @@ from vocero.contracts.domain import Principal
 from vocero.contracts.errors import ToolCallError, ToolUnavailableError
 from vocero.contracts.ports import AuditSink, CallMeta, InputHandler
 from vocero.mcp_gateway.adapters import AdapterSession, StreamBrokenError
-from vocero.mcp_gateway.delegation import TokenExchanger, delegated
+from vocero.mcp_gateway.delegation import PerCallerTokens, delegated
 from vocero.mcp_gateway.errors import (
     ServerAuthError,
     ToolBusyError,
@@ -81,7 +81,7 @@ class ToolCalls:
         settings: GatewaySettings,
         max_concurrency: int,
         observer: SdkCallObserver | None = None,
-        delegation: TokenExchanger | None = None,
+        delegation: PerCallerTokens | None = None,
     ) -> None:
         self.name = name
         self._delegation = delegation

@@ -38,9 +38,11 @@ from vocero.mcp_gateway.auth_flow import AuthFlow, AuthOptions
 from vocero.mcp_gateway.calls import SdkCallObserver, ToolCalls
 from vocero.mcp_gateway.delegation import (
     AUTHORIZATION_UNAVAILABLE,
+    PerCallerTokens,
     SubjectTokens,
     TokenExchanger,
 )
+from vocero.mcp_gateway.enterprise import EnterpriseExchanger
 from vocero.mcp_gateway.errors import ToolPendingError
 from vocero.mcp_gateway.link import Link, ServerState
 from vocero.mcp_gateway.model import RemoteResult
@@ -114,17 +116,18 @@ class ServerConnection:
             name, spec, auth, outbox=outbox, new_credentials=self.registry.credentials_changed
         )
         exchange = spec.auth.token_exchange if spec.auth is not None else None
-        self.delegation = (
-            TokenExchanger(
-                name,
-                exchange,
-                subjects,
-                environ=auth.environ if auth is not None else os.environ,
+        enterprise = spec.auth.enterprise if spec.auth is not None else None
+        environ = auth.environ if auth is not None else os.environ
+        self.delegation: PerCallerTokens | None = None
+        if exchange is not None:
+            self.delegation = TokenExchanger(
+                name, exchange, subjects, environ=environ, on_failure=self._delegation_failed
+            )
+        elif enterprise is not None:  # SEP-990 per caller (docs/adr/0027 addendum)
+            self.delegation = EnterpriseExchanger(
+                name, enterprise, spec.url, subjects, environ=environ,
                 on_failure=self._delegation_failed,
             )
-            if exchange is not None
-            else None
-        )
         self.calls = ToolCalls(
             name,
             link=self._link,

@@ -158,13 +158,13 @@ Failure = Callable[[str, Principal], Awaitable[None]]
 """Told why an exchange failed (a cause such as ``exchange_refused``, never a token)."""
 
 
-class TokenExchanger:
-    """One server's RFC 8693 exchanges: per caller, cached, never shared."""
+class PerCallerTokens:
+    """One server's per-caller tokens: the caller's JWT turned into a token for the server by
+    :meth:`_exchange` (a subclass), cached per caller and subject token, never shared."""
 
     def __init__(
         self,
         server: str,
-        spec: TokenExchangeSpec,
         subjects: SubjectTokens | None,
         *,
         environ: Mapping[str, str],
@@ -175,7 +175,6 @@ class TokenExchanger:
         max_entries: int = MAX_CACHED,
     ) -> None:
         self.server = server
-        self.spec = spec
         self._subjects = subjects
         self._environ = environ
         self._on_failure = on_failure
@@ -211,6 +210,71 @@ class TokenExchanger:
         return bearer
 
     async def _exchange(self, subject: Secret, principal: Principal) -> tuple[Secret, float]:
+        raise NotImplementedError
+
+    async def _post(
+        self,
+        url: str,
+        form: dict[str, str],
+        auth: httpx2.BasicAuth | None,
+        principal: Principal,
+        step: str,
+    ) -> dict[str, Any]:
+        """One token-endpoint request; its JSON body, or the call fails closed with a cause
+        (``<step>_unreachable``, ``<step>_refused``, ``<step>_without_token``)."""
+        self.exchanges += 1
+        try:
+            async with httpx2.AsyncClient(
+                transport=self._transport, timeout=httpx2.Timeout(self._timeout_s),
+                follow_redirects=False,
+            ) as client:
+                with anyio.fail_after(self._timeout_s):
+                    response = await client.post(
+                        url, data=form, auth=auth or httpx2.USE_CLIENT_DEFAULT
+                    )
+        except (TimeoutError, httpx2.HTTPError):
+            await self._failed(f"{step}_unreachable", principal)
+        if response.status_code != httpx2.codes.OK:
+            await self._failed(f"{step}_refused", principal, status=response.status_code)
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        token = body.get("access_token") if isinstance(body, dict) else None
+        if not isinstance(body, dict) or not isinstance(token, str) or not token:
+            await self._failed(f"{step}_without_token", principal)
+        return body
+
+    async def _failed(self, cause: str, principal: Principal, **details: Any) -> NoReturn:
+        log.warning("mcp.delegation_failed", server=self.server, cause=cause, **details)
+        await self._on_failure(cause, principal)
+        raise DelegationUnavailable()
+
+
+def client_auth(client_id: str, secret: str) -> httpx2.BasicAuth:
+    """``client_secret_basic``: id and secret form-encoded, then Basic (RFC 6749 §2.3.1)."""
+    return httpx2.BasicAuth(quote(client_id, safe=""), quote(secret, safe=""))
+
+
+def lifetime_of(body: Mapping[str, Any]) -> float:
+    expires_in = body.get("expires_in")
+    return max(0.0, float(expires_in)) if isinstance(expires_in, int | float) else 0.0
+
+
+class TokenExchanger(PerCallerTokens):
+    """One server's RFC 8693 exchanges: per caller, cached, never shared."""
+
+    def __init__(
+        self,
+        server: str,
+        spec: TokenExchangeSpec,
+        subjects: SubjectTokens | None,
+        **options: Any,
+    ) -> None:
+        super().__init__(server, subjects, **options)
+        self.spec = spec
+
+    async def _exchange(self, subject: Secret, principal: Principal) -> tuple[Secret, float]:
         spec = self.spec
         secret = self._environ.get(spec.client_secret_env, "")
         if not secret:
@@ -225,32 +289,7 @@ class TokenExchanger:
             form["audience"] = spec.audience
         if spec.scope:
             form["scope"] = spec.scope
-        # client_secret_basic: id and secret form-encoded, then Basic (RFC 6749 §2.3.1).
-        auth = httpx2.BasicAuth(quote(spec.client_id, safe=""), quote(secret, safe=""))
-        self.exchanges += 1
-        try:
-            async with httpx2.AsyncClient(
-                transport=self._transport, timeout=httpx2.Timeout(self._timeout_s),
-                follow_redirects=False,
-            ) as client:
-                with anyio.fail_after(self._timeout_s):
-                    response = await client.post(spec.token_url, data=form, auth=auth)
-        except (TimeoutError, httpx2.HTTPError):
-            await self._failed("exchange_unreachable", principal)
-        if response.status_code != httpx2.codes.OK:
-            await self._failed("exchange_refused", principal, status=response.status_code)
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        token = body.get("access_token") if isinstance(body, dict) else None
-        if not isinstance(token, str) or not token:
-            await self._failed("exchange_without_token", principal)
-        expires_in = body.get("expires_in") if isinstance(body, dict) else None
-        lifetime = float(expires_in) if isinstance(expires_in, int | float) else 0.0
-        return Secret(token), max(0.0, lifetime)
-
-    async def _failed(self, cause: str, principal: Principal, **details: Any) -> NoReturn:
-        log.warning("mcp.delegation_failed", server=self.server, cause=cause, **details)
-        await self._on_failure(cause, principal)
-        raise DelegationUnavailable()
+        body = await self._post(
+            spec.token_url, form, client_auth(spec.client_id, secret), principal, "exchange"
+        )
+        return Secret(str(body["access_token"])), lifetime_of(body)

@@ -25,6 +25,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+from urllib.parse import parse_qsl
 
 import httpx2
 import msgspec
@@ -36,7 +37,9 @@ from mcp.client.auth.extensions.client_credentials import (
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
+from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 from mcp.shared.auth import (
+    JWT_BEARER_GRANT_TYPE,
     AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
@@ -45,6 +48,7 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl
 
 from vocero.contracts.domain import McpOAuthSpec, McpServerSpec
+from vocero.mcp_gateway.enterprise import id_jag_provider, read_assertion
 from vocero.mcp_gateway.errors import ServerRefusedError, auth_reason
 from vocero.mcp_gateway.questions import CURRENT_ROUTE
 
@@ -224,6 +228,29 @@ class _AuthorizationCode(_RestoresExpiry, OAuthClientProvider):
     pass
 
 
+class _JwtBearerGrant(_ClientCredentials):
+    """The workload-identity grant (RFC 7523 §2.1, SEP-1933): the SDK's client-credentials
+    flow (discovery, the configured issuer only, resource, scope), with Vocero's workload JWT
+    as the grant instead of ``client_credentials``. A refused grant is not retried nor
+    replaced by another grant type (the flow fails; :class:`AuthGuard` says why)."""
+
+    _assertion: Callable[[], str]
+
+    async def _exchange_token_client_credentials(self) -> httpx2.Request:
+        request = await super()._exchange_token_client_credentials()
+        form = dict(parse_qsl(request.content.decode()))
+        try:
+            assertion = self._assertion()
+        except ServerRefusedError as exc:
+            raise OAuthTokenError(f"jwt_bearer_assertion_missing ({exc})") from None
+        form.update(grant_type=JWT_BEARER_GRANT_TYPE, assertion=assertion)
+        client_id = self._fixed_client_info.client_id
+        if client_id and "authorization" not in request.headers:
+            form.setdefault("client_id", client_id)  # a public client names itself
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+        return httpx2.Request("POST", request.url, data=form, headers=headers)
+
+
 class _KnownFlowErrors(logging.Filter):
     """The SDK logs every failed OAuth flow with its traceback (``OAuth flow error``); Vocero
     logs each of these failures itself, as one line with its reason (``mcp.oauth_failed``,
@@ -248,7 +275,10 @@ class AuthGuard(httpx2.Auth):
     requires_response_body = True
 
     def __init__(
-        self, server: str, inner: OAuthClientProvider, on_failure: Callable[[str], None]
+        self,
+        server: str,
+        inner: OAuthClientProvider | IdentityAssertionOAuthProvider,
+        on_failure: Callable[[str], None],
     ) -> None:
         self.server = server
         self._inner = inner
@@ -321,9 +351,13 @@ def build_auth(
     _quiet_known_flow_errors()
     secret = client_secret(oauth, environ)
     scope = " ".join(oauth.scopes) or None
-    provider: OAuthClientProvider
+    provider: OAuthClientProvider | IdentityAssertionOAuthProvider
     if oauth.grant == "client_credentials":
         provider = _machine_provider(spec, oauth, storage, secret, scope, environ)
+    elif oauth.grant == "jwt_bearer":
+        provider = _jwt_bearer_provider(spec, oauth, storage, secret, scope, environ)
+    elif oauth.grant == "identity_assertion":
+        provider = _identity_assertion_provider(spec, oauth, storage, secret, scope, environ)
     else:
         provider = _consent_provider(server, spec, oauth, storage, secret, scope, consent)
     return AuthGuard(server, provider, on_failure)
@@ -378,6 +412,66 @@ def _machine_provider(
         )
     provider._storage = storage
     return provider
+
+
+def _jwt_bearer_provider(
+    spec: McpServerSpec,
+    oauth: McpOAuthSpec,
+    storage: SealedTokenStorage,
+    secret: str,
+    scope: str | None,
+    environ: Any,
+) -> OAuthClientProvider:
+    """Workload identity: the JWT (``assertion_env``/``assertion_file``) is the grant; the
+    client authenticates with its secret when it has one, else it is public (``none``)."""
+    if not oauth.issuer:
+        raise ServerRefusedError("oauth_issuer_required")
+    if not (oauth.assertion_env or oauth.assertion_file):
+        raise ServerRefusedError("oauth_assertion_missing")
+    method = oauth.token_endpoint_auth if secret else "none"
+    if method == "private_key_jwt":
+        raise ServerRefusedError("oauth_auth_method_unsupported")
+    provider = _JwtBearerGrant(
+        server_url=spec.url,
+        storage=storage,
+        client_id=oauth.client_id,
+        client_secret=secret,
+        token_endpoint_auth_method=method,  # type: ignore[arg-type]  # "none" works too
+        scope=scope,
+        issuer=oauth.issuer,
+    )
+    provider._assertion = lambda: read_assertion(oauth, environ)
+    provider._storage = storage
+    return provider
+
+
+def _identity_assertion_provider(
+    spec: McpServerSpec,
+    oauth: McpOAuthSpec,
+    storage: SealedTokenStorage,
+    secret: str,
+    scope: str | None,
+    environ: Any,
+) -> IdentityAssertionOAuthProvider:
+    """SEP-990 for Vocero's own identity: the SDK's provider does leg 2 at the configured
+    issuer; leg 1 (the ID-JAG from the IdP) is :func:`id_jag_provider`."""
+    if not oauth.issuer:
+        raise ServerRefusedError("oauth_issuer_required")
+    if not (oauth.client_id and secret):
+        raise ServerRefusedError("oauth_client_required")
+    if oauth.token_endpoint_auth not in ("client_secret_basic", "client_secret_post"):
+        raise ServerRefusedError("oauth_auth_method_unsupported")
+    method: Literal["client_secret_basic", "client_secret_post"] = oauth.token_endpoint_auth
+    return IdentityAssertionOAuthProvider(
+        server_url=spec.url,
+        storage=storage,
+        client_id=oauth.client_id,
+        client_secret=secret,
+        issuer=oauth.issuer,
+        assertion_provider=id_jag_provider(oauth, environ),
+        scope=scope,
+        token_endpoint_auth_method=method,
+    )
 
 
 def _consent_provider(
