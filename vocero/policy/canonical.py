@@ -90,9 +90,16 @@ def canonicalize(
 # ------------------------------------------------------------------------------ field kinds
 
 
+_DATETIME_SAID = re.compile(r"\brfc\s*3339\b|\bdate[\s-]?time\b", re.IGNORECASE)
+_DATETIME_SAMPLE = "2026-01-31T09:30:00+01:00"
+
+
 def kind_of(key: str, prop: Mapping[str, Any]) -> str:
+    """How a field's value is made canonical: the schema decides before the name (a
+    ``start_time`` whose format, pattern or description says RFC 3339 date-time is a moment,
+    never a bare clock time that would lose its day)."""
     name = key.lower()
-    if prop.get("format") == "date-time":
+    if prop.get("format") == "date-time" or _says_datetime(prop):
         return "datetime"
     if prop.get("format") == "date" or name == "date" or name.endswith("_date"):
         return "date"
@@ -113,12 +120,30 @@ def kind_of(key: str, prop: Mapping[str, Any]) -> str:
     return "text"
 
 
+def _says_datetime(prop: Mapping[str, Any]) -> bool:
+    """A string field whose pattern takes an RFC 3339 moment, or whose description calls it
+    one, when no other format is given."""
+    if prop.get("format") or prop.get("type", "string") != "string" or "enum" in prop:
+        return False
+    pattern = prop.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            return re.search(pattern, _DATETIME_SAMPLE) is not None and not re.search(
+                pattern, "09:30"
+            )
+        except re.error:
+            return False
+    return bool(_DATETIME_SAID.search(str(prop.get("description") or "")))
+
+
 def _value(key: str, value: Any, prop: Mapping[str, Any], ctx: Context) -> Any:
     kind = kind_of(key, prop)
     if kind == "date":
         return resolve_date(key, value, ctx).isoformat()
     if kind == "datetime":
         return resolve_datetime(key, value, ctx)
+    if kind == "time" and _ISO_DATE.match(str(value).strip()):
+        return resolve_datetime(key, value, ctx)  # a moment keeps its day, never the clock alone
     if kind == "time":
         return resolve_time(key, value)
     if kind == "timezone":

@@ -64,6 +64,7 @@ class Readback:
 QUESTION = "Shall I go ahead?"
 KEYPAD_HINT = "Say yes or press 1."
 """Said after the question where the caller can answer with keys (the phone, SPEC §10)."""
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*)\}")
 
 
@@ -114,7 +115,7 @@ class _Speaker:
             return "{" + name + "}" if name not in args else ""
         value = args[name]
         kind = kind_of(name, {})
-        if kind == "date":
+        if kind == "date" or _ISO_DAY.fullmatch(str(value)):  # a bare ``first_payment`` day too
             return self._said(speak_date(str(value), self.today))
         if kind == "time":
             return self._said(speak_time(str(value)))
@@ -148,7 +149,7 @@ class _Speaker:
             out.phrases.append(self._said(when))
         skip = {k for k in args if kind_of(k, {}) in ("date", "time", "timezone") or _identifier(k)}
         skip |= set(VERSION_KEYS) | {"currency", "due_exact"}
-        skip |= {k for k in args if k.endswith("_at")}
+        skip |= {k for k in args if k.endswith("_at") or _moment(args[k]) is not None}
         if _instant(args, self.today):
             skip.add("when")
         for key, value in args.items():
@@ -239,7 +240,7 @@ def _identifier(key: str) -> bool:
 def _instant(arguments: Mapping[str, Any], today: date | None = None) -> str:
     """An ISO date-time (``due_at``) spoken as "for Friday, December 4, 2026 at 10 AM"."""
     for key, value in arguments.items():
-        if not key.endswith("_at"):
+        if not key.endswith("_at") and _moment(value) is None:  # a bare ``slot`` moment too
             continue
         try:
             moment = datetime.fromisoformat(str(value))

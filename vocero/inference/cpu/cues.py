@@ -94,6 +94,32 @@ def identified_tools(text: str, tools: Sequence[ToolDefinition]) -> list[ToolDef
     return found
 
 
+_COMMON = frozenset(
+    {
+        "a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "by", "for", "with",
+        "from", "is", "are", "be", "it", "its", "their", "your", "our", "my", "this", "that",
+        "what", "when", "where", "which", "who", "how", "can", "do", "does", "you", "we",
+        "they", "caller", "customer", "patient",
+    }
+)  # fmt: skip
+
+
+def described_tools(text: str, tools: Sequence[ToolDefinition]) -> list[ToolDefinition]:
+    """The tools a line names by a word only their own name or description has ("can a
+    technician come" names the tool whose description books a technician's visit)."""
+    own: dict[str, set[str]] = {}
+    for tool in tools:
+        words = re.findall(r"[a-z]+", f"{tool.name} {tool.description}".lower())
+        own[tool.name] = {_stem(w) for w in words if len(w) > 3 and w not in _COMMON}
+    said = {_stem(w) for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 3}
+    found: list[ToolDefinition] = []
+    for tool in tools:
+        others = set().union(*(v for k, v in own.items() if k != tool.name))
+        if (own[tool.name] - others) & said:
+            found.append(tool)
+    return found
+
+
 def _contains(words: tuple[str, ...], phrase: tuple[str, ...]) -> bool:
     size = len(phrase)
     return any(words[i : i + size] == phrase for i in range(len(words) - size + 1))

@@ -44,6 +44,7 @@ from vocero.inference.cpu import (
     known,
     replies,
     router,
+    schema,
     small_talk,
     tasks,
     threads,
@@ -203,8 +204,11 @@ def decide(
     if corrected is not None:
         log.info("llm.correction", tool=corrected.name)
         return _known(Call(corrected), request)
-    decision = route(utterance) if utterance else router.Route(None)
     opened = tasks.open_task(request.messages, request.tools, today, route=route, now=now)
+    if opened is not None and tasks.answers(opened, utterance, today, now=now):
+        decision = router.Route(None)  # judged against what was asked before any other reading
+    else:
+        decision = route(utterance) if utterance else router.Route(None)
     step = tasks.next_step(opened, utterance, decision, request.tools, today, now=now)
     if step is None and consent.classify(utterance) == "confirm":
         offer = tasks.accepted_offer(request.messages, request.tools, today, now=now)
@@ -224,6 +228,18 @@ def new_request(
     turn = _Turn.of(request, today, model)
     if tasks.correction(answer, request.pending, request.tools, today, now=turn.now) is not None:
         return True
+    opened = tasks.open_task(
+        request.messages,
+        request.tools,
+        today,
+        before_last_turn=False,
+        route=_routing(turn),
+        now=turn.now,
+    )
+    if opened is not None and tasks.answers(opened, answer, today, now=turn.now):
+        return False  # "Thursday in the morning" answers "What time would suit you?"
+    if turn.catalog is not None and turn.catalog.asks_catalog(answer):
+        return True  # "wait, what time does the counter close?" asks the catalog
     if consent.classify(answer) in ("confirm", "reject") and len(answer.split()) <= 4:
         return False
     decision = _routing(turn)(answer)
@@ -232,6 +248,27 @@ def new_request(
     ):
         return True
     return small_talk.is_request(answer)
+
+
+def unsaid(
+    request: LlmRequest, arguments: dict[str, object], fields: Sequence[str]
+) -> tuple[str, ...]:
+    """The free-text ``fields`` whose value the model did not take from the caller's own words
+    (junk such as "1000000000000000000000000,", or names from the tool's description): every
+    number of a value and some of its words must be the caller's, else the field is asked
+    for."""
+    said: set[str] = set()
+    for message in request.messages:
+        if message.role == "user":
+            said.update(re.findall(r"[a-z0-9]+", message.content.lower()))
+    out: list[str] = []
+    for name in fields:
+        words = re.findall(r"[a-z0-9]+", str(arguments.get(name) or "").lower())
+        numbers = {w for w in words if any(c.isdigit() for c in w)}
+        own = [w for w in words if w in said]
+        if not own or not numbers <= said:
+            out.append(name)
+    return tuple(out)
 
 
 # ------------------------------------------------------------------------------ internals
@@ -288,6 +325,8 @@ def _routing(turn: _Turn) -> tasks.Routing:
         found = router.route(text, tools, today, now=now)
         if model is None or not text.strip():
             return found
+        if found.tool is not None and found.missing and found.tool.builtin != FOLLOWUPS_TOOL:
+            found = _better_fit(text, found, tools, model, today, now)
         if found.tool is not None:
             if not found.missing or knowledge is None or found.tool.builtin == FOLLOWUPS_TOOL:
                 return found  # complete, or a call-back asked for in so many words
@@ -298,15 +337,19 @@ def _routing(turn: _Turn) -> tasks.Routing:
             return router.Route(None) if asks else found
         if not _asks_for_something(text):
             return found  # values alone ("Friday at 3 pm") answer a question, never open a task
-        if catalog is not None and catalog.asks_catalog(text):
-            return found
+        identified = cues.identified_tools(text, tools)
+        if catalog is not None and not identified and catalog.asks_catalog(text):
+            return found  # a line naming a record by its identifier asks about the record
         named = model.decide(small_talk.without_pleasantries(text))
         tool = next((t for t in tools if t.name == named.intent), None)
         if tool is None or tool is knowledge or named.score < TOOL_CONFIDENCE:
-            tool = _named_by_identifier(text, tools, model)
+            tool = _named_by_identifier(text, tools, model, today)
+        if tool is None:
+            tool = _named_by_value(text, tools)  # "see Dr. Okafor about a cough": not a goodbye
         if tool is None:
             return found
         tool = _looked_up(text, tool, tools, today, now)
+        tool = _fuller(text, tool, tools, today, now)
         arguments, missing, model_fill = router.fill_arguments(tool, text, today, now=now)
         return router.Route(tool, arguments, tuple(missing), tuple(model_fill), learned=True)
 
@@ -349,7 +392,7 @@ def _unrouted(turn: _Turn, utterance: str) -> Decision:
 
 
 def _named_by_identifier(
-    text: str, tools: Sequence[ToolDefinition], model: _Memo
+    text: str, tools: Sequence[ToolDefinition], model: _Memo, today: dt.date
 ) -> ToolDefinition | None:
     """The tool a line's identifier belongs to ("what's booked under V X two zero four one"):
     of the tools whose identifier pattern accepts it, the one the intent model ranks first."""
@@ -357,7 +400,62 @@ def _named_by_identifier(
     if len(taking) <= 1:
         return taking[0] if taking else None
     ranks = dict(model.rank(small_talk.without_pleasantries(text)))
-    return max(taking, key=lambda t: ranks.get(t.name, 0.0))
+    # The tool the line's values fill most ("a gas reading of 3150 for 40021877": the meter
+    # type and the number too, not only the account), then the model's rank.
+    filled = {t.name: len(router.fill_arguments(t, text, today)[0]) for t in taking}
+    return max(taking, key=lambda t: (filled[t.name], ranks.get(t.name, 0.0)))
+
+
+def _better_fit(
+    text: str,
+    found: router.Route,
+    tools: Sequence[ToolDefinition],
+    model: _Memo,
+    today: dt.date,
+    now: dt.datetime | None,
+) -> router.Route:
+    """An incomplete request the rules found by one shared word ("my gas meter") gives way to
+    the tool the intent model names confidently when the line leaves that one less to ask
+    ("Can a technician come ... on Thursday at 4:15?" books the visit, it is no reading)."""
+    named = model.decide(small_talk.without_pleasantries(text))
+    ranks = dict(model.rank(small_talk.without_pleasantries(text)))
+    others = [t for t in cues.described_tools(text, tools) if not t.builtin]
+    confident = next((t for t in tools if t.name == named.intent), None)
+    if confident is not None and not confident.builtin and named.score >= TOOL_CONFIDENCE:
+        others.append(confident)
+    best: router.Route = found
+    for other in others:
+        if found.tool is not None and other.name == found.tool.name:
+            continue
+        arguments, missing, model_fill = router.fill_arguments(other, text, today, now=now)
+        better = len(missing) < len(best.missing) or (
+            len(missing) == len(best.missing)
+            and best.tool is not None
+            and ranks.get(other.name, 0.0) > ranks.get(best.tool.name, 0.0)
+        )
+        if better:
+            best = router.Route(other, arguments, tuple(missing), tuple(model_fill), learned=True)
+    return best
+
+
+def _named_by_value(text: str, tools: Sequence[ToolDefinition]) -> ToolDefinition | None:
+    """The one tool that takes a value the line says by name: a value of a field's ``enum`` that
+    no other tool's field lists (a doctor's name, a store); a line the intent model sent to
+    no tool is then that tool's request, not out of scope."""
+    taking: list[ToolDefinition] = []
+    for tool in tools:
+        properties = schema.model_facing(tool).get("properties", {})
+        for name, prop in properties.items():
+            values = prop.get("enum") if isinstance(prop, dict) else None
+            named = [v for v in values or [] if isinstance(v, str) and len(v) >= 4]
+            if (
+                named
+                and router.field_kind(name, prop) == "enum"
+                and router.fill_arguments_one(tool, name, text) is not None
+            ):
+                taking.append(tool)
+                break
+    return taking[0] if len(taking) == 1 else None
 
 
 _WH_QUESTION = re.compile(r"^\W*(?:what|which|when|where|who|whose|how)\b", re.IGNORECASE)
@@ -383,6 +481,26 @@ def _looked_up(
     for other in cues.identified_tools(text, tools):
         arguments, missing, model_fill = router.fill_arguments(other, text, today, now=now)
         if other is not tool and arguments and not missing and not model_fill:
+            return other
+    return tool
+
+
+def _fuller(
+    text: str,
+    tool: ToolDefinition,
+    tools: Sequence[ToolDefinition],
+    today: dt.date,
+    now: dt.datetime | None,
+) -> ToolDefinition:
+    """The tool the line's values fill completely when the model's takes fewer of them: "a 12
+    month plan on 40021877 with the first payment on the 20th" sets a plan up, it does not
+    list the plans that account can have. Never for a wh-question (:func:`_looked_up`)."""
+    if _WH_QUESTION.search(text):
+        return tool
+    taken = len(router.fill_arguments(tool, text, today, now=now)[0])
+    for other in cues.identified_tools(text, tools):
+        arguments, missing, model_fill = router.fill_arguments(other, text, today, now=now)
+        if other is not tool and len(arguments) > taken and not missing and not model_fill:
             return other
     return tool
 
@@ -416,4 +534,19 @@ def _stepped(request: LlmRequest, step: tasks.Step, decision: router.Route) -> D
     assert step.intent is not None
     log.info("llm.tool_routed", tool=step.intent.name, runner_up=decision.runner_up)
     same = decision.tool is not None and decision.tool.name == step.intent.name
-    return Call(step.intent, decision.model_fill if same else ())
+    if same:
+        return Call(step.intent, decision.model_fill)
+    tool = next((t for t in request.tools if t.name == step.intent.name), None)
+    return Call(step.intent, _unfilled_text(tool, step.intent.arguments) if tool else ())
+
+
+def _unfilled_text(tool: ToolDefinition, arguments: dict[str, object]) -> tuple[str, ...]:
+    """The required free-text fields a task's call still lacks: the model fills them from the
+    caller's words (and asks when it cannot, :func:`unsaid`)."""
+    shown = schema.model_facing(tool)
+    properties = shown.get("properties", {})
+    return tuple(
+        name
+        for name in shown.get("required", [])
+        if name not in arguments and router.field_kind(name, properties.get(name, {})) == "text"
+    )

@@ -175,6 +175,10 @@ class RoutedLlm(LlmBase):
         if tool is None or not decision.model_fill:
             return intent
         arguments = await self._fill(request, tool, intent.arguments)
+        unsaid = dialogue.unsaid(request, arguments, decision.model_fill)
+        if unsaid:  # junk, or words of the tool's description: asked for, never sent
+            log.warning("llm.arguments_unsaid", tool=tool.name, fields=unsaid)
+            return TextChunk(text=replies.clarifying_question(tool, unsaid[:1]))
         broken = tuple(schema.violations(tool, arguments))
         if broken:
             log.warning("llm.arguments_invalid", tool=tool.name, fields=broken)
@@ -195,7 +199,7 @@ class RoutedLlm(LlmBase):
         )
         messages = [
             {"role": "system", "content": instruction},
-            {"role": "user", "content": replies.last_user_text(request)},
+            {"role": "user", "content": _task_lines(request)},
         ]
         return await self._json_object(messages, shape)
 
@@ -209,3 +213,15 @@ class RoutedLlm(LlmBase):
         if request.now is None:
             return self._today()
         return dialogue.clock(request).date()
+
+
+def _task_lines(request: LlmRequest) -> str:
+    """The caller's lines since the agent last acted (a task's answers with its request), the
+    words a free-text field is filled from."""
+    lines: list[str] = []
+    for message in reversed(request.messages):
+        if message.role == "tool":
+            break
+        if message.role == "user":
+            lines.insert(0, message.content)
+    return " ".join(lines[-3:])

@@ -41,6 +41,9 @@ def ask(tool: ToolDefinition, name: str) -> str:
         choice = join_list((str(v).replace("_", " ") for v in prop["enum"]), "or")
         if choice:
             return f"Would you like {choice}?"
+    if kind == "option" and isinstance(prop.get(schema.OPTIONS_KEY), list):
+        options = [str(v) for v in prop[schema.OPTIONS_KEY]]
+        return f"Which {_label(name)}: {', '.join(options[:-1])} or {options[-1]}?"
     if kind == "when" and tool.builtin != FOLLOWUPS_TOOL:
         return ask_for(name)  # "When would you like it?": a call-back's question is its own
     if kind in _BY_KIND:

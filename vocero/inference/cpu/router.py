@@ -15,12 +15,14 @@ arguments: a verb alone ("change my password") is not enough, so chit-chat route
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.inference.cpu import schema, slots
+from vocero.inference.cpu.slots.numbers import NUMBER_RUN, number_run
 
 # concept -> phrases that say it (lower case, matched on word boundaries)
 LEXICON: dict[str, tuple[str, ...]] = {
@@ -29,6 +31,7 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "followup": (
         "follow up", "follow-up", "followup", "call me", "call back", "callback", "call-back",
         "remind me", "get back to me", "text me", "email me", "reach out", "contact me",
+        "ring me", "phone me", "give me a call", "call me back",
     ),
     "status": (
         "status", "where is", "where's", "track", "tracking", "shipped", "arrive", "arriving",
@@ -114,8 +117,11 @@ def _concepts_said(utterance: str) -> dict[str, float]:
     for concept, phrases in WEAK_CUES.items():
         if concept not in said and any(f" {p} " in text for p in phrases):
             said[concept] = 0.3
-    for word in text.split():
+    words = text.split()
+    for word in words:
         said.setdefault(_stem(word), 1.0)
+    for first, second in itertools.pairwise(words):  # "set up" says "setup"
+        said.setdefault(_stem(first + second), 1.0)
     return said
 
 
@@ -127,6 +133,7 @@ def _score(
     now: dt.datetime | None,
 ) -> _Scored:
     concepts = tool_concepts(tool)
+    said = {**said, **{c: _phrase_said(c, said) for c in concepts if c not in said and "_" in c}}
     strength = sum(said.get(c, 0.0) for c in concepts)
     arguments, missing, model_fill = fill_arguments(tool, utterance, today, now=now)
     required = set(schema.model_facing(tool).get("required", []))
@@ -135,6 +142,19 @@ def _score(
     domain_said = any(said.get(c, 0.0) >= 1.0 for c in domain)
     candidate = domain_said or (said.get(action, 0.0) >= 1.0 and bool(arguments))
     return _Scored(tool, strength, fit, arguments, tuple(missing), tuple(model_fill), candidate)
+
+
+def fill_arguments_one(tool: ToolDefinition, name: str, utterance: str) -> Any:
+    """The value of ``tool``'s enum field ``name`` the caller said, by its words (or ``None``)."""
+    prop = schema.model_facing(tool).get("properties", {}).get(name, {})
+    values = [v for v in prop.get("enum") or [] if isinstance(v, str) and len(v) >= 4]
+    return _channel_or_enum(utterance, values) if values else None
+
+
+def _phrase_said(concept: str, said: dict[str, float]) -> float:
+    """An action of several words the lexicon does not know ("free_time" of
+    ``schedule.free_times``) is said when each of its words is ("what times are free")."""
+    return min(said.get(_stem(w), 0.0) for w in concept.split("_") if w)
 
 
 def fill_arguments(
@@ -152,14 +172,23 @@ def fill_arguments(
     arguments: dict[str, Any] = {}
     missing: list[str] = []
     model_fill: list[str] = []
-    for name, prop in properties.items():
-        kind = field_kind(name, prop)
-        value = _extract(kind, name, prop, utterance, today, now=now)
+    kinds = {name: field_kind(name, prop) for name, prop in properties.items()}
+    # Identifiers first: a quantity is a number the line says that no identifier took.
+    for name in sorted(properties, key=lambda n: kinds[n] == "quantity"):
+        kind, prop = kinds[name], properties[name]
+        value: Any
+        if kind == "quantity":
+            value = _quantity(utterance, prop, list(arguments.values()))
+        else:
+            value = _extract(kind, name, prop, utterance, today, now=now)
+        if value is None and kind == "reason" and not tool.builtin:
+            value = slots.requested_thing(utterance)  # "book a blood pressure check with ..."
         if value is not None:
             arguments[name] = value
-        elif name in required:
-            (model_fill if kind == "text" else missing).append(name)
-    return arguments, missing, model_fill
+    for name in properties:
+        if name not in arguments and name in required:
+            (model_fill if kinds[name] == "text" else missing).append(name)
+    return {n: arguments[n] for n in properties if n in arguments}, missing, model_fill
 
 
 _DATETIME_SAMPLE, _DATE_SAMPLE, _TIME_SAMPLE = "2026-01-31T09:30:00+01:00", "2026-01-31", "09:30"
@@ -168,7 +197,8 @@ _PLAIN_WORDS = ("word", "Word", "WORD", "two words")
 
 
 def field_kind(name: str, schema: dict[str, Any]) -> str:
-    """How a property is filled: id, datetime, date, time, when, reason, enum, channel or text.
+    """How a property is filled: id, datetime, date, time, when, reason, enum, channel, option,
+    quantity or text.
 
     The schema decides first: ``enum``; ``format`` (``date-time``, ``date``, ``time``); a
     ``pattern`` by what it accepts (an ISO moment, date or clock time, and not a plain word), any
@@ -184,6 +214,10 @@ def field_kind(name: str, schema: dict[str, Any]) -> str:
     for kind, format_name in (("datetime", "date-time"), ("date", "date"), ("time", "time")):
         if fmt == format_name or shape == kind:
             return kind
+    if schema.get("type") in ("integer", "number") and not _id_name(lowered):
+        return "quantity"
+    if schema.get(_OPTIONS):
+        return "option"
     if lowered.endswith(("_at", "datetime")):
         return "datetime"
     if lowered.endswith("date"):
@@ -268,7 +302,7 @@ def _extract(
         if found is None and pattern:
             # A pattern-checked identifier with letters ("BK-1234") is one without its noun too.
             bare = slots.bare_identifier(utterance, pattern)
-            found = bare if bare and not bare.isdigit() else None
+            found = bare if bare and (not bare.isdigit() or _long_code(pattern)) else None
         return found
     if kind == "datetime":
         return slots.moment_in(utterance, now or dt.datetime.combine(today, dt.time(), dt.UTC))
@@ -282,8 +316,62 @@ def _extract(
         return slots.reason_phrase(utterance)
     if kind in ("channel", "enum"):
         return _channel_or_enum(utterance, schema.get("enum"))
+    if kind == "option":
+        return _option(utterance, schema.get(_OPTIONS) or [])
     return None
 
+
+_OPTIONS = schema.OPTIONS_KEY
+
+
+def _long_code(pattern: str) -> bool:
+    """A pattern that takes only long numbers ("^[0-9]{5}$"): digits said alone are its code,
+    never a count or an hour."""
+    return not any(slots.pattern_accepts(pattern, n) for n in ("1", "12", "123"))
+
+
+def _option(utterance: str, options: list[str]) -> str | None:
+    """The value of those a description names that the caller said ("the Riverside store");
+    the last one said wins ("not Maple Street, Riverside"), none said is no value."""
+    text = f" {_normalise(utterance)} "
+    said: list[tuple[int, str]] = []
+    for option in options:
+        words = r"[\s-]+".join(re.escape(w) for w in _normalise(option).split())
+        found = [m.start() for m in re.finditer(rf"(?<=\s){words}(?=\s)", text)]
+        if found:
+            said.append((found[-1], option))
+    return max(said)[1] if said else None
+
+
+_NOT_QUANTITY = re.compile(
+    r"\b\d{1,2}(?:[:.]\d{2})?\s*(?:a\.?\s?m\b\.?|p\.?\s?m\b\.?|o'?clock\b)"
+    r"|\b(?:(?:at|around|by)\s+)?\d{1,2}:\d{2}\b|\b(?:at|around|by)\s+\d{1,2}\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)\b"
+    r"|\b\d+\s*(?:minutes?|hours?|days?|weeks?|months?|years?)\b",
+    re.IGNORECASE,
+)
+
+
+def _quantity(utterance: str, prop: dict[str, Any], taken: list[Any]) -> int | float | None:
+    """The one number the line says for a quantity ("It says 48213", "Nine hundred and
+    twelve"), not a time, a date, a duration or an identifier another field took; two numbers
+    said is no value (it is asked)."""
+    text = NUMBER_RUN.sub(number_run, slots.spoken_times(utterance.lower()))
+    text = _NOT_QUANTITY.sub(" ", text)
+    taken_text = {str(t) for t in taken}
+    values: list[int | float] = []
+    for match in re.finditer(r"(?<![\w.:-])(\d+(?:\.\d+)?)(?![\w:-])", text.replace(",", "")):
+        if match.group(1) in taken_text:
+            continue
+        number = float(match.group(1))
+        value: int | float = int(number) if number.is_integer() else number
+        if prop.get("type") == "integer" and not isinstance(value, int):
+            continue
+        if not prop.get("minimum", value) <= value <= prop.get("maximum", value):
+            continue
+        if value not in values:
+            values.append(value)
+    return values[0] if len(values) == 1 else None
 
 def _channel_or_enum(utterance: str, enum: list[Any] | None) -> Any:
     """The enum value the caller said, by its words ("in_person" from "in person", "afternoon"

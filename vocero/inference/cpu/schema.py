@@ -11,6 +11,7 @@ included, still validates the arguments afterwards (:func:`violations`).
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from vocero.contracts.domain import ToolDefinition
@@ -27,15 +28,52 @@ PLATFORM_FIELDS = frozenset(
 principal), never by the model: they are left out of what the model sees and must produce."""
 
 
+OPTIONS_KEY = "x-vocero-options"
+"""Where :func:`model_facing` puts the values a bare string field's description names ("a store
+(the Maple Street or Riverside counter)"): the caller picks one by saying it; never sent."""
+_DATETIME_SAID = re.compile(
+    r"\brfc\s*3339\b|\bdate[\s-]?time\b|\biso\s*8601\s+(?:date[\s-]?time|timestamp|moment)",
+    re.IGNORECASE,
+)
+_CLAUSES = re.compile(r"[.;,:](?:\s+|$)")
+_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
+
+
 def model_facing(tool: ToolDefinition) -> dict[str, Any]:
-    """The tool's input schema without the fields the platform fills."""
+    """The tool's input schema without the fields the platform fills, and with what the tool's
+    description says of a bare string field made explicit: one a clause of it calls an RFC 3339
+    date-time gets ``format: date-time``; one a clause names values for (proper names) gets
+    them under :data:`OPTIONS_KEY`. The schema's own ``format``, ``pattern`` or ``enum`` wins."""
     schema = copy.deepcopy(tool.input_schema or {"type": "object", "properties": {}})
     properties: dict[str, Any] = schema.get("properties", {})
     for name in PLATFORM_FIELDS & properties.keys():
         del properties[name]
     if "required" in schema:
         schema["required"] = [r for r in schema["required"] if r not in PLATFORM_FIELDS]
+    for name, prop in properties.items():
+        if isinstance(prop, dict):
+            _described(name, prop, tool.description)
     return schema
+
+
+def _described(name: str, prop: dict[str, Any], description: str) -> None:
+    """``prop`` with the kind its own or its tool's description gives it (see
+    :func:`model_facing`)."""
+    if prop.get("type", "string") != "string" or {"format", "pattern", "enum"} & prop.keys():
+        return
+    own = str(prop.get("description") or "")
+    word = re.compile(rf"\b{re.escape(name.replace('_', ' '))}\b|\b{re.escape(name)}\b", re.I)
+    clauses = [c for c in _CLAUSES.split(description or "") if word.search(c)]
+    if _DATETIME_SAID.search(own) or any(_DATETIME_SAID.search(c) for c in clauses):
+        prop["format"] = "date-time"
+        return
+    options: list[str] = []
+    for clause in [own, *clauses]:
+        for match in _NAMED.finditer(clause.strip()):
+            if match.group(1) not in options:
+                options.append(match.group(1))
+    if len(options) >= 2:
+        prop[OPTIONS_KEY] = options
 
 
 def bounded(schema: dict[str, Any], max_string: int = MAX_STRING) -> dict[str, Any]:
@@ -55,6 +93,7 @@ def _bound(node: Any, max_string: int) -> None:
     kind = node.get("type")
     node.pop("pattern", None)
     node.pop("format", None)
+    node.pop(OPTIONS_KEY, None)
     if kind == "string" and not {"enum", "const", "maxLength"} & node.keys():
         node["maxLength"] = max_string
     if kind == "array":
@@ -86,13 +125,21 @@ def violations(tool: ToolDefinition, arguments: dict[str, Any]) -> list[str]:
     """Where ``arguments`` break the tool's own input schema (patterns and formats included)."""
     import jsonschema
 
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
     validator = jsonschema.Draft202012Validator(
-        model_facing(tool), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+        _without_options(model_facing(tool)), format_checker=checker
     )
     return [
         ".".join(str(p) for p in e.absolute_path) or e.message
         for e in validator.iter_errors(arguments)
     ]
+
+
+def _without_options(schema: dict[str, Any]) -> dict[str, Any]:
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop(OPTIONS_KEY, None)
+    return schema
 
 
 def choice_schema(field: str, values: list[str]) -> dict[str, Any]:

@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.lexicon import consent
+from vocero.contracts.lexicon.base import alternation
+from vocero.contracts.lexicon.en import LEXICON
 from vocero.contracts.ports import Message, ToolIntent
 from vocero.inference.cpu import questions, router, schema, slots, small_talk
 
@@ -82,7 +85,7 @@ def correction(
     changed = {k: v for k, v in found.items() if pending.arguments.get(k) != v}
     properties = schema.model_facing(tool).get("properties", {})
     kinds = {router.field_kind(k, properties.get(k, {})) for k in changed}
-    typed = {"id", "date", "time", "datetime", "when", "enum", "channel"}
+    typed = {"id", "date", "time", "datetime", "when", "enum", "channel", "option", "quantity"}
     if not changed or not kinds & typed:
         return None
     return ToolIntent(name=pending.name, arguments={**pending.arguments, **changed})
@@ -266,6 +269,42 @@ def next_step(
     return step
 
 
+def answers(
+    task: Task, utterance: str, today: dt.date, *, now: dt.datetime | None = None
+) -> bool:
+    """Whether the line answers the task's open question by its field's kind and says nothing
+    else ("Thursday in the morning" to "What time would suit you?"): it fills that field, it is
+    never read as a request of its own."""
+    if not task.missing or not utterance.strip() or _new_request(utterance):
+        return False
+    if task.missing[0] in _fill(task, utterance, today, now).missing:
+        return False
+    kind = router.field_kind(task.missing[0], _property(task.tool, task.missing[0]))
+    return kind not in ("reason", "text") and values_only(utterance)
+
+
+_VALUE_WORDS = re.compile(
+    r"\b(?:\d\S*|[a-z]{1,3}-?\d\S*|a\.?m\.?|p\.?m\.?|at|on|in|the|by|around|of|and|or|"
+    r"next|this|coming|today|tonight|tomorrow|morning|afternoon|evening|noon|midday|week|"
+    rf"{alternation(LEXICON.calendar.weekdays)}|o'?clock|half|quarter|past|to|"
+    rf"{alternation(LEXICON.calendar.months)}|"
+    rf"{alternation(LEXICON.numbers.cardinals)}|{alternation(LEXICON.numbers.scales)}|"
+    r"please|ok|okay|yes|no|it'?s|it|is|make|say|let's|lets|how|about|that|sorry|then)\b",
+    re.I,
+)
+
+
+def values_only(text: str, extra: re.Pattern[str] | None = None) -> bool:
+    """Whether the line says values alone (days, times, numbers, references), nothing more."""
+    rest = (extra or _VALUE_WORDS).sub(" ", small_talk.without_pleasantries(text).lower())
+    return not any(len(w) > 1 for w in re.findall(r"[a-z']+", rest))
+
+
+def _property(tool: ToolDefinition, name: str) -> dict[str, Any]:
+    found = schema.model_facing(tool).get("properties", {}).get(name, {})
+    return found if isinstance(found, dict) else {}
+
+
 def after_list(
     task: Task | None, result: Message, tools: Sequence[ToolDefinition]
 ) -> Step | None:
@@ -309,6 +348,8 @@ def _switches(
     should we call you back?" "Friday at 10, about Miso's prescription")."""
     if decision.tool is None or (task is not None and decision.tool.name == task.tool.name):
         return False
+    if task is not None and answers(task, utterance, today, now=now):
+        return False  # an answer to the question asked is judged by its field's kind first
     if task is None or not task.missing or not (decision.learned or decision.missing):
         return True  # a complete request of its own ("cancel APT-1001 instead") is served
     return task.missing[0] in _fill(task, utterance, today, now).missing
@@ -357,11 +398,21 @@ def _fill(task: Task, utterance: str, today: dt.date, now: dt.datetime | None) -
             arguments[asked] = bare
     if asked and asked not in arguments and _free_text(task.tool, asked):
         answer = _free_answer(utterance)
-        if answer and not _new_request(utterance):
+        if answer and not _new_request(utterance) and not _consent_word(utterance):
             arguments[asked] = answer
     missing = tuple(m for m in task.missing if m not in arguments)
     kept = task.asked if missing[:1] == task.missing[:1] else 0
     return Task(task.tool, arguments, missing, task.listed, kept)
+
+
+_YES_OR_NO = re.compile(r"^\W*(?:yes|yeah|yep|yup|no|nope|sure|ok|okay)\b", re.I)
+
+
+def _consent_word(utterance: str) -> bool:
+    """A yes or a no ("Yes, book it."): never the words of a free-text answer."""
+    return consent.classify(utterance) in ("confirm", "reject") or bool(
+        _YES_OR_NO.match(utterance)
+    )
 
 
 def _free_text(tool: ToolDefinition, name: str) -> bool:

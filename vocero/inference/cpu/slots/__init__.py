@@ -21,7 +21,7 @@ about, as said). Month, weekday, number and time words are the English lexicon's
 
 from vocero.inference.cpu.slots.dates import date_in, moment_in
 from vocero.inference.cpu.slots.identifiers import bare_identifier, identifier_in, pattern_accepts
-from vocero.inference.cpu.slots.phrases import reason_phrase, when_phrase
+from vocero.inference.cpu.slots.phrases import reason_phrase, requested_thing, when_phrase
 from vocero.inference.cpu.slots.times import part_of_day, spoken_times, time_in
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "part_of_day",
     "pattern_accepts",
     "reason_phrase",
+    "requested_thing",
     "spoken_times",
     "time_in",
     "when_phrase",

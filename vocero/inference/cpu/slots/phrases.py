@@ -80,3 +80,22 @@ def reason_phrase(text: str) -> str | None:
     reason = re.sub(r"^(?:to\s+)?(?:talk about|about)\s+", "", reason.strip(), flags=re.IGNORECASE)
     reason = re.split(r"[.?!]", reason)[0]
     return reason.strip(" ,") or None
+
+
+_REQUESTED = re.compile(
+    r"\b(?:book|schedule|arrange|set up|get|make|need|want|like)\s+(?:me\s+|us\s+)?"
+    r"(?:a|an)\s+((?:[a-z][\w'-]*\s+){0,4}?[a-z][\w'-]*)"
+    r"(?=\s+(?:with|on|at|for|in|by|this|next|tomorrow|today|please)\b|[\s,.?!]*$|[,.?!])",
+    re.IGNORECASE,
+)
+
+
+def requested_thing(text: str) -> str | None:
+    """What the caller asks to be booked or arranged, as said ("book a blood pressure check
+    with ..." -> "blood pressure check"): the words after the verb and its article, up to the
+    person, the day or the time."""
+    match = _REQUESTED.search(text)
+    if not match:
+        return None
+    thing = match.group(1).strip()
+    return None if _WHEN_WORDS.search(thing) else thing
