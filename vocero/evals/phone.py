@@ -38,6 +38,9 @@ POLL_S = 0.1
 """How often the session record is read while a turn's answer is awaited."""
 QUIET_S = 0.4
 """A turn's answer is over once no media has come for this long (and the record says so)."""
+SETTLE_S = 1.0
+"""...and the record has said so, unchanged, for this long: a caller's line the server heard as
+two utterances (a pause in it) is answered twice, and the second answer belongs to this turn."""
 KEYS = {"confirm": "1", "reject": "2"}
 """``confirm: button`` / ``reject: button`` on the phone: the keys of SPEC §10."""
 CONFIRMATION_KEYS = {"proposal_id", "revision", "tool", "summary", "expires_at"}
@@ -277,6 +280,8 @@ class PhoneCaller:
         self.turn = TurnResult(index=0)
         self._last_state = ""
         self._history_seen = 0
+        self._settling: tuple[int, float] | None = None
+        """(history length, since when) while the record says the answer is over."""
         self._revisions: set[tuple[str, int]] = set()
         self._stream_id = 0
 
@@ -360,7 +365,14 @@ class PhoneCaller:
         else:
             said_after = said
         if not said_after or self._last_state not in IDLE:
+            self._settling = None
             return False
+        if self._settling is None or self._settling[0] != len(history):
+            self._settling = (len(history), time.monotonic())
+            return False
+        if time.monotonic() - self._settling[1] < SETTLE_S:
+            return False
+        self._settling = None
         self._history_seen = len(history)
         turn.generations = [str(h.get("generation_id", "")) for h in said]
         turn.heard = [str(h.get("text") or "") for h in said]
