@@ -141,6 +141,15 @@ class Metrics:
             "vocero_metric_series", "Series each metric family exports (label cardinality).",
             ["family"], registry=reg, multiprocess_mode="max",
         )
+        self.asyncio_tasks = Gauge(
+            "vocero_asyncio_tasks", "Asyncio tasks of the process's event loop (at scrape).",
+            registry=reg, multiprocess_mode="liveall",
+        )
+        self.event_loop_lag = Gauge(
+            "vocero_event_loop_lag_seconds",
+            "How long a callback scheduled at scrape waited for the event loop to run it.",
+            registry=reg, multiprocess_mode="liveall",
+        )
         self.active_sessions = Gauge("vocero_active_sessions", "Live sessions.", registry=reg,
                                      multiprocess_mode="livesum")
         self.queue_depth = Gauge("vocero_queue_depth", "Items queued.", ["link"], registry=reg,

@@ -2,11 +2,15 @@
 
 Runner health (``vocero_runner_healthy``) comes from the runners' own status; the follow-up
 backlog (``vocero_followups_overdue``) is counted in the store, so every worker reports the
-same figure. The alert rules on both are in deploy/prometheus/vocero-rules.yaml.
+same figure. The alert rules on both are in deploy/prometheus/vocero-rules.yaml. The event
+loop's own (``vocero_asyncio_tasks``, ``vocero_event_loop_lag_seconds``: how long a callback
+scheduled at scrape waited) are what ``vocero bench soak`` watches (docs/scaling.md).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import UTC, datetime
 
 from sqlalchemy import func, select
@@ -20,7 +24,23 @@ WAITING = ("scheduled", "retry", "awaiting_approval")
 """Statuses of a follow-up that still owes a call (docs/followups.md "The queue")."""
 
 
+async def loop_lag_s() -> float:
+    """How long a callback scheduled now waits for the event loop to run it (seconds)."""
+    loop = asyncio.get_running_loop()
+    ran: asyncio.Future[float] = loop.create_future()
+    start = time.perf_counter()  # uvloop's loop.time() counts whole milliseconds
+
+    def mark() -> None:
+        if not ran.done():
+            ran.set_result(time.perf_counter())
+
+    loop.call_soon(mark)
+    return await ran - start
+
+
 async def refresh_gauges(metrics: Metrics, runners: RunnerSet, store: Store) -> None:
+    metrics.asyncio_tasks.set(len(asyncio.all_tasks()))
+    metrics.event_loop_lag.set(await loop_lag_s())
     for name, runner in runners.statuses().items():
         metrics.runner_healthy.labels(runner=name).set(1 if runner.health == "ready" else 0)
     overdue = dict.fromkeys(WAITING, 0)
