@@ -3,6 +3,12 @@ a JWKS published over HTTP, tokens signed with RS256, ES256 or EdDSA, key rotati
 RFC 8693 token-exchange endpoint with ``client_secret_basic`` plus RFC 7662 introspection of
 the tokens it issued (what the delegated MCP server checks). It can be told to fail.
 
+For enterprise-managed authorization (SEP-990) the same endpoint issues an ID-JAG when asked
+for ``urn:ietf:params:oauth:token-type:id-jag``, and ``/as/token`` plays the MCP server's
+authorization server (issuer :data:`AS_ISSUER`): the RFC 7523 jwt-bearer grant, the ID-JAG
+checked (signature, ``typ``, ``aud``, ``resource``, ``client_id``), an access token issued that
+introspection knows. What it saw is in ``grants``.
+
 It runs in a thread of the test process (a standard-library HTTP server), so tests read what it
 saw directly: ``jwks_fetches``, ``exchanges``.
 """
@@ -34,6 +40,11 @@ AUDIENCE = "vocero-realtime"
 CLIENT_ID = "vocero-gateway"
 CLIENT_SECRET = "exchange-s3cret-value"
 ALGORITHMS = {"RS256": "RSA", "ES256": "EC", "EdDSA": "OKP"}
+AS_ISSUER = "https://as.mcp.test.example"
+AS_CLIENT_ID = "vocero-at-mcp-as"
+AS_CLIENT_SECRET = "as-s3cret-value"
+ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
 
 def new_key(alg: str, kid: str) -> RSAKey | ECKey | OKPKey:
@@ -68,6 +79,10 @@ class IdentityProvider:
     """Exchanged access tokens -> what they were issued for (introspection reads it)."""
     fail_exchange: str = ""
     """``""``: answer; ``http_error`` (503), ``bad_json``, ``no_token``: fail that way."""
+    grants: list[Exchange] = field(default_factory=list)
+    """jwt-bearer requests at ``/as/token``."""
+    fail_grant: str = ""
+    """``""``: answer; ``invalid_grant``: refuse every jwt-bearer grant."""
     expires_in: int = 300
     port: int = 0
 
@@ -86,6 +101,10 @@ class IdentityProvider:
     @property
     def token_url(self) -> str:
         return f"{self.url}/token"
+
+    @property
+    def as_token_url(self) -> str:
+        return f"{self.url}/as/token"
 
     @property
     def introspection_url(self) -> str:
@@ -155,6 +174,8 @@ class IdentityProvider:
         form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
         if method == "POST" and path == "/token":
             return self._exchange(headers.get("authorization", ""), form)
+        if method == "POST" and path == "/as/token":
+            return self._jwt_bearer(headers.get("authorization", ""), form)
         if method == "POST" and path == "/introspect":
             info = self.issued.get(form.get("token", ""))
             return 200, ({"active": True, **info} if info else {"active": False})
@@ -166,6 +187,8 @@ class IdentityProvider:
         self.exchanges.append(record)
         if client != (CLIENT_ID, CLIENT_SECRET):
             return 401, {"error": "invalid_client"}
+        if form.get("requested_token_type") == ID_JAG:
+            return self._id_jag(record, form)
         if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange" or \
                 form.get("subject_token_type") != "urn:ietf:params:oauth:token-type:jwt":
             return 400, {"error": "invalid_request"}
@@ -184,6 +207,55 @@ class IdentityProvider:
                                "scope": form.get("scope", "")}
         return 200, {"access_token": issued, "token_type": "Bearer",
                      "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+                     "expires_in": self.expires_in}
+
+    def _id_jag(self, record: Exchange, form: dict[str, str]) -> tuple[int, Any]:
+        """SEP-990 leg 1: an ID-JAG for the authorization server ``audience`` names."""
+        if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange" or \
+                form.get("subject_token_type") != "urn:ietf:params:oauth:token-type:id_token" or \
+                not form.get("audience") or not form.get("resource"):
+            return 400, {"error": "invalid_request"}
+        subject = self._verified(form.get("subject_token", ""))
+        if subject is None:
+            return 400, {"error": "invalid_grant"}
+        if self.fail_exchange == "http_error":
+            return 503, {"error": "temporarily_unavailable"}
+        now = int(time.time())
+        claims = {"iss": ISSUER, "sub": subject["sub"], "aud": form["audience"],
+                  "resource": form["resource"], "client_id": AS_CLIENT_ID,
+                  "jti": secrets.token_hex(8), "iat": now, "exp": now + 300}  # fmt: skip
+        kid = self.kid_of("ES256")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SecurityWarning)
+            grant = jwt.encode({"alg": "ES256", "kid": kid, "typ": "oauth-id-jag+jwt"}, claims,
+                               self.keys[kid], algorithms=["ES256"])  # fmt: skip
+        record.issued = grant
+        return 200, {"access_token": grant, "issued_token_type": ID_JAG, "token_type": "N_A",
+                     "expires_in": 300}  # fmt: skip
+
+    def _jwt_bearer(self, authorization: str, form: dict[str, str]) -> tuple[int, Any]:
+        """SEP-990 leg 2 at the MCP server's authorization server (RFC 7523 §2.1)."""
+        record = Exchange(_basic_client(authorization), form)
+        self.grants.append(record)
+        if record.client != (AS_CLIENT_ID, AS_CLIENT_SECRET):
+            return 401, {"error": "invalid_client"}
+        if form.get("grant_type") != JWT_BEARER:
+            return 400, {"error": "unsupported_grant_type"}
+        assertion = form.get("assertion", "")
+        claims = self._verified(assertion)
+        try:
+            header = json.loads(base64.urlsafe_b64decode(assertion.split(".")[0] + "=="))
+        except (ValueError, IndexError):
+            header = {}
+        if claims is None or header.get("typ") != "oauth-id-jag+jwt" or \
+                claims.get("aud") != AS_ISSUER or claims.get("client_id") != AS_CLIENT_ID or \
+                claims.get("resource") != form.get("resource") or self.fail_grant:
+            return 400, {"error": "invalid_grant"}
+        issued = "at_" + secrets.token_urlsafe(24)
+        record.issued = issued
+        self.issued[issued] = {"sub": claims["sub"], "aud": claims["resource"],
+                               "scope": form.get("scope", "")}
+        return 200, {"access_token": issued, "token_type": "Bearer",
                      "expires_in": self.expires_in}
 
     def _verified(self, token: str) -> dict[str, Any] | None:

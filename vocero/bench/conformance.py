@@ -17,8 +17,9 @@ would (``McpOAuthSpec``): a pre-registered client when the scenario hands one ov
 credentials for the machine-to-machine scenarios, the jwt-bearer grant with the workload JWT
 (``auth/wif-jwt-bearer``), the identity-assertion grant with the ID token it hands over
 (``auth/enterprise-managed-authorization``: ID-JAG from its IdP, then jwt-bearer), else the
-authorization-code grant with dynamic registration or a client ID metadata document; the stand-in operator approves by following the
-authorization server's redirect. See ``scripts/mcp_conformance.sh``.
+authorization-code grant with dynamic registration or a client ID metadata document; the
+stand-in operator approves by following the authorization server's redirect. See
+``scripts/mcp_conformance.sh``.
 """
 
 from __future__ import annotations

@@ -343,6 +343,7 @@ def build_auth(
     consent: Consent | None,
     on_failure: Callable[[str], None],
     environ: Any = os.environ,
+    idp_transport: httpx2.AsyncBaseTransport | None = None,
 ) -> AuthGuard:
     """The guarded SDK provider for ``spec.oauth``; :class:`ServerRefusedError` for a
     configuration that cannot work (no secret, client credentials without issuer...)."""
@@ -357,7 +358,9 @@ def build_auth(
     elif oauth.grant == "jwt_bearer":
         provider = _jwt_bearer_provider(spec, oauth, storage, secret, scope, environ)
     elif oauth.grant == "identity_assertion":
-        provider = _identity_assertion_provider(spec, oauth, storage, secret, scope, environ)
+        provider = _identity_assertion_provider(
+            spec, oauth, storage, secret, scope, environ, idp_transport
+        )
     else:
         provider = _consent_provider(server, spec, oauth, storage, secret, scope, consent)
     return AuthGuard(server, provider, on_failure)
@@ -452,6 +455,7 @@ def _identity_assertion_provider(
     secret: str,
     scope: str | None,
     environ: Any,
+    idp_transport: httpx2.AsyncBaseTransport | None,
 ) -> IdentityAssertionOAuthProvider:
     """SEP-990 for Vocero's own identity: the SDK's provider does leg 2 at the configured
     issuer; leg 1 (the ID-JAG from the IdP) is :func:`id_jag_provider`."""
@@ -468,7 +472,7 @@ def _identity_assertion_provider(
         client_id=oauth.client_id,
         client_secret=secret,
         issuer=oauth.issuer,
-        assertion_provider=id_jag_provider(oauth, environ),
+        assertion_provider=id_jag_provider(oauth, environ, transport=idp_transport),
         scope=scope,
         token_endpoint_auth_method=method,
     )
