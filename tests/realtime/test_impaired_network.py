@@ -167,7 +167,7 @@ def assert_heard_within_played(heard: str, played: Played) -> None:
     spoken = played.spoken()
     assert spoken.startswith(heard), (heard, spoken)
     most = max((ms for _, ms in played.reports), default=0)
-    allowed = played.playable_text(most)
+    allowed = played.playable_text(most, MS_PER_CHAR)
     assert len(heard) <= len(allowed), (
         f"heard {heard!r} beyond what was played ({most} ms): {allowed!r}")
 
@@ -200,7 +200,7 @@ async def barge_in(player: Player, generation_id: str, played: Played) -> float:
     """Interrupt once ``BARGE_AT_MS`` was played; check the stop; its time in ms."""
     mark = len(player.frames)
     await player.until(lambda: played.played_ms >= BARGE_AT_MS)
-    await player.send("input.speech_started.v1")
+    await player.interrupt(generation_id)
     hinted = player.sent_at["input.speech_started.v1"]
     await player.expect("output.stop_and_flush.v1",
                         lambda p: p["generation_id"] == generation_id, after=mark)

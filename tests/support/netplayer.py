@@ -52,13 +52,14 @@ class Played:
     def spoken(self) -> str:
         return "".join(self.text[u] for u in self.units)
 
-    def playable_text(self, played_ms: float) -> str:
+    def playable_text(self, played_ms: float, ms_per_char: float = 0.0) -> str:
         """The text whose audio had begun playing by ``played_ms``, a unit's characters spread
-        evenly over the audio received of it (the server cuts within a unit by its whole audio,
-        which is never less than what arrived: this bound is the looser one)."""
+        evenly over its audio: the audio received of it, or, with ``ms_per_char`` (the sim
+        voice's rate), its whole length even where it has not all arrived (a cut or a stop)."""
         out, start = "", 0.0
         for unit in self.units:
-            ms, text = self.audio_ms.get(unit, 0.0), self.text[unit]
+            text = self.text[unit]
+            ms = max(self.audio_ms.get(unit, 0.0), len(text) * ms_per_char)
             if ms <= 0 or played_ms <= start:
                 break
             if played_ms >= start + ms:
@@ -171,6 +172,17 @@ class Player:
                         "buffered_ms": int(played.received_ms - played.played_ms)})
                 except ConnectionClosed:
                     return
+
+    async def interrupt(self, generation_id: str) -> None:
+        """The caller starts speaking: the client stops its own playback at once (a browser
+        with client-side VAD ducks the agent), reports what it played and sends the hint."""
+        played = self.generations[generation_id]
+        played.flushed = True
+        played.reports.append((time.monotonic(), int(played.played_ms)))
+        await self.send("output.playout_progress.v1", {
+            "generation_id": generation_id, "played_ms": int(played.played_ms),
+            "buffered_ms": 0})
+        await self.send("input.speech_started.v1")
 
     # ------------------------------------------------------------------------- waiting
 
