@@ -98,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--db", default="", help="database URL (sessions, actions)")
     bench.add_argument("--search", action="store_true",
                        help="sessions: the most sessions held within limits")
+    bench.add_argument("--minutes", type=float, default=5.0, help="soak: how long the load runs")
+    bench.add_argument("--sessions", type=int, default=50, help="soak: callers kept live")
+    bench.add_argument("--sample-s", type=float, default=5.0,
+                       help="soak: seconds between samples of the server")
+    bench.add_argument("--html", dest="html_file", default=None,
+                       help="soak: write a self-contained HTML report here")
     return parser
 
 

@@ -23,6 +23,7 @@ def _registry() -> dict[str, Bench]:
         grounding,
         phone,
         realtime,
+        soak,
         ttfa,
     )
 
@@ -41,6 +42,7 @@ def _registry() -> dict[str, Bench]:
         "dialogue": dialogue.dialogue,
         "ttfa": ttfa.ttfa,
         "phone": phone.phone,
+        "soak": soak.soak,
     }
 
 
