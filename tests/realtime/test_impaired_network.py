@@ -52,7 +52,8 @@ from vocero.app.server import create_app
 from vocero.app.settings import Settings
 from vocero.contracts.secrets import Secret
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
+"""``process``: the fixture appointments server runs as a process, Vocero on a real socket."""
 
 MAX_LEAD_MS = 400
 """The demo profile's ``max_lead_ms``."""
