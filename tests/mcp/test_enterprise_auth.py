@@ -281,11 +281,17 @@ async def test_a_refused_workload_grant_is_neither_retried_nor_replaced(tmp_path
     oauth = McpOAuthSpec(grant="jwt_bearer", client_id="vocero-workload", issuer=AS_URL,
                          assertion_env="WORKLOAD_JWT")  # fmt: skip
     servers = Servers(grant_answer=400)
-    guard, failures = guard_for(oauth, {"WORKLOAD_JWT": "expired-jwt"}, servers)
+    environ = {"WORKLOAD_JWT": "expired-jwt"}
+    guard, failures = guard_for(oauth, environ, servers)
     assert (await _post(guard, servers)).status_code == 400  # the refusal is the answer
+    assert (await _post(guard, servers)).status_code >= 400  # a reconnect: not presented again
     assert [form["grant_type"] for _, form, _ in servers.seen] == [JWT_BEARER]
     assert "Bearer good-token" not in servers.mcp_bearers
-    assert failures == ["server_auth_failed"] and guard.last_failure == "server_auth_failed"
+    assert failures == ["server_auth_failed"] * 2 and guard.last_failure == "server_auth_failed"
+    environ["WORKLOAD_JWT"] = "rotated-jwt"  # a new workload token is presented
+    servers.grant_answer = 200
+    assert (await _post(guard, servers)).status_code == 200
+    assert [form["assertion"] for _, form, _ in servers.seen] == ["expired-jwt", "rotated-jwt"]
 
 
 async def test_a_missing_workload_jwt_fails_closed_before_any_token_request() -> None:

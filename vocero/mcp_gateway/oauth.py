@@ -19,6 +19,7 @@ The gateway adds what a shared, long-lived service needs:
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import time
@@ -235,6 +236,10 @@ class _JwtBearerGrant(_ClientCredentials):
     replaced by another grant type (the flow fails; :class:`AuthGuard` says why)."""
 
     _assertion: Callable[[], str]
+    _presented = ""
+    _refused = ""
+    """Digest of the assertion the authorization server last refused (4xx): it is not
+    presented again (a reconnect would otherwise repeat the refused grant); a rotated one is."""
 
     async def _exchange_token_client_credentials(self) -> httpx2.Request:
         request = await super()._exchange_token_client_credentials()
@@ -243,12 +248,21 @@ class _JwtBearerGrant(_ClientCredentials):
             assertion = self._assertion()
         except ServerRefusedError as exc:
             raise OAuthTokenError(f"jwt_bearer_assertion_missing ({exc})") from None
+        digest = hashlib.sha256(assertion.encode()).hexdigest()
+        if digest == self._refused:
+            raise OAuthTokenError("jwt_bearer_assertion_refused (not presented again)")
+        self._presented = digest
         form.update(grant_type=JWT_BEARER_GRANT_TYPE, assertion=assertion)
         client_id = self._fixed_client_info.client_id
         if client_id and "authorization" not in request.headers:
             form.setdefault("client_id", client_id)  # a public client names itself
         headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
         return httpx2.Request("POST", request.url, data=form, headers=headers)
+
+    async def _handle_token_response(self, response: httpx2.Response) -> None:
+        if 400 <= response.status_code < 500:
+            self._refused = self._presented
+        await super()._handle_token_response(response)
 
 
 class _KnownFlowErrors(logging.Filter):
