@@ -68,8 +68,9 @@ def test_scenarios_pass_over_the_phone(tmp_path: Path,
     assert _run(str(SCENARIOS), "--transport", "twilio", "--report", str(report)) == 0
     out = capsys.readouterr().out
     assert "PASS phone/phone-lookup-and-write" in out and "PASS barge/phone-barge-in" in out, out
-    results = {s["name"]: s for s in yaml.safe_load((report / "report.json").read_text())[
-        "scenarios"]}
+    data = yaml.safe_load((report / "report.json").read_text())
+    assert (data["transport"], data["mode"]) == ("twilio", "audio")
+    results = {s["name"]: s for s in data["scenarios"]}
     write = results["phone-lookup-and-write"]
     # The tap saw the lookup and the confirmed write exactly once (the scenario says so too).
     tools = [t["tool"] for t in write["tools"]]
@@ -193,3 +194,18 @@ def test_media_of_a_stopped_generation_after_the_clear_fails_stopped() -> None:
     [failure] = check_stopped(True, stale)
     assert failure.expected == "nothing of the generation after output.stop_and_flush.v1"
     assert failure.happened == "2 delta(s) after it"  # the frame and its mark
+
+
+def test_a_confirm_button_with_no_read_back_asked_presses_nothing() -> None:
+    """The phone ignores a key with no question pending, so no answer would come: the turn
+    ends at once with the reason, instead of waiting out its timeout."""
+    socket = FakeStream()
+    caller = PhoneCaller(FakeRecords(), public_url="", auth_token="", phone="", timeout_s=60,
+                         voice=None)
+    caller.carrier = Carrier(socket, "CA2")  # type: ignore[arg-type]
+    started = time.monotonic()
+    turn = caller.say(TurnResult(index=1), text=None, confirm="confirm", barge_in_after_ms=None,
+                      then=None, pause=(0, 0), noise_db=None)
+    assert time.monotonic() - started < 5 and not turn.timed_out
+    assert [e["code"] for e in turn.errors] == ["no_confirmation_asked"]
+    assert not [m for m in socket.sent if m["event"] == "dtmf"]

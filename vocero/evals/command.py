@@ -52,7 +52,8 @@ def eval_command(args: argparse.Namespace, voice: Voice | None = None) -> int:
     if args.junit:
         write_junit(Path(args.junit), results)
     if args.report:
-        write_report(Path(args.report), results, mode=args.mode, runners=args.runners)
+        write_report(Path(args.report), results, mode=args.mode, runners=args.runners,
+                     transport=getattr(args, "transport", "websocket"))
     passed = sum(r.passed for r in results)
     unchecked = sum(bool(r.unchecked) for r in results)
     print(f"{passed}/{len(results)} scenarios passed" + (

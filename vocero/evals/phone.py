@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 import xml.etree.ElementTree as ET
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlencode
@@ -26,7 +27,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from vocero.evals.audio import SAMPLE_RATE, Voice
-from vocero.evals.client import IDLE, TRAILING_SILENCE_MS, TurnResult
+from vocero.evals.client import IDLE, TurnResult
 from vocero.evals.format import Scenario
 
 VOICE_PATH = "/v1/telephony/twilio/voice"
@@ -41,6 +42,8 @@ QUIET_S = 0.4
 SETTLE_S = 1.0
 """...and the record has said so, unchanged, for this long: a caller's line the server heard as
 two utterances (a pause in it) is answered twice, and the second answer belongs to this turn."""
+SILENCE = b"\xff" * FRAME_BYTES
+"""20 ms of μ-law silence."""
 KEYS = {"confirm": "1", "reject": "2"}
 """``confirm: button`` / ``reject: button`` on the phone: the keys of SPEC §10."""
 CONFIRMATION_KEYS = {"proposal_id", "revision", "tool", "summary", "expires_at"}
@@ -283,13 +286,15 @@ class PhoneCaller:
         self._settling: tuple[int, float] | None = None
         """(history length, since when) while the record says the answer is over."""
         self._revisions: set[tuple[str, int]] = set()
-        self._stream_id = 0
+        self._words: deque[bytes] = deque()
+        self._line_lock = threading.Lock()
 
     def open(self) -> TurnResult:
         url, ticket = answer_call(self.server.base, self.public_url, self.auth_token,
                                   self.phone, self.call_sid)
         self.carrier = Carrier(open_stream(url, self.timeout_s), self.call_sid)
         self.carrier.start(ticket)
+        threading.Thread(target=self._line, daemon=True).start()
         deadline = time.monotonic() + self.timeout_s
         while not self.session_id:
             listed = self.server.get("/v1/sessions")
@@ -320,21 +325,26 @@ class PhoneCaller:
         assert carrier is not None
         self.turn = turn
         turn.sent_at = time.time()
-        stop_audio = threading.Event()
         if confirm is not None:
             turn.action = confirm
+            if not self._revisions:  # the phone ignores a key with no question: no answer comes
+                turn.errors.append({"code": "no_confirmation_asked",
+                                    "detail": "no read-back was asked on this call: key "
+                                              f"{KEYS[confirm]} not pressed"})
+                turn.ended_at = time.time()
+                return turn
             carrier.dtmf(KEYS[confirm])
         elif self.voice is not None and text is not None:
             turn.caller_audio = self.voice.speak(text, pause_after_words=pause[0],
                                                  pause_ms=pause[1], noise_db=noise_db)
             turn.spoken_until = time.time() + len(turn.caller_audio) / (2 * SAMPLE_RATE)
-            self._stream(turn.caller_audio, stop_audio)
+            self._stream(turn.caller_audio)
         barged = barge_in_after_ms is None
         barge_ended = 0.0
         deadline = time.monotonic() + self.timeout_s
         while True:
             if not barged and carrier.played_ms(turn.sent_at) >= (barge_in_after_ms or 0):
-                barge_ended = self._barge(turn, then or "", stop_audio)
+                barge_ended = self._barge(turn, then or "")
                 barged = True
             if self._answered(turn, barged) or carrier.closed:
                 break
@@ -342,7 +352,6 @@ class PhoneCaller:
                 turn.timed_out = True
                 break
             time.sleep(POLL_S)  # the record is polled: the phone carries no events
-        stop_audio.set()
         turn.ended_at = time.time()
         self._read_media(turn, barge_ended)
         self._read_confirmations(turn)
@@ -380,7 +389,7 @@ class PhoneCaller:
         turn.transcripts = [str(h.get("text") or "") for h in new if h.get("role") == "user"]
         return True
 
-    def _barge(self, turn: TurnResult, then: str, stop_audio: threading.Event) -> float:
+    def _barge(self, turn: TurnResult, then: str) -> float:
         """Speak over the agent: the server's VAD hears it (the phone has no speech event).
         Returns when the caller's words over the agent end (epoch seconds)."""
         carrier = self.carrier
@@ -393,7 +402,7 @@ class PhoneCaller:
         turn.then = then
         audio = self.voice.speak(then) if self.voice is not None else b""
         turn.caller_audio += audio
-        self._stream(audio, stop_audio)
+        self._stream(audio)
         return turn.barged_at + len(audio) / (2 * SAMPLE_RATE)
 
     def _read_media(self, turn: TurnResult, barge_ended: float) -> None:
@@ -438,33 +447,31 @@ class PhoneCaller:
                     "summary": revision.get("summary"), "expires_at": revision.get("expires_at"),
                 })
 
-    def _stream(self, pcm: bytes, stop: threading.Event) -> None:
-        """The caller's words as 20 ms μ-law frames in real time, then silence until ``stop``."""
+    def _stream(self, pcm: bytes) -> None:
+        """The caller's words as 20 ms μ-law frames on the line (a newer line replaces what is
+        left of an older one: speech over the agent takes the microphone)."""
+        ulaw = to_ulaw(pcm)
+        with self._line_lock:
+            self._words = deque(ulaw[i:i + FRAME_BYTES] for i in range(0, len(ulaw), FRAME_BYTES))
+
+    def _line(self) -> None:
+        """The call's uplink, as a phone streams it for the whole call: a 20 ms frame every 20 ms,
+        the caller's words when there are some, silence otherwise (the server's VAD ends an
+        utterance on the silence it hears, so the line never goes quiet between turns)."""
         carrier = self.carrier
         assert carrier is not None
-        ulaw = to_ulaw(pcm)
-        frames = [ulaw[i:i + FRAME_BYTES] for i in range(0, len(ulaw), FRAME_BYTES)]
-        silent = TRAILING_SILENCE_MS // 20
-        frames += [b"\xff" * FRAME_BYTES] * silent  # μ-law silence
-        self._stream_id += 1
-        mine = self._stream_id
-
-        def run() -> None:
-            start = time.monotonic()
-            for index, frame in enumerate(frames):
-                if mine != self._stream_id or carrier.closed:
-                    return  # a newer stream (speech over the agent) took the line
-                if index >= len(frames) - silent and stop.is_set():
-                    return
-                delay = start + index * 0.02 - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)  # real-time pacing of the caller's audio
-                try:
-                    carrier.media(frame)
-                except Exception:
-                    return
-
-        threading.Thread(target=run, daemon=True).start()
+        start, index = time.monotonic(), 0
+        while not carrier.closed:
+            delay = start + index * 0.02 - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)  # real-time pacing of the line
+            index += 1
+            with self._line_lock:
+                frame = self._words.popleft() if self._words else SILENCE
+            try:
+                carrier.media(frame)
+            except Exception:
+                return
 
 
 def caller_phones(identities: dict[str, Any]) -> dict[str, str]:

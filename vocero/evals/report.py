@@ -73,11 +73,12 @@ def _slug(text: str) -> str:
 
 
 def write_report(folder: Path, results: list[ScenarioResult], *, mode: str,
-                 runners: str) -> None:
+                 runners: str, transport: str = "websocket") -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "audio").mkdir(exist_ok=True)
     data = {
-        "mode": mode, "runners": runners, "passed": sum(r.passed for r in results),
+        "mode": mode, "runners": runners, "transport": transport,
+        "passed": sum(r.passed for r in results),
         "total": len(results), "scenarios": [_scenario_json(folder, r) for r in results],
     }
     (folder / "report.json").write_text(json.dumps(data, indent=2, sort_keys=True),
@@ -152,7 +153,8 @@ def _page(data: dict[str, Any]) -> str:
         '<link rel="icon" href="favicon.svg" type="image/svg+xml">',
         "</head>", "<body>", "<h1>vocero eval report</h1>",
         f'<p class="summary" id="summary">{data["passed"]} of {data["total"]} scenarios passed '
-        f'· runners {e(str(data["runners"]))} · mode {e(str(data["mode"]))}</p>',
+        f'· runners {e(str(data["runners"]))} · mode {e(str(data["mode"]))}'
+        f' · transport {e(str(data.get("transport", "websocket")))}</p>',
     ]
     for scenario in data["scenarios"]:
         verdict = "pass" if scenario["passed"] else "fail"
