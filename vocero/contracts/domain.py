@@ -163,7 +163,7 @@ class McpServerSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     max_concurrency: int = 8
     oauth: McpOAuthSpec | None = None
     auth: McpServerAuth | None = None
-    """Per-caller delegation (``token_exchange``); exclusive with ``oauth``."""
+    """Per-caller delegation (``token_exchange`` or ``enterprise``); exclusive with ``oauth``."""
 
 
 class ToolSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
