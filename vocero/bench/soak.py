@@ -568,6 +568,10 @@ async def run_soak(*, minutes: float, sessions: int, runners: str = "sim", sampl
         await anyio.to_thread.run_sync(server.stop)
     summary = summarize(samples, warmup_s=warm, duration_s=duration_s, sessions=sessions,
                         runners=runners)
+    before, after = descriptors["baseline"], descriptors["after"]
+    summary["returned_to_baseline"]["fds"]["change_by_kind"] = {
+        kind: after.get(kind, 0) - before.get(kind, 0) for kind in sorted({*before, *after})
+        if after.get(kind, 0) != before.get(kind, 0)}
     return {
         "benchmark": "soak",
         "runners": runners,
