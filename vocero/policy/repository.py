@@ -55,8 +55,8 @@ from vocero.store.models import (
     SessionRow,
 )
 from vocero.store.paging import Cursor, Page, newest_first, page_of
-
 from vocero.store.scope import EVERY_TENANT, OperatorScope
+
 
 class RevisionDraft(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str
