@@ -331,12 +331,11 @@ class Caller:
             self.tally.outcomes[f"bad_{kind}"] += 1
             if kind == "malformed":
                 await self.ws.send('{"specversion": "1.0", "type": ')
+                self.sequence += 1  # a rejected frame counts too (docs/protocol.md)
             elif kind == "unknown_type":
                 await self.send("no.such_event.v1", {})
-                self.sequence -= 1  # refused before its number is read
             else:
                 await self.send("input.text.v1", {"text": "x" * OVERSIZED_BYTES})
-                self.sequence -= 1  # refused before it is read: its number is not spent
             with contextlib.suppress(TimeoutError):
                 await self.until(lambda kind, _: kind == "error.v1", timeout_s=5)
         return True
