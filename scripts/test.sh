@@ -7,11 +7,9 @@ cd "$(dirname "$0")/.."
 [ "${1:-}" != fast ] || set -- -m "not model and not process and not browser and not slow" "${@:2}"
 # Two pytest-xdist workers, one test file per worker at a time (each worker has its own
 # databases, ports and temporary folders): on the 2-core machines the suite takes about half the
-# serial time, which keeps CI inside its 30-minute budget. `-n 0` (or any -n) overrides it.
-case " $* " in
-  *" -n "* | *" -n0 "* | *" --numprocesses"* | *" -p no:xdist "*) ;;
-  *) set -- -n 2 --dist loadfile "$@" ;;
-esac
+# serial time, which keeps CI inside its 30-minute budget. A later -n overrides it (`-n 0`:
+# serially).
+set -- -n 2 --dist loadfile "$@"
 lint-imports
 ruff check .
 mypy
