@@ -49,8 +49,8 @@ from vocero.mcp_gateway.oauth import (
     AuthGuard,
     InMemoryOAuthTokenRepository,
     SealedTokenStorage,
-    build_auth,
 )
+from vocero.mcp_gateway.oauth_grants import build_auth
 
 pytestmark = [pytest.mark.anyio, pytest.mark.process]
 

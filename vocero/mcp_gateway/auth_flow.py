@@ -34,9 +34,9 @@ from vocero.mcp_gateway.oauth import (
     SealedTokenStorage,
     Sealer,
     authorize,
-    build_auth,
     preregister,
 )
+from vocero.mcp_gateway.oauth_grants import build_auth
 from vocero.mcp_gateway.outbox import AuditOutbox
 from vocero.mcp_gateway.questions import QuestionDesk
 
