@@ -1,8 +1,8 @@
 """Issue 42, "A correction is not heard as one": a changed value said during a read-back is a
 correction of the pending proposal whatever its wording, on the CPU dialogue's rules (sans-IO,
-:func:`vocero.inference.cpu.tasks.correction`), for the three shapes a profile gives a moment:
-a free-text ``when``, one ``date-time`` field, a ``date`` and a ``time`` field. Tool and field
-names are ones the code has never seen.
+:func:`vocero.inference.cpu.corrections.correction`), for the three shapes a profile gives a
+moment: a free-text ``when``, one ``date-time`` field, a ``date`` and a ``time`` field. Tool and
+field names are ones the code has never seen.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ToolIntent
-from vocero.inference.cpu import tasks
+from vocero.inference.cpu import corrections
 
 TODAY = dt.date(2026, 12, 2)  # a Wednesday
 NOW = dt.datetime(2026, 12, 2, 8, 0, tzinfo=dt.timezone(dt.timedelta(hours=1)))
@@ -65,7 +65,7 @@ def test_a_changed_value_is_a_correction_whatever_its_wording(line: str) -> None
                 SPLIT.name: {"day": day, "hour": hour}}
     for shape in (FREE, INSTANT, SPLIT):
         pending = ToolIntent(name=shape.name, arguments=PENDING[shape.name])
-        corrected = tasks.correction(line, pending, [shape], TODAY, now=NOW)
+        corrected = corrections.correction(line, pending, [shape], TODAY, now=NOW)
         assert corrected is not None, (line, shape.name)
         assert corrected.arguments == {**PENDING[shape.name], **expected[shape.name]}, line
 
@@ -74,4 +74,5 @@ def test_a_changed_value_is_a_correction_whatever_its_wording(line: str) -> None
 def test_a_line_without_a_changed_value_corrects_nothing(line: str) -> None:
     for shape in (FREE, INSTANT, SPLIT):
         pending = ToolIntent(name=shape.name, arguments=PENDING[shape.name])
-        assert tasks.correction(line, pending, [shape], TODAY, now=NOW) is None, (line, shape.name)
+        corrected = corrections.correction(line, pending, [shape], TODAY, now=NOW)
+        assert corrected is None, (line, shape.name)

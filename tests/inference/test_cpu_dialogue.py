@@ -15,7 +15,7 @@ import pytest
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic, LlmRequest, Message, ToolIntent
-from vocero.inference.cpu import cues, dialogue, intents, questions
+from vocero.inference.cpu import cues, dialogue, intents, questions, tool_choice
 
 SYSTEM = Message(
     role="system",
@@ -324,6 +324,6 @@ def test_a_question_about_a_record_is_a_lookup_never_a_change(line: str, expecte
     """When the intent model would open a change the line gives no values for, a wh-question
     about the record goes to the tool that answers from the identifier alone."""
     tools = [VISITS_FIND, VISITS_MOVE, CALL_OFF, FAQ, CALLBACKS]
-    picked = dialogue._looked_up(line, CALL_OFF, tools, TODAY, None)
+    picked = tool_choice.looked_up(line, CALL_OFF, tools, TODAY, None)
     assert picked.name == expected
-    assert dialogue._looked_up(line, VISITS_FIND, tools, TODAY, None) is VISITS_FIND
+    assert tool_choice.looked_up(line, VISITS_FIND, tools, TODAY, None) is VISITS_FIND

@@ -12,10 +12,11 @@ Everything it knows comes from the request: tool names, descriptions and JSON Sc
 built-in each tool resolves to (``ToolDefinition.builtin``, never its model-facing name), the
 claims' wording and topics, and the intent model fitted from them (:mod:`.intents`).
 
-Order of a caller turn: a correction of the proposal being confirmed; an open task's answer or a
-tool the rules recognise (:mod:`.router`, :mod:`.tasks`); a "yes" to the agent's own offer; a
-catalog question (when the profile has the knowledge built-in); a conversational act
-(:mod:`.small_talk`); otherwise what the intent model ranks first, or "I can't help with that".
+Order of a caller turn: a correction of the proposal being confirmed (:mod:`.corrections`); an
+open task's answer or a tool the rules recognise (:mod:`.router`, :mod:`.tasks`, refined by
+:mod:`.tool_choice`); a "yes" to the agent's own offer; a catalog question (when the profile has
+the knowledge built-in); a conversational act (:mod:`.small_talk`); otherwise what the intent
+model ranks first, or "I can't help with that".
 """
 
 from __future__ import annotations
@@ -35,10 +36,9 @@ import structlog
 from vocero.contracts.builtins import FOLLOWUPS_TOOL, HANDOFF_TOOL, KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.lexicon import consent
-from vocero.contracts.lexicon.base import alternation
-from vocero.contracts.lexicon.en import LEXICON
 from vocero.contracts.ports import ClaimTopic, LlmRequest, ToolIntent
 from vocero.inference.cpu import (
+    corrections,
     cues,
     intents,
     known,
@@ -48,11 +48,10 @@ from vocero.inference.cpu import (
     small_talk,
     tasks,
     threads,
+    tool_choice,
 )
 
 log = structlog.get_logger(__name__)
-TOOL_CONFIDENCE = 0.5
-"""The intent model's probability at which it opens a task the rules did not recognise."""
 CATALOG_CONFIDENCE = 0.45
 """The intent model's probability for the catalog search at which a line asks the catalog; a
 line it is less sure of is out of scope ("Please close my account" is not an opening-hours
@@ -60,19 +59,6 @@ question because "close" is one of their topics)."""
 CATALOG_OVER_TOOL = 0.6
 """The probability for the catalog search at which a line the rules took for an incomplete
 tool request asks the catalog instead."""
-_CLOCK_NUMBERS = alternation(
-    w for w, v in LEXICON.numbers.cardinals.items() if 1 <= v <= 12 or v in (15, 30)
-)
-"""Number words of a clock time: the hours, "fifteen" and "thirty" minutes."""
-_VALUE_WORDS = re.compile(
-    r"\b(?:\d\S*|[a-z]{1,3}-?\d\S*|a\.?m\.?|p\.?m\.?|at|on|in|the|by|around|of|and|or|"
-    r"next|this|coming|today|tonight|tomorrow|morning|afternoon|evening|noon|midday|week|"
-    rf"{alternation(LEXICON.calendar.weekdays)}|o'?clock|half|quarter|past|to|"
-    rf"{alternation(LEXICON.calendar.months)}|"
-    rf"{_CLOCK_NUMBERS}|forty-?five|"
-    r"please|ok|okay|yes|no|it'?s|it|is|make|say|let's|lets|how|about)\b",
-    re.I,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +186,8 @@ def decide(
         return _after_tool(turn, route)
     now = turn.now
     utterance = replies.last_user_text(request)
-    corrected = tasks.correction(utterance, request.pending, request.tools, today, now=now)
+    pending, tools = request.pending, request.tools
+    corrected = corrections.correction(utterance, pending, tools, today, now=now)
     if corrected is not None:
         log.info("llm.correction", tool=corrected.name)
         return _known(Call(corrected), request)
@@ -226,7 +213,8 @@ def new_request(
     """Whether a turn said while a question is open asks for something else: a changed value,
     another tool, a request the profile answers."""
     turn = _Turn.of(request, today, model)
-    if tasks.correction(answer, request.pending, request.tools, today, now=turn.now) is not None:
+    changed = corrections.correction(answer, request.pending, request.tools, today, now=turn.now)
+    if changed is not None:
         return True
     opened = tasks.open_task(
         request.messages,
@@ -326,7 +314,7 @@ def _routing(turn: _Turn) -> tasks.Routing:
         if model is None or not text.strip():
             return found
         if found.tool is not None and found.missing and found.tool.builtin != FOLLOWUPS_TOOL:
-            found = _better_fit(text, found, tools, model, today, now)
+            found = tool_choice.better_fit(text, found, tools, model, today, now)
         if found.tool is not None:
             if not found.missing or knowledge is None or found.tool.builtin == FOLLOWUPS_TOOL:
                 return found  # complete, or a call-back asked for in so many words
@@ -335,21 +323,22 @@ def _routing(turn: _Turn) -> tasks.Routing:
             asks = named.intent == knowledge.name and named.score >= CATALOG_OVER_TOOL
             asks = asks or (catalog is not None and catalog.asks_catalog(text))
             return router.Route(None) if asks else found
-        if not _asks_for_something(text):
+        if not tool_choice.asks_for_something(text):
             return found  # values alone ("Friday at 3 pm") answer a question, never open a task
         identified = cues.identified_tools(text, tools)
         if catalog is not None and not identified and catalog.asks_catalog(text):
             return found  # a line naming a record by its identifier asks about the record
         named = model.decide(small_talk.without_pleasantries(text))
         tool = next((t for t in tools if t.name == named.intent), None)
-        if tool is None or tool is knowledge or named.score < TOOL_CONFIDENCE:
-            tool = _named_by_identifier(text, tools, model, today)
+        if tool is None or tool is knowledge or named.score < tool_choice.TOOL_CONFIDENCE:
+            tool = tool_choice.named_by_identifier(text, tools, model, today)
         if tool is None:
-            tool = _named_by_value(text, tools)  # "see Dr. Okafor about a cough": not a goodbye
+            # "see Dr. Okafor about a cough": not a goodbye
+            tool = tool_choice.named_by_value(text, tools)
         if tool is None:
             return found
-        tool = _looked_up(text, tool, tools, today, now)
-        tool = _fuller(text, tool, tools, today, now)
+        tool = tool_choice.looked_up(text, tool, tools, today, now)
+        tool = tool_choice.fuller(text, tool, tools, today, now)
         arguments, missing, model_fill = router.fill_arguments(tool, text, today, now=now)
         return router.Route(tool, arguments, tuple(missing), tuple(model_fill), learned=True)
 
@@ -389,126 +378,6 @@ def _unrouted(turn: _Turn, utterance: str) -> Decision:
         return Call(ToolIntent(name=knowledge.name, arguments={"query": content}))
     label = named.intent if named is not None and named.intent in intents.ACTS else None
     return Say(small_talk.reply(utterance, request, label=label))
-
-
-def _named_by_identifier(
-    text: str, tools: Sequence[ToolDefinition], model: _Memo, today: dt.date
-) -> ToolDefinition | None:
-    """The tool a line's identifier belongs to ("what's booked under V X two zero four one"):
-    of the tools whose identifier pattern accepts it, the one the intent model ranks first."""
-    taking = cues.identified_tools(text, tools)
-    if len(taking) <= 1:
-        return taking[0] if taking else None
-    ranks = dict(model.rank(small_talk.without_pleasantries(text)))
-    # The tool the line's values fill most ("a gas reading of 3150 for 40021877": the meter
-    # type and the number too, not only the account), then the model's rank.
-    filled = {t.name: len(router.fill_arguments(t, text, today)[0]) for t in taking}
-    return max(taking, key=lambda t: (filled[t.name], ranks.get(t.name, 0.0)))
-
-
-def _better_fit(
-    text: str,
-    found: router.Route,
-    tools: Sequence[ToolDefinition],
-    model: _Memo,
-    today: dt.date,
-    now: dt.datetime | None,
-) -> router.Route:
-    """An incomplete request the rules found by one shared word ("my gas meter") gives way to
-    the tool the intent model names confidently when the line leaves that one less to ask
-    ("Can a technician come ... on Thursday at 4:15?" books the visit, it is no reading)."""
-    named = model.decide(small_talk.without_pleasantries(text))
-    ranks = dict(model.rank(small_talk.without_pleasantries(text)))
-    others = [t for t in cues.described_tools(text, tools) if not t.builtin]
-    confident = next((t for t in tools if t.name == named.intent), None)
-    if confident is not None and not confident.builtin and named.score >= TOOL_CONFIDENCE:
-        others.append(confident)
-    best: router.Route = found
-    for other in others:
-        if found.tool is not None and other.name == found.tool.name:
-            continue
-        arguments, missing, model_fill = router.fill_arguments(other, text, today, now=now)
-        better = len(missing) < len(best.missing) or (
-            len(missing) == len(best.missing)
-            and best.tool is not None
-            and ranks.get(other.name, 0.0) > ranks.get(best.tool.name, 0.0)
-        )
-        if better:
-            best = router.Route(other, arguments, tuple(missing), tuple(model_fill), learned=True)
-    return best
-
-
-def _named_by_value(text: str, tools: Sequence[ToolDefinition]) -> ToolDefinition | None:
-    """The one tool that takes a value the line says by name: a value of a field's ``enum`` that
-    no other tool's field lists (a doctor's name, a store); a line the intent model sent to
-    no tool is then that tool's request, not out of scope."""
-    taking: list[ToolDefinition] = []
-    for tool in tools:
-        properties = schema.model_facing(tool).get("properties", {})
-        for name, prop in properties.items():
-            values = prop.get("enum") if isinstance(prop, dict) else None
-            named = [v for v in values or [] if isinstance(v, str) and len(v) >= 4]
-            if (
-                named
-                and router.field_kind(name, prop) == "enum"
-                and router.fill_arguments_one(tool, name, text) is not None
-            ):
-                taking.append(tool)
-                break
-    return taking[0] if len(taking) == 1 else None
-
-
-_WH_QUESTION = re.compile(r"^\W*(?:what|which|when|where|who|whose|how)\b", re.IGNORECASE)
-
-
-def _looked_up(
-    text: str,
-    tool: ToolDefinition,
-    tools: Sequence[ToolDefinition],
-    today: dt.date,
-    now: dt.datetime | None,
-) -> ToolDefinition:
-    """A wh-question about a record asks what a tool can tell, not for a change: when the
-    model's tool would need more than the line says (a reason, a new time) and another tool
-    that takes the line's identifier needs nothing more, the question is that tool's ("What's
-    booked under VX-2041?" looks the visit up; it never opens a call-off). Only for lines the
-    rules left to the model: a change said in so many words is routed before this."""
-    if not _WH_QUESTION.search(text):
-        return tool
-    _, missing, model_fill = router.fill_arguments(tool, text, today, now=now)
-    if not missing and not model_fill:
-        return tool
-    for other in cues.identified_tools(text, tools):
-        arguments, missing, model_fill = router.fill_arguments(other, text, today, now=now)
-        if other is not tool and arguments and not missing and not model_fill:
-            return other
-    return tool
-
-
-def _fuller(
-    text: str,
-    tool: ToolDefinition,
-    tools: Sequence[ToolDefinition],
-    today: dt.date,
-    now: dt.datetime | None,
-) -> ToolDefinition:
-    """The tool the line's values fill completely when the model's takes fewer of them: "a 12
-    month plan on 40021877 with the first payment on the 20th" sets a plan up, it does not
-    list the plans that account can have. Never for a wh-question (:func:`_looked_up`)."""
-    if _WH_QUESTION.search(text):
-        return tool
-    taken = len(router.fill_arguments(tool, text, today, now=now)[0])
-    for other in cues.identified_tools(text, tools):
-        arguments, missing, model_fill = router.fill_arguments(other, text, today, now=now)
-        if other is not tool and len(arguments) > taken and not missing and not model_fill:
-            return other
-    return tool
-
-
-def _asks_for_something(text: str) -> bool:
-    """Whether the line says more than values (days, times, numbers, references)."""
-    rest = _VALUE_WORDS.sub(" ", small_talk.without_pleasantries(text).lower())
-    return any(len(w) > 1 for w in re.findall(r"[a-z']+", rest))
 
 
 def _known(decision: Decision, request: LlmRequest) -> Decision:

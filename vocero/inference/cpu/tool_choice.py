@@ -1,0 +1,164 @@
+"""Which tool a caller line means when the rules leave it to the intent model.
+
+The dialogue manager's routing (:func:`.dialogue.decide`) asks the rules (:mod:`.router`) first;
+these readers refine or replace what they found by the line's values: the tool a spoken
+identifier belongs to, a tool the line fills more completely, the tool that takes a value said
+by name, the tool a wh-question about a record looks up, and whether a line says more than
+values at all. They never await and keep no state.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.lexicon.base import alternation
+from vocero.contracts.lexicon.en import LEXICON
+from vocero.inference.cpu import cues, intents, router, schema, small_talk
+
+TOOL_CONFIDENCE = 0.5
+"""The intent model's probability at which it opens a task the rules did not recognise."""
+_CLOCK_NUMBERS = alternation(
+    w for w, v in LEXICON.numbers.cardinals.items() if 1 <= v <= 12 or v in (15, 30)
+)
+"""Number words of a clock time: the hours, "fifteen" and "thirty" minutes."""
+_VALUE_WORDS = re.compile(
+    r"\b(?:\d\S*|[a-z]{1,3}-?\d\S*|a\.?m\.?|p\.?m\.?|at|on|in|the|by|around|of|and|or|"
+    r"next|this|coming|today|tonight|tomorrow|morning|afternoon|evening|noon|midday|week|"
+    rf"{alternation(LEXICON.calendar.weekdays)}|o'?clock|half|quarter|past|to|"
+    rf"{alternation(LEXICON.calendar.months)}|"
+    rf"{_CLOCK_NUMBERS}|forty-?five|"
+    r"please|ok|okay|yes|no|it'?s|it|is|make|say|let's|lets|how|about)\b",
+    re.I,
+)
+
+
+class Ranker(Protocol):
+    """The intent model as these readers consult it (the dialogue manager's memo of it)."""
+
+    def rank(self, text: str) -> list[tuple[str, float]]: ...
+
+    def decide(self, text: str) -> intents.Decision: ...
+
+
+def named_by_identifier(
+    text: str, tools: Sequence[ToolDefinition], model: Ranker, today: dt.date
+) -> ToolDefinition | None:
+    """The tool a line's identifier belongs to ("what's booked under V X two zero four one"):
+    of the tools whose identifier pattern accepts it, the one the intent model ranks first."""
+    taking = cues.identified_tools(text, tools)
+    if len(taking) <= 1:
+        return taking[0] if taking else None
+    ranks = dict(model.rank(small_talk.without_pleasantries(text)))
+    # The tool the line's values fill most ("a gas reading of 3150 for 40021877": the meter
+    # type and the number too, not only the account), then the model's rank.
+    filled = {t.name: len(router.fill_arguments(t, text, today)[0]) for t in taking}
+    return max(taking, key=lambda t: (filled[t.name], ranks.get(t.name, 0.0)))
+
+
+def better_fit(
+    text: str,
+    found: router.Route,
+    tools: Sequence[ToolDefinition],
+    model: Ranker,
+    today: dt.date,
+    now: dt.datetime | None,
+) -> router.Route:
+    """An incomplete request the rules found by one shared word ("my gas meter") gives way to
+    the tool the intent model names confidently when the line leaves that one less to ask
+    ("Can a technician come ... on Thursday at 4:15?" books the visit, it is no reading)."""
+    named = model.decide(small_talk.without_pleasantries(text))
+    ranks = dict(model.rank(small_talk.without_pleasantries(text)))
+    others = [t for t in cues.described_tools(text, tools) if not t.builtin]
+    confident = next((t for t in tools if t.name == named.intent), None)
+    if confident is not None and not confident.builtin and named.score >= TOOL_CONFIDENCE:
+        others.append(confident)
+    best: router.Route = found
+    for other in others:
+        if found.tool is not None and other.name == found.tool.name:
+            continue
+        arguments, missing, model_fill = router.fill_arguments(other, text, today, now=now)
+        better = len(missing) < len(best.missing) or (
+            len(missing) == len(best.missing)
+            and best.tool is not None
+            and ranks.get(other.name, 0.0) > ranks.get(best.tool.name, 0.0)
+        )
+        if better:
+            best = router.Route(other, arguments, tuple(missing), tuple(model_fill), learned=True)
+    return best
+
+
+def named_by_value(text: str, tools: Sequence[ToolDefinition]) -> ToolDefinition | None:
+    """The one tool that takes a value the line says by name: a value of a field's ``enum`` that
+    no other tool's field lists (a doctor's name, a store); a line the intent model sent to
+    no tool is then that tool's request, not out of scope."""
+    taking: list[ToolDefinition] = []
+    for tool in tools:
+        properties = schema.model_facing(tool).get("properties", {})
+        for name, prop in properties.items():
+            values = prop.get("enum") if isinstance(prop, dict) else None
+            named = [v for v in values or [] if isinstance(v, str) and len(v) >= 4]
+            if (
+                named
+                and router.field_kind(name, prop) == "enum"
+                and router.fill_arguments_one(tool, name, text) is not None
+            ):
+                taking.append(tool)
+                break
+    return taking[0] if len(taking) == 1 else None
+
+
+_WH_QUESTION = re.compile(r"^\W*(?:what|which|when|where|who|whose|how)\b", re.IGNORECASE)
+
+
+def looked_up(
+    text: str,
+    tool: ToolDefinition,
+    tools: Sequence[ToolDefinition],
+    today: dt.date,
+    now: dt.datetime | None,
+) -> ToolDefinition:
+    """A wh-question about a record asks what a tool can tell, not for a change: when the
+    model's tool would need more than the line says (a reason, a new time) and another tool
+    that takes the line's identifier needs nothing more, the question is that tool's ("What's
+    booked under VX-2041?" looks the visit up; it never opens a call-off). Only for lines the
+    rules left to the model: a change said in so many words is routed before this."""
+    if not _WH_QUESTION.search(text):
+        return tool
+    _, missing, model_fill = router.fill_arguments(tool, text, today, now=now)
+    if not missing and not model_fill:
+        return tool
+    for other in cues.identified_tools(text, tools):
+        arguments, missing, model_fill = router.fill_arguments(other, text, today, now=now)
+        if other is not tool and arguments and not missing and not model_fill:
+            return other
+    return tool
+
+
+def fuller(
+    text: str,
+    tool: ToolDefinition,
+    tools: Sequence[ToolDefinition],
+    today: dt.date,
+    now: dt.datetime | None,
+) -> ToolDefinition:
+    """The tool the line's values fill completely when the model's takes fewer of them: "a 12
+    month plan on 40021877 with the first payment on the 20th" sets a plan up, it does not
+    list the plans that account can have. Never for a wh-question (:func:`looked_up`)."""
+    if _WH_QUESTION.search(text):
+        return tool
+    taken = len(router.fill_arguments(tool, text, today, now=now)[0])
+    for other in cues.identified_tools(text, tools):
+        arguments, missing, model_fill = router.fill_arguments(other, text, today, now=now)
+        if other is not tool and len(arguments) > taken and not missing and not model_fill:
+            return other
+    return tool
+
+
+def asks_for_something(text: str) -> bool:
+    """Whether the line says more than values (days, times, numbers, references)."""
+    rest = _VALUE_WORDS.sub(" ", small_talk.without_pleasantries(text).lower())
+    return any(len(w) > 1 for w in re.findall(r"[a-z']+", rest))
