@@ -13,7 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
-from vocero.bench.soak import Sample, parse_metrics, slope_per_hour, soak, summarize
+from vocero.bench.soak import parse_metrics, soak
+from vocero.bench.soak_report import Sample, slope_per_hour, summarize
 
 pytestmark = [pytest.mark.process, pytest.mark.slow]
 
