@@ -104,7 +104,7 @@ def test_an_unclear_confirmation_answer_is_classified_by_the_served_model(llama:
     llm = RemoteRoutedLlm(local, Endpoint(url=llama, model="smollm2"))  # type: ignore[arg-type]
     request = LlmRequest(
         messages=[Message(role="assistant", content="Shall I cancel order A123?"),
-                  Message(role="user", content="the blue one")],
+                  Message(role="user", content="the other thing")],  # the rules can't tell
         tools=[], mode="classify_confirmation",
     )
 

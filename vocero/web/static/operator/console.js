@@ -342,14 +342,15 @@ async function act(button, action) {
 async function loadNeeds() {
   const [followups, tools, versions, authorizations, operations, handoffs] = await needs();
   $("#needs-count").textContent = followups.length + tools.length + versions.length + authorizations.length + operations.length + handoffs.length || "";
-  const none = [el("li", { class: "empty" }, "nothing waiting")];
+  // a new "nothing waiting" item for each list: one DOM node can sit in one list only
+  const none = () => [el("li", { class: "empty" }, "nothing waiting")];
   $("#needs-followups").replaceChildren(...(followups.length ? followups.map((f) => {
     const note = el("input", { placeholder: "note (optional)", maxlength: "500" });
     const button = el("button", { type: "button", onclick: () => act(button, () =>
       api(`/v1/followups/${encodeURIComponent(f.id)}/approve`, { method: "POST", body: { note: note.value } })) }, "Approve call-back");
     return el("li", { dataset: { followup: f.id } }, el("strong", {}, f.when_text), ` · ${f.reason} · due ${f.due_at} (${f.timezone}) · `,
       el("code", {}, short(f.session_id)), " ", note, " ", button);
-  }) : none));
+  }) : none()));
   $("#needs-tools").replaceChildren(...(tools.length ? tools.map((t) => {
     const button = el("button", { type: "button", onclick: () => act(button, () =>
       api(`/v1/tools/${encodeURIComponent(t.server)}/${encodeURIComponent(t.tool)}/approvals`,
@@ -357,16 +358,16 @@ async function loadNeeds() {
     return el("li", { dataset: { tool: `${t.server}/${t.tool}` } }, el("strong", {}, `${t.server}/${t.tool}`), ` · ${t.status} · approved `,
       t.definition_hash ? el("code", {}, t.definition_hash.slice(0, 19)) : "none yet", " → now ", el("code", {}, (t.observed_hash || "").slice(0, 19)), " ",
       t.observed_hash ? button : el("span", { class: "muted" }, "no new definition to approve"));
-  }) : none));
+  }) : none()));
   $("#needs-voices").replaceChildren(...(versions.length ? versions.map(({ voice, version }) => {
     const button = el("button", { type: "button", onclick: () => act(button, () =>
       api(`/v1/voices/${encodeURIComponent(voice.voice_id)}/versions/${version.version}/approvals`, { method: "POST" })) }, "Approve as me");
     const by = version.approvals.map((a) => `${a.operator} (${a.role})`).join(", ") || "nobody yet";
     return el("li", { dataset: { voice: `${voice.voice_id}/${version.version}` } }, el("strong", {}, `${voice.voice_id} v${version.version}`),
       ` · ${voice.tenant} · ${voice.purpose} · approved by ${by} · `, button);
-  }) : none));
-  $("#needs-operations").replaceChildren(...(operations.length ? operations.map(unresolvedCard) : none));
-  $("#needs-handoffs").replaceChildren(...(handoffs.length ? handoffs.map(handoffCard) : none));
+  }) : none()));
+  $("#needs-operations").replaceChildren(...(operations.length ? operations.map(unresolvedCard) : none()));
+  $("#needs-handoffs").replaceChildren(...(handoffs.length ? handoffs.map(handoffCard) : none()));
   $("#needs-authorizations").replaceChildren(...(authorizations.length ? authorizations.map((a) =>
     el("li", { dataset: { authorization: a.server } }, el("strong", {}, a.server),
       ` · asked ${when(a.created_at)} · until ${when(a.expires_at)} · `,
@@ -374,7 +375,7 @@ async function loadNeeds() {
         ? el("a", { href: a.authorization_url, target: "_blank", rel: "noopener noreferrer" },
           "Open the authorization page")
         : el("span", { class: "error" }, "the authorization page is not an http(s) address: not linked")))
-    : none));
+    : none()));
 }
 
 // An operation whose outcome nobody could learn: what the caller heard, and the operator's
