@@ -102,7 +102,7 @@ class FakeTwilioApi:
             self.creates.append(create)
             create.sid = f"CA{len(self.creates):032d}"
         if self.create_latency_s:
-            await anyio.sleep(self.create_latency_s)
+            await anyio.sleep(self.create_latency_s)  # a slow carrier, not a synchronisation
         if self.create_status != 201:
             return JSONResponse({"code": 21211, "message": "refused",
                                  "status": self.create_status}, status_code=self.create_status)
