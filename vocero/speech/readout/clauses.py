@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from vocero.contracts.english import singular
 from vocero.speech.forms import (
     count_word,
     neutralise,
@@ -26,7 +27,6 @@ from vocero.speech.readout.words import (
     label_of,
     mid_sentence,
     plural,
-    singular,
     upper_first,
 )
 

@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from vocero.contracts.english import singular
 from vocero.speech.forms import (
     count_word,
     neutralise,
@@ -32,7 +33,6 @@ from vocero.speech.readout.words import (
     names_person,
     noun_of,
     sentence,
-    singular,
     upper_first,
 )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from vocero.contracts.english import join_list
+from vocero.contracts.english import join_list, singular
 from vocero.observability.redaction import is_sensitive
 
 ID_WORDS = frozenset({"id", "ref", "reference", "code", "number", "no", "num", "uuid"})
@@ -164,17 +164,6 @@ def noun_of(tool: str) -> str:
         if words:
             return " ".join([*words[:-1], singular(words[-1])])
     return "record"
-
-
-def singular(word: str) -> str:
-    head, _, last = word.rpartition(" ")
-    if last.endswith("ies") and len(last) > 4:
-        last = last[:-3] + "y"
-    elif last.endswith(("sses", "xes", "ches", "shes")):
-        last = last[:-2]
-    elif last.endswith("s") and not last.endswith(("ss", "us", "is")):
-        last = last[:-1]
-    return f"{head} {last}".strip()
 
 
 def plural(word: str) -> str:
