@@ -51,9 +51,17 @@ class Completion:
         self._complete(generation, status, generation.heard_text(played), played, sent)
 
     def finish(self, generation: Generation, status: ev.CompletionStatus) -> None:
-        """The generation ran to its end (or failed): complete it with what was played."""
+        """The generation ran to its end (or failed): complete it with what was played.
+
+        One whose playout stalled (:attr:`Generation.stalled`: the rest of it was shed) did not
+        reach the caller whole: it is stopped like an interrupted one (``stop_and_flush``
+        ``output_stalled``, so the client drops what it still holds) and completes
+        ``interrupted`` with the heard text as acknowledged, never as ``completed``."""
         core = self.core
         if generation.done:
+            return
+        if generation.stalled and status == "completed":
+            self.stop(generation, reason="output_stalled", status="interrupted")
             return
         generation.done = True
         core.out.stop_generation(generation.generation_id)

@@ -76,6 +76,10 @@ class Generation:
     status: str = ""
     heard: str = ""
     """What the caller heard of it, once it completed."""
+    stalled: bool = False
+    """The caller's playout stopped moving for the grace period while it played (a stalled
+    network, a frozen tab): the rest was shed, so it ends ``interrupted``, as heard, never
+    ``completed`` (docs/protocol.md "A client that stops reading")."""
 
     @property
     def text(self) -> str:

@@ -235,19 +235,20 @@ class OutputChannel:
             playouts.of(head.generation_id).moved(self._monotonic())
         return head, None
 
-    async def wait_played(self, generation_id: str, *, grace_s: float) -> None:
-        """Return once everything queued for the generation was sent and played.
+    async def wait_played(self, generation_id: str, *, grace_s: float) -> bool:
+        """Return once everything queued for the generation was sent and played (True).
 
         Played means reported by the client, or (for a client that cannot report) the audio's
-        own duration elapsed since its first frame. Gives up when nothing moves for ``grace_s``:
-        the client may be gone, and the session must not hang on it.
+        own duration elapsed since its first frame. Gives up when nothing moves for ``grace_s``
+        (False; also when the generation was stopped): the client may be gone, and the session
+        must not hang on it.
         """
         track = self.playout_of(generation_id)
         track.last_progress = self._monotonic()
         while generation_id not in self._stopped:
             pending = self.has_pending_data(generation_id)
             if not pending and self._playouts.caught_up(track):
-                return
+                return True
             track.progress = anyio.Event()
             wait_s = grace_s
             if not self.playout_acks and not pending:
@@ -256,7 +257,8 @@ class OutputChannel:
             with self._clock.move_on_after(wait_s):
                 await track.progress.wait()
             if self._monotonic() - track.last_progress > grace_s:
-                return
+                return False
+        return False
 
     def wake(self) -> None:
         """Let a waiting consumer re-check its conditions."""

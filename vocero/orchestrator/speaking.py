@@ -51,6 +51,8 @@ from vocero.speech import (
 log = structlog.get_logger("vocero.speaker")
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+HeldAudio = Callable[[str, VoiceRef], AsyncIterator[bytes | SpokenThrough] | None]
+"""Audio synthesized ahead for a unit of exactly this speech and voice, if there is some."""
 UNIT_QUEUE = 4
 """Units planned ahead of the one being synthesized; the model waits when the queue is full."""
 STALLED = Decision("expired", "output_stalled")
@@ -115,6 +117,8 @@ class Speaker:
         self._free_at = float("-inf")
         """When the audio admitted so far should have finished playing (monotonic seconds)."""
         self.spoke = False
+        self.held: HeldAudio | None = None
+        """The first unit's audio a prepared answer synthesized before the commit (ADR-0037)."""
         self._playout_from: int | None = None
         """When the answer's first audio was sent (epoch ns): the playout span starts there."""
         """Whether anything was planned to be said in this generation."""
@@ -167,9 +171,11 @@ class Speaker:
         await self._worker_done.wait()
         host = self._host
         with tracing.span(tracing.PLAYOUT, start_ns=self._playout_from):
-            await host.out.wait_played(
+            played = await host.out.wait_played(
                 self._generation.generation_id, grace_s=host.timeouts.playout_grace_s
             )
+        if not played and not self._generation.done:  # the caller's playout stopped moving
+            self._generation.stalled = True
 
     async def work(self, receive: MemoryObjectReceiveStream[PlannedUnit]) -> None:
         try:
@@ -255,7 +261,8 @@ class Speaker:
             with host.clock.fail_after(host.timeouts.tts_s), tracing.span(
                 tracing.TTS, unit_id=unit.unit_id
             ):
-                async for chunk in _aligned(tts, unit.speech, host.ctx.voice):
+                held = self.held(unit.speech, host.ctx.voice) if self.held else None
+                async for chunk in held or _aligned(tts, unit.speech, host.ctx.voice):
                     if isinstance(chunk, SpokenThrough):
                         record.alignment.append((chunk.audio_ms, chunk.fraction))
                         continue
@@ -265,6 +272,7 @@ class Speaker:
                     )
                     if not room:  # stopped, or the client stopped playing: say no more
                         self._stalled = True
+                        generation.stalled = not generation.done
                         return
                     decision = host.admission.admit(unit, self._now(unit))
                     if not decision.ready:
