@@ -207,6 +207,9 @@ class Talk:
     coordinator: SessionCoordinator
     statuses: list[tuple[str, ToolStatus, str]] = field(default_factory=list)
     turns: int = 0
+    spoken: dict[str, str] = field(default_factory=dict)
+    """What each generation said (a proposal's read-back), so that "played to its end" reports
+    the words the caller heard, as the orchestrator does."""
 
     def next_turn(self, generation_id: str = "") -> TurnRef:
         self.turns += 1
@@ -216,10 +219,15 @@ class Talk:
     async def propose(self, tool: str, **arguments: Any) -> tuple[ToolPlan, str]:
         turn = self.next_turn()
         plan = await self.coordinator.propose(turn, ToolIntent(name=tool, arguments=arguments))
+        self.spoken[turn.generation_id] = plan.summary
         return plan, turn.generation_id
 
     async def heard(self, generation_id: str, delivered: bool = True, heard: str = "") -> None:
-        """Playout evidence: the generation played to its end, or only ``heard`` of it."""
+        """Playout evidence: the generation played to its end (the caller heard all it said), or
+        only ``heard`` of it."""
+        if delivered and not heard:
+            asked = self.coordinator.active_question()
+            heard = self.spoken.get(generation_id) or (asked.summary if asked else "")
         await self.coordinator.record_delivery(
             generation_id, heard_text=heard, complete=delivered
         )

@@ -215,6 +215,18 @@ async def test_a_yes_binds_once_to_the_revision_whose_readback_was_heard() -> No
         "different_question", "required_delivery_missing", "confirmation_used"]
 
 
+async def test_a_completed_readback_whose_values_were_not_heard_is_not_delivered() -> None:
+    """Synthesis failed part-way through the read-back (the rest went out as text only), so the
+    generation "completed" with the caller having heard only its first words: a yes never binds
+    to values the caller did not hear."""
+    desk = Desk()
+    await desk.ask(1)
+    await desk.evidence.delivered("gen_1", heard_text="To confirm: reschedule", complete=True)
+    verdict = await desk.answer(1)
+    assert (verdict.binds, verdict.reason_code) == (False, "required_delivery_missing")
+    assert desk.repo.answers == []
+
+
 async def test_an_answer_to_a_superseded_revision_never_binds() -> None:
     desk = Desk()
     await desk.ask(1)

@@ -74,7 +74,9 @@ class DeliveryEvidence:
     ) -> None:
         """Playout evidence of one generation: what the caller heard of it, whether it played to
         its end. A read-back counts as delivered once every consequential value was heard, even
-        if the caller cut off the closing question."""
+        if the caller cut off the closing question. A generation that "completed" is no proof by
+        itself: synthesis may have failed part-way (the rest sent as text only) or the network
+        stalled, and the heard text says what actually reached the caller's ear."""
         key = self._by_generation.get(generation_id)
         if heard_text or key is not None:
             self._last_heard = generation_id
@@ -82,7 +84,11 @@ class DeliveryEvidence:
             if not complete:
                 _bounded_put(self._canceled, generation_id, None)
             return
-        delivered = complete or _heard_in_order(self._parts.get(key, ()), heard_text)
+        parts = self._parts.get(key, ())
+        if parts and observable:
+            delivered = _heard_in_order(parts, heard_text)
+        else:  # nothing to look for, or no playout reports (which never counts: UNOBSERVED)
+            delivered = complete or _heard_in_order(parts, heard_text)
         if delivered and not observable:
             await self._apply(key, Ev.UNOBSERVED, generation_id)
             return
