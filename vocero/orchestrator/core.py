@@ -79,6 +79,17 @@ class History:
         ):
             self._chars -= len(self._messages.pop(0).content)
 
+    def remove(self, message: Message) -> bool:
+        """Take back one message, this very one (a caller's first part joined to what they went
+        on to say, ADR-0037); False if it is no longer held."""
+        for index, held in enumerate(self._messages):
+            if held is message:
+                del self._messages[index]
+                self._chars -= len(message.content)
+                self.version += 1
+                return True
+        return False
+
     def __iter__(self) -> Iterator[Message]:
         return iter(self._messages)
 

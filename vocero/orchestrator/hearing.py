@@ -27,9 +27,11 @@ import anyio
 from vocero.contracts import events as ev
 from vocero.contracts.ports import Transcription
 from vocero.orchestrator.core import SessionCore
+from vocero.orchestrator.drafts import Drafts
 from vocero.orchestrator.endpointing import Endpointer
 from vocero.orchestrator.listening import Listener, Speculation, Utterance, is_backchannel
 from vocero.orchestrator.machine import Effect, Event
+from vocero.orchestrator.merging import TurnMerge
 from vocero.orchestrator.output import OutFrame
 from vocero.orchestrator.turn_policy import Commit
 
@@ -50,6 +52,10 @@ class Hearing:
         self.endpointer: Endpointer | None = None
         self.listener = self._new_listener()
         self._speech_detected_at: float | None = None
+        self.drafts: Drafts | None = None
+        """Told of each pause's words and of the caller going on (ADR-0037)."""
+        self.merge: TurnMerge | None = None
+        """Told of each barge-in by speech (ADR-0037)."""
         core.on(Effect.WATCH_INTERRUPTION, self._watch)
         core.on(Effect.RESET_LISTENING, self.reset)
 
@@ -97,6 +103,8 @@ class Hearing:
                 endpointer.begin(segment.started)
             self.core.fire(Event.SPEECH_STARTED)
         current = self.listener.current
+        if segment.grown_ms > 0 and self.drafts is not None:
+            self.drafts.resumed()  # the caller goes on: the pause's prepared answer is not it
         if current is not None and segment.grown_ms > 0:
             # Speech counts toward a barge-in only above the agent's own voice coming back.
             loud = self.core.echo.over_echo(pcm16, self.core.monotonic())
@@ -156,6 +164,9 @@ class Hearing:
         step = core.fire(event)
         if Effect.STOP_OUTPUT in step.effects:
             started = self._speech_detected_at or core.monotonic()
+            current = self.listener.current
+            if self.merge is not None and current is not None:
+                self.merge.interrupted(current.utterance_id, started)
             self.core.barge_ins += 1
             core.metrics.count("barge_ins")
             core.metrics.observe_ms("barge_in_stop_ms", (core.monotonic() - started) * 1000.0)
@@ -266,6 +277,16 @@ class Hearing:
             speculation.result = None  # the final transcribes again and handles the error
         finally:
             speculation.done.set()
+        result = speculation.result
+        if (
+            self.drafts is not None
+            and result is not None
+            and self.listener.current is utterance
+            and utterance.speculation_holds()
+            and utterance.speculation is speculation
+            and not utterance.candidate
+        ):
+            self.drafts.words(result.text)  # the answer to these words, prepared meanwhile
         if self.endpointer is not None and utterance.speculation is speculation:
             self.endpointer.words(utterance)  # the judge now weighs the words of this pause
 

@@ -25,6 +25,7 @@ from vocero.orchestrator.acting import Actor, proposal_evidence, say_disclosures
 from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.completion import Completion
 from vocero.orchestrator.core import SessionCore
+from vocero.orchestrator.drafts import Drafts
 from vocero.orchestrator.generation import Generation
 from vocero.orchestrator.handoff import Handoff
 from vocero.orchestrator.machine import Event
@@ -44,6 +45,8 @@ class Responder:
         self.completion = completion
         self.asking = asking
         self.handoff = Handoff(core, actor)
+        self.drafts: Drafts | None = None
+        """The session's prepared answer, taken by a committed turn's first model call."""
 
     def begin(self, turn: TurnRef) -> Generation:
         generation = self.core.generations.begin(turn.turn_id)
@@ -206,7 +209,12 @@ class Responder:
         core = self.core
         request = self.model_request()
         started = core.monotonic()
-        stream = aiter(core.runners.llm.generate(request))
+        draft = self.drafts.take(request) if self.drafts is not None else None
+        if draft is not None and self.drafts is not None:  # prepared at the pause (ADR-0037)
+            speaker.held = draft.audio_for
+            stream = aiter(self.drafts.outputs(draft, request))
+        else:
+            stream = aiter(core.runners.llm.generate(request))
         first = True
         worded = False
         # One deadline for the stream: each output must come within llm_s of the model being

@@ -38,9 +38,11 @@ from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.completion import Completion
 from vocero.orchestrator.context import SessionContext, SessionMetrics, Timeouts
 from vocero.orchestrator.core import SessionCore
+from vocero.orchestrator.drafts import Drafts, RecoverySettings
 from vocero.orchestrator.hearing import Hearing
 from vocero.orchestrator.listening import Utterance
 from vocero.orchestrator.machine import Effect, Event, Intent
+from vocero.orchestrator.merging import TurnMerge
 from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.recording import SessionRecorder
 from vocero.orchestrator.responding import Responder
@@ -70,9 +72,11 @@ class Session:
         monotonic: Callable[[], float] | None = None,
         clock: Timers | None = None,
         history: Iterable[Message] = (),
+        recovery: RecoverySettings = RecoverySettings(),
     ) -> None:
         """``clock`` drives every timeout and pause (a virtual one in tests); without one the
-        real clock, read through ``monotonic`` when given."""
+        real clock, read through ``monotonic`` when given. ``recovery``: prepared answers and
+        yield-and-merge (ADR-0037)."""
         self.core = SessionCore(
             ctx,
             runners,
@@ -91,6 +95,9 @@ class Session:
         self.generations = self.core.generations
         self._parts: _Parts | None = None
         self._closed = False
+        self._recovery = recovery
+        self.drafts: Drafts | None = None
+        """The session's prepared answers (their counts), once it runs."""
 
     @property
     def ctx(self) -> SessionContext:
@@ -122,6 +129,7 @@ class Session:
                 hearing = Hearing(core, tg, self._utterance_ended)
                 turns = Turns(core, hearing, answers, responder, asking)
                 self._parts = _Parts(hearing, turns, tg)
+                self._recover(tg, hearing, turns, responder, asking)
 
                 def expired() -> None:  # the table decides whether the agent speaks unasked
                     core.fire(Event.QUESTION_EXPIRED)
@@ -143,6 +151,29 @@ class Session:
             log.exception("session.failed", session_id=core.ctx.session_id)
             core.fire(Event.FAIL)
             raise
+
+    def _recover(
+        self,
+        tg: anyio.abc.TaskGroup,
+        hearing: Hearing,
+        turns: Turns,
+        responder: Responder,
+        asking: Asking,
+    ) -> None:
+        """Wire the prepared answer and yield-and-merge into the parts (ADR-0037)."""
+        core, settings = self.core, self._recovery
+
+        def question_open() -> bool:
+            coordinator = core.coordinator
+            return asking.open is not None or (
+                coordinator is not None and coordinator.active_question() is not None
+            )
+
+        drafts = Drafts(core, tg, responder.model_request, question_open=question_open,
+                        settings=settings)
+        merge = TurnMerge(core, window_ms=settings.merge_window_ms)
+        self.drafts = hearing.drafts = turns.drafts = responder.drafts = drafts
+        hearing.merge = turns.merge = merge
 
     async def _prepare_model(self) -> None:
         """Let the model learn the session's tools and claims before the first turn; a failure

@@ -20,10 +20,12 @@ from vocero.observability import tracing
 from vocero.orchestrator.answers import Answers
 from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.core import SessionCore
+from vocero.orchestrator.drafts import Drafts
 from vocero.orchestrator.hearing import Hearing
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.listening import Utterance, is_backchannel
 from vocero.orchestrator.machine import Effect, Event, Intent, Step, routing_event
+from vocero.orchestrator.merging import TurnMerge
 from vocero.orchestrator.responding import Responder
 
 log = structlog.get_logger("vocero.turns")
@@ -46,6 +48,10 @@ class Turns:
         self.responder = responder
         self.asking = asking
         self._lock = anyio.Lock()
+        self.drafts: Drafts | None = None
+        self.merge: TurnMerge | None = None
+        """Drafts told of each commit; a continuation joined to the turn it took back
+        (ADR-0037)."""
 
     async def audio(self, utterance: Utterance, backchannel_check: bool = False) -> None:
         async with tracing.turn(self.core.ctx.session_id, "audio", utterance), self._lock:
@@ -60,6 +66,8 @@ class Turns:
                 self.hearing.not_a_turn(utterance, backchannel_check)
                 core.fire(Event.SPEECH_DISCARDED)
                 return
+            if self.merge is not None:
+                text = await self.merge.join(utterance.utterance_id, text)
             await self._commit(text, "audio", endpoint_at=started)
 
     async def text(self, text: str) -> None:
@@ -136,7 +144,12 @@ class Turns:
             ev.Transcript(turn_id=turn_id, text=text), ev.TranscriptFinalV1, turn_id=turn_id
         )
         core.recorder.turn(core.ctx.session_id, turn_id, source, text)
-        core.remember(Message(role="user", content=text))
+        message = Message(role="user", content=text)
+        core.remember(message)
+        if self.drafts is not None:
+            self.drafts.committed(text)
+        if self.merge is not None:  # only a spoken turn is committed at a pause
+            self.merge.committed(turn_id, text, message, committed_at, spoken=source == "audio")
         core.admission.revise_question()  # whatever was planned for the last one is stale
         step = core.fire(Event.TURN_COMMITTED)
         turn = TurnRef(session_id=core.ctx.session_id, turn_id=turn_id,

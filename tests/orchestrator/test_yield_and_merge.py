@@ -1,0 +1,157 @@
+"""Yield and merge (ADR-0037): a caller cut off at a pause takes the turn back and keeps it.
+
+The first part is committed at a pause (the sim VAD ends speech after 400 ms of silence), the
+agent begins to answer it, and the caller goes on speaking: the barge-in stops the answer, and
+the continuation is joined to the first part and answered once, as one request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.orchestrator.action_support import call
+from tests.support.audio import silence_frames, tone_frames
+from tests.support.fakes import fake_runners
+from tests.support.harness import Harness, running
+from vocero.inference.sim.script import Rule
+
+pytestmark = pytest.mark.anyio
+
+HALF = "I need a table"
+REST = "for four people on the terrace"
+WHOLE = f"{HALF} {REST}"
+HALF_REPLY = "Sure thing. How many people will be coming along with you?"
+WHOLE_REPLY = "A table for four on the terrace it is."
+RULES = [
+    Rule(match=rf"^{HALF}$", reply=HALF_REPLY),
+    Rule(match=rf"^{WHOLE}$", reply=WHOLE_REPLY),
+    Rule(match=".*", reply="Tell me more."),
+]
+
+
+async def push(h: Harness, frames: list[bytes]) -> None:
+    for frame in frames:
+        h.session.on_audio(frame)
+        await anyio.wait_all_tasks_blocked()
+
+
+def finals(h: Harness) -> list[str]:
+    return [f.text for f in h.received.of("transcript.final.v1")]
+
+
+async def say_half_then_resume(h: Harness, after_s: float, heard_ms: int) -> str:
+    """The first part, committed at its pause; ``after_s`` into the answer, with ``heard_ms``
+    of it played, the caller goes on. Returns the first answer's generation."""
+    h.auto_ack = False
+    await push(h, tone_frames(600) + silence_frames(420))
+    assert finals(h) == [HALF]
+    first = await h.until_frame("AudioOut")
+    if heard_ms:
+        h.session.on_playout(first.generation_id, heard_ms)
+    await h.advance(after_s)
+    await push(h, tone_frames(400))  # past min_interruption_ms: a barge-in
+    return str(first.generation_id)
+
+
+async def test_a_caller_who_resumes_within_the_window_is_answered_once_for_the_whole() -> None:
+    runners, *_ = fake_runners(stt=[HALF, REST], rules=RULES, ms_per_char=20)
+    async with running(runners) as h:
+        first = await say_half_then_resume(h, 0.3, heard_ms=400)
+        stop = await h.until_frame("StopAndFlush")
+        assert stop.generation_id == first
+        cut = await h.until_frame("ResponseCompleted")
+        assert cut.status == "interrupted"
+        assert cut.heard_text and HALF_REPLY.startswith(cut.heard_text)
+        assert cut.heard_text != HALF_REPLY
+        h.auto_ack = True
+        await push(h, silence_frames(420))
+        whole = await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF, WHOLE], "the continuation is joined to the first part"
+        assert whole.status == "completed" and whole.heard_text == WHOLE_REPLY
+        assert [(m.role, m.content) for m in h.session.history] == [
+            ("assistant", cut.heard_text),  # only what was heard of the cut-off answer
+            ("user", WHOLE),
+            ("assistant", WHOLE_REPLY),
+        ]
+        await anyio.wait_all_tasks_blocked()
+        completed = h.received.of("ResponseCompleted")
+        assert [c.status for c in completed] == ["interrupted", "completed"]
+        assert "Sorry" not in " ".join(c.heard_text for c in completed)
+
+
+async def test_nothing_heard_leaves_nothing_of_the_cut_off_answer() -> None:
+    runners, *_ = fake_runners(stt=[HALF, REST], rules=RULES, ms_per_char=20)
+    async with running(runners) as h:
+        await say_half_then_resume(h, 0.3, heard_ms=0)
+        cut = await h.until_frame("ResponseCompleted")
+        assert cut.status == "interrupted" and cut.heard_text == ""
+        h.auto_ack = True
+        await push(h, silence_frames(420))
+        await h.until_frame("ResponseCompleted", 2)
+        assert [(m.role, m.content) for m in h.session.history] == [
+            ("user", WHOLE), ("assistant", WHOLE_REPLY)
+        ]
+
+
+async def test_a_caller_who_resumes_after_the_window_starts_a_turn_of_their_own() -> None:
+    runners, *_ = fake_runners(stt=[HALF, REST], rules=RULES, ms_per_char=20)
+    async with running(runners) as h:
+        await say_half_then_resume(h, 1.6, heard_ms=400)  # the window is 1.5 s
+        await h.until_frame("ResponseCompleted")
+        h.auto_ack = True
+        await push(h, silence_frames(420))
+        await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF, REST]
+        assert [m.content for m in h.session.history if m.role == "user"] == [HALF, REST]
+
+
+MOVE = "move APT-1 to friday at 3pm"
+MOVE_REST = "for my daughter not for me"
+MOVE_RULES = [
+    Rule(match=r"^move (?P<apt>APT-\d+) to (?P<day>\w+) at (?P<at>\d+ ?[ap]m)$",
+         tool="appointments.reschedule",
+         arguments={"appointment_id": "{apt}", "new_date": "{day}", "new_time": "{at}"},
+         reply="{result.summary}"),
+    Rule(match=r"^(yes|yeah|go ahead)\b", intent="confirm"),
+    Rule(match=r"^(no|nope)\b", intent="reject"),
+    Rule(match=r"daughter", reply="Which appointment of your daughter's should I move?"),
+    Rule(match=r".*", reply="I can help with appointments."),
+]
+
+
+async def test_a_read_back_of_the_cut_off_half_is_withdrawn_before_a_yes(db_path: Path) -> None:
+    async with call(db_path, rules=MOVE_RULES, ms_per_char=20) as c:
+        h = c.h
+        from dataclasses import replace
+
+        from tests.support.fakes import FakeStt
+
+        h.session.core.runners = replace(h.session.core.runners,
+                                         stt=FakeStt([MOVE, MOVE_REST, "yes", "yes"]))
+        h.auto_ack = False
+        await push(h, tone_frames(600) + silence_frames(420))
+        question = await h.until_frame("ConfirmationRequired")
+        readback = await h.until_frame("AudioOut")
+        h.session.on_playout(readback.generation_id, 2_000)  # every field of it heard
+        await h.advance(0.3)
+        await push(h, tone_frames(400))  # the caller goes on over the read-back
+        cut = await h.until_frame("ResponseCompleted")
+        assert cut.status == "interrupted"
+        h.auto_ack = True
+        await push(h, silence_frames(420))
+        await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [MOVE, f"{MOVE} {MOVE_REST}"]
+        assert c.h.session.core.coordinator is not None
+        assert c.h.session.core.coordinator.active_question() is None, "withdrawn"
+        for answered in (3, 4):  # "yes", and "yes" again (a question asked again binds)
+            await push(h, tone_frames(300) + silence_frames(420))
+            await h.until_frame("ResponseCompleted", answered)
+        await anyio.wait_all_tasks_blocked()
+        assert finals(h)[2:] == ["yes", "yes"]
+        assert question.proposal_id
+        assert c.reschedules() == [], "the half's proposal never reached the server"
+        assert not any(s.status in ("authorized", "committed")
+                       for s in h.received.of("ToolStatusChanged"))

@@ -1,0 +1,118 @@
+"""Yield and merge (ADR-0037, issue 45 item 2): a caller cut off at a pause keeps their turn.
+
+A turn was committed at a pause and the agent began answering it; the caller resumes speaking
+within ``merge_window_ms`` of the commit and takes the turn back through the ordinary barge-in
+path (stop and flush at once, only what was heard kept as said). The continuation is then not
+a new request: it is joined to the turn it continues, and the whole request is answered once.
+
+* :meth:`TurnMerge.committed` remembers each committed caller turn (its words, its history
+  message, when, and whether a question was already open then: the answer to one is never
+  joined, its "yes" may already bind);
+* :meth:`TurnMerge.interrupted` is told of every barge-in by speech: a stop of that turn's
+  answer by speech that began inside the window marks the interrupting utterance as a
+  continuation;
+* :meth:`TurnMerge.join` is asked with each audio turn's words before they are committed: for
+  the marked utterance, the first part's message leaves the history (what the agent was heard
+  saying stays), the question its answer opened (a read-back of the cut-off half) is dropped
+  before it can be confirmed, and the turn's words become the first part and the continuation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import structlog
+
+from vocero.contracts.ports import Message
+from vocero.orchestrator.core import SessionCore
+from vocero.orchestrator.machine import Event
+
+log = structlog.get_logger("vocero.merging")
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedTurn:
+    turn_id: str
+    text: str
+    message: Message
+    at: float
+    """``monotonic`` seconds when it was committed."""
+    question: tuple[str, int] | None
+    """The open question (proposal, revision) when it was committed, if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class Yielded:
+    utterance_id: str
+    turn: CommittedTurn
+    heard: str
+    """What the caller heard of the answer that yielded (empty: none of it played)."""
+
+
+class TurnMerge:
+    def __init__(self, core: SessionCore, *, window_ms: float) -> None:
+        self.core = core
+        self.window_ms = window_ms
+        self.last: CommittedTurn | None = None
+        self.pending: Yielded | None = None
+        self.merged = 0
+
+    def _question(self) -> tuple[str, int] | None:
+        coordinator = self.core.coordinator
+        question = coordinator.active_question() if coordinator is not None else None
+        return None if question is None else (question.proposal_id, question.revision)
+
+    def committed(
+        self, turn_id: str, text: str, message: Message, at: float, *, spoken: bool
+    ) -> None:
+        """A caller turn was committed; only a spoken one may be taken back (a typed turn, a
+        key, a click was not cut off at a pause)."""
+        self.pending = None
+        self.last = CommittedTurn(turn_id, text, message, at, self._question()) if spoken \
+            else None
+
+    def interrupted(self, utterance_id: str, speech_at: float) -> None:
+        """Speech that began at ``speech_at`` (``monotonic``) stopped the live answer."""
+        core = self.core
+        last, stopped = self.last, core.generations.current
+        if self.window_ms <= 0 or last is None or last.question is not None:
+            return
+        if stopped is None or stopped.turn_id != last.turn_id:
+            return
+        after_ms = (speech_at - last.at) * 1000.0
+        if after_ms > self.window_ms:
+            return
+        self.pending = Yielded(utterance_id, last, stopped.heard)
+        core.metrics.count("turn_yields")
+        core.metrics.observe_ms("turn_yield_heard_ms", core.out.acknowledged_ms(
+            stopped.generation_id))
+        log.info("turn.yielded", session_id=core.ctx.session_id, turn_id=last.turn_id,
+                 after_ms=round(after_ms, 1), heard=bool(stopped.heard))
+
+    async def join(self, utterance_id: str, text: str) -> str:
+        """The words to commit for the audio turn of ``utterance_id``: joined to the turn it
+        continues when it took the turn back inside the window."""
+        pending = self.pending
+        if pending is None or pending.utterance_id != utterance_id:
+            return text
+        self.pending = None
+        core = self.core
+        first = pending.turn
+        core.history.remove(first.message)
+        await self._withdraw(first)
+        self.merged += 1
+        core.metrics.count("turns_merged")
+        log.info("turn.merged", session_id=core.ctx.session_id, turn_id=first.turn_id)
+        return f"{first.text} {text}"
+
+    async def _withdraw(self, first: CommittedTurn) -> None:
+        """A question opened by the answer to the cut-off half is dropped, unanswered."""
+        coordinator = self.core.coordinator
+        question = coordinator.active_question() if coordinator is not None else None
+        if coordinator is None or question is None:
+            return
+        if (question.proposal_id, question.revision) == first.question:
+            return  # it was open before the half was said: not the half's proposal
+        await coordinator.drop_question(question.proposal_id, question.revision)
+        self.core.fire(Event.QUESTION_CLOSED)
+        self.core.metrics.count("proposals_withdrawn", reason="turn_merged")
