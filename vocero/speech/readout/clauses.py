@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from vocero.contracts.english import singular
+from vocero.contracts.english import join_list, singular
 from vocero.speech.forms import (
     count_word,
     neutralise,
     spoken_amount,
 )
 from vocero.speech.readout.context import ReadoutContext
-from vocero.speech.readout.spoken import HHMM, ISO_DATE, ISO_MOMENT
+from vocero.speech.readout.spoken import HHMM, ISO_DATE, ISO_MOMENT, spoken_value
 from vocero.speech.readout.words import (
     ADJECTIVE_ENDINGS,
     ADJECTIVES,
@@ -43,6 +43,11 @@ def clause_of(key: str, value: Any, record: Mapping[str, Any], ctx: ReadoutConte
     if isinstance(value, bool):
         return _yes_no(words, value)
     if isinstance(value, list):
+        values = _plain_values(key, value, record, ctx)
+        if values:  # "Its open times are 9:30 AM, 10 AM, and 2 PM."
+            if len(value) == 1:
+                return f"Its {singular(label_of(key))} is {values}."
+            return f"Its {label_of(key)} are {values}."
         return f"It has {_counted(len(value), label_of(key), ctx)}."
     amount = _amount(key, value, record, ctx)
     if amount:
@@ -125,6 +130,30 @@ def _amount(key: str, value: Any, record: Mapping[str, Any], ctx: ReadoutContext
         return spoken_amount(Decimal(str(number)), str(currency), locale=ctx.locale)
     except (ArithmeticError, ValueError):
         return ""
+
+
+PLAIN_LIST_SAID = 6
+"""A list of plain values (times, dates, short words) is said value by value up to this many;
+a longer one says its first ones and how many more."""
+
+
+def _plain_values(
+    key: str, values: list[Any], record: Mapping[str, Any], ctx: ReadoutContext
+) -> str:
+    """The values of a list of plain values, each as it is spoken ("9:30 AM", "Tuesday,
+    December 15", "gas"), joined as an English list; "" for a list of records, an empty list
+    or values too long to say one by one."""
+    if not values or not all(
+        isinstance(v, str | int | float) and not isinstance(v, bool) for v in values
+    ):
+        return ""
+    if any(len(str(v).split()) > 3 for v in values):
+        return ""
+    said = [spoken_value(key, v, record, ctx, at_start=False) for v in values[:PLAIN_LIST_SAID]]
+    rest = len(values) - len(said)
+    if rest:
+        said.append(f"{count_word(rest, locale=ctx.locale)} more")
+    return join_list(said)
 
 
 def _counted(count: int, label: str, ctx: ReadoutContext) -> str:

@@ -1,0 +1,47 @@
+"""Issue 42: a result's list of plain values (free times, dates, short names) is read value by
+value, each as it is spoken, not only counted ("It has six open times." told the caller nothing
+they asked for)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from vocero.speech.model import ToolEvidence
+from vocero.speech.readout import ReadoutContext, read_out
+
+NOW = datetime(2026, 12, 1, 15, 0, tzinfo=UTC)  # Tuesday, December 1
+
+
+def said(tool: str, result: dict[str, Any], **changes: Any) -> str:
+    fields: dict[str, Any] = {"now": NOW, "timezone": "America/New_York", "caller_words": ""}
+    call = ToolEvidence(tool_call_id="c1", tool=tool, result=result, arguments={})
+    return read_out(None, call, ReadoutContext(**{**fields, **changes})).text
+
+
+def test_a_list_of_clock_times_is_said_time_by_time() -> None:
+    text = said(
+        "rooms.free_hours", {"day": "2026-12-15", "free_hours": ["09:30", "13:00", "16:15"]}
+    )
+    assert "free hours are 9:30 AM, 1 PM, and 4:15 PM." in text, text
+    assert "09:30" not in text and "three" not in text
+
+
+def test_a_long_list_says_its_first_values_and_how_many_more() -> None:
+    hours = [f"{h:02d}:00" for h in range(8, 18)]  # ten of them
+    text = said("rooms.free_hours", {"free_hours": hours}, word_budget=80)
+    assert text.endswith("free hours are 8 AM, 9 AM, 10 AM, 11 AM, 12 PM, 1 PM, and four more.")
+    assert ", 2 PM" not in text and "5 PM" not in text
+
+
+def test_one_value_and_short_words_are_said_too() -> None:
+    assert said("paints.stock", {"colours": ["red", "blue"]}) == (
+        "Your paint's colours are red and blue."
+    )
+    assert said("paints.sizes", {"sizes": ["large"]}) == "Your paint's size is large."
+
+
+def test_records_and_long_texts_are_still_counted() -> None:
+    record = {"status": "held", "tags": ["near the lift please", "quiet"], "extras": [{"a": 1}]}
+    text = said("rooms.get", record, word_budget=80)
+    assert text == "Your room is held. It has two tags. It has one extra.", text
