@@ -26,6 +26,7 @@ import structlog
 
 from vocero.contracts.domain import TurnTaking
 from vocero.contracts.ports import TurnJudge, TurnVerdict
+from vocero.orchestrator.caller_pace import CallerPace
 from vocero.orchestrator.listening import SAMPLE_RATE, Utterance
 from vocero.orchestrator.turn_policy import AskJudge, Commit, Decision, TurnPolicy
 
@@ -51,7 +52,10 @@ class Endpointer:
         words_of: WordsOf,
         agent_said: Callable[[], str] = str,
         locale: str = "en-US",
+        pace: CallerPace | None = None,
     ) -> None:
+        """``pace``: the caller's learnt pauses, kept by the session across its utterances
+        (ADR-0038)."""
         self._judge = judge
         self._tg = tg
         self._on_commit = on_commit
@@ -61,7 +65,7 @@ class Endpointer:
         it (read again at each judgement: an answer the caller cut short is remembered, as
         heard, once the barge-in took the turn)."""
         self._locale = locale
-        self.policy = TurnPolicy(settings)
+        self.policy = TurnPolicy(settings, pace=pace)
         self._fallback_ms = settings.fallback_silence_ms
         self._late_ms = max(0, settings.fallback_silence_ms - settings.judge_pause_ms)
         """How long a judgement may take before it is late (once the fixed silence has passed)."""

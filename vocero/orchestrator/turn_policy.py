@@ -45,6 +45,7 @@ from typing import Literal
 
 from vocero.contracts.domain import TurnTaking
 from vocero.contracts.ports import TurnVerdict
+from vocero.orchestrator.caller_pace import CallerPace
 
 TurnState = Literal["idle", "speaking", "paused", "judging", "committed"]
 TurnEvent = Literal[
@@ -125,12 +126,20 @@ class TurnPolicy:
     """One caller's turn-taking, one utterance at a time; ``judge=False``: a fixed silence
     (``fallback_silence_ms``), the rule of a VAD alone."""
 
-    def __init__(self, settings: TurnTaking | None = None, *, judge: bool = True) -> None:
+    def __init__(
+        self, settings: TurnTaking | None = None, *, judge: bool = True,
+        pace: CallerPace | None = None,
+    ) -> None:
         self.settings = settings or TurnTaking()
         self.judge_enabled = judge
+        self.pace = pace
+        """The caller's learnt pauses (ADR-0038): each pause they went on after is told to it,
+        and its floor, once learnt, is the least silence any verdict ends the turn at."""
         self.state: TurnState = "idle"
         self._tickets = 0
         self._begun_ms = 0.0
+        self._frame_end_ms = 0.0
+        """Where the last frame ended: a voiced frame's pause ended where it began."""
         self.resumed = False
         """The caller paused (the judge was asked about the pause) and went on."""
         self._reset_utterance(0.0)
@@ -152,10 +161,11 @@ class TurnPolicy:
         """The pending judgement weighs that transcript."""
         self._judged_words = False
         """A verdict of this pause weighed words that do not go on."""
-        self._words_end_due: tuple[float, float] | None = None
+        self._words_end_due: tuple[float, float, CommitReason] | None = None
         """The words model ended this pause before its silence (``words_end_silence_ms``, or
-        ``words_end_short_silence_ms`` for a short answer): the probability the turn ends with
-        and the silence it ends at."""
+        ``words_end_short_silence_ms`` for a short answer), or a judged end came before the
+        caller's learnt floor (:attr:`pace`): the probability the turn ends with, the silence
+        it ends at, and why."""
 
     # ------------------------------------------------------------------------------ inputs
 
@@ -163,6 +173,7 @@ class TurnPolicy:
         """Speech started: a new utterance (the previous one, if any, is forgotten)."""
         self._move("begin")
         self._begun_ms = now_ms
+        self._frame_end_ms = now_ms
         self.resumed = False
         self._reset_utterance(now_ms)
 
@@ -171,19 +182,25 @@ class TurnPolicy:
         Frames outside an utterance (idle, committed) are ignored."""
         if self.state in ("idle", "committed"):
             return None
+        heard_to, self._frame_end_ms = self._frame_end_ms, now_ms
         if voiced:
             if self._heard_until_ms > self.last_voiced_ms:
                 self.resumed = True  # the judge was asked about the pause that just ended
+            if self.pace is not None:  # a pause that was no end: until this frame began
+                self.pace.went_on(heard_to - self.last_voiced_ms)
             self._move("speech")
             self._reset_utterance(now_ms)
             return None
         silence = now_ms - self.last_voiced_ms
         if silence >= self.settings.max_silence_ms:
             return self._commit(now_ms, "max_silence")
-        if self.resumed and self._judged_words and silence >= self.settings.resumed_silence_ms:
+        if self.resumed and self._judged_words and silence >= max(
+            self.settings.resumed_silence_ms, self._floor_ms()
+        ):
             return self._commit(now_ms, "resumed")
         if self._words_end_due is not None and silence >= self._words_end_due[1]:
-            return self._commit(now_ms, "words", self._words_end_due[0])
+            probability, _, reason = self._words_end_due
+            return self._commit(now_ms, reason, probability)
         if self._fallback and silence >= self.settings.fallback_silence_ms:
             return self._commit(now_ms, "fallback")
         if self._judgement_due(now_ms):
@@ -233,10 +250,12 @@ class TurnPolicy:
             self._judged_words = True
         threshold = self._threshold(verdict)
         if verdict.probability >= threshold:
-            wait_ms = self._words_end_silence(verdict) if self._words_end(verdict) else 0.0
+            words = self._words_end(verdict)
+            wait_ms = self._words_end_silence(verdict) if words else self._floor_ms()
             if now_ms - self.last_voiced_ms >= wait_ms:
                 return self._commit(now_ms, "judged", verdict.probability)
-            self._words_end_due = (verdict.probability, wait_ms)  # ends then (frame)
+            reason: CommitReason = "words" if words else "judged"
+            self._words_end_due = (verdict.probability, wait_ms, reason)  # ends then (frame)
         self._move("going_on")
         self._next_due_ms = now_ms + self.settings.rejudge_ms
         if self._words_waiting:
@@ -291,9 +310,15 @@ class TurnPolicy:
 
     def _words_end_silence(self, verdict: TurnVerdict) -> float:
         """The least silence a turn the words model ends takes."""
+        floor = self.pace.floor_ms if self.pace is not None else None
         if 0 < verdict.words_count <= SHORT_ANSWER_WORDS:
-            return self.settings.words_end_short_silence_ms
-        return self.settings.words_end_silence_ms
+            return max(self.settings.words_end_short_silence_ms, floor or 0.0)
+        return self.settings.words_end_silence_ms if floor is None else floor
+
+    def _floor_ms(self) -> float:
+        """The caller's learnt silence floor (ADR-0038); 0 until it is learnt."""
+        floor = self.pace.floor_ms if self.pace is not None else None
+        return floor or 0.0
 
     def _words_hold(self, verdict: TurnVerdict) -> bool:
         """The words model finds an end after these words all but impossible."""
@@ -334,7 +359,8 @@ class TurnPolicy:
     def _commit(
         self, now_ms: float, reason: CommitReason, probability: float | None = None
     ) -> Commit:
-        self._move("timeout" if reason != "judged" else "finished")
+        # A judged end the caller's floor put off is taken at a frame, out of "paused".
+        self._move("finished" if reason == "judged" and self.state == "judging" else "timeout")
         self.pending = None
         return Commit(
             reason=reason,
