@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="ttfs: which half of the turn corpus (fixtures/turns) to speak "
                        "(both: tuning and heldout; dev: the tuning half's development set); "
                        "the spoken requests run with the tuning half")
+    bench.add_argument("--drafts", choices=["on", "off", "both"], default="on",
+                       help="ttfs: sessions prepare the answer at a pause (on), do not (off), "
+                       "or both runs back to back on the same clips (ADR-0037)")
     bench.add_argument("--workers", type=int, default=1,
                        help="server processes (sessions, actions); more than one: PostgreSQL")
     bench.add_argument("--db", default="", help="database URL (sessions, actions)")

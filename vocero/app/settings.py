@@ -97,6 +97,13 @@ class Settings:
     """YAML file of retention periods per data class (docs/operators.md); empty: defaults."""
     purge_every_s: float = 3600.0
     """How often ``serve`` runs the retention purge; 0 turns it off."""
+    prepared_answers: bool = True
+    """Prepare the answer at a caller's pause and speak it the moment the turn is committed,
+    if the words did not change (``--prepared-answers off``: the model is asked only once the
+    turn is committed; ADR-0037)."""
+    merge_window_ms: float = 1_500.0
+    """A caller who takes the turn back this soon after it was committed is joined to it and
+    answered once (ADR-0037); 0 turns it off."""
     freeze_heap: bool = False
     """Once warm, collect the heap and freeze it out of the cyclic garbage collector (``serve``
     does): with the models loaded a full collection walks every object the process holds,
@@ -256,6 +263,15 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _number(parser, d, "max_pending_per_address", int,
             "connections one address may hold open before sending session.connect.v1")
+    parser.add_argument(
+        "--prepared-answers",
+        dest="prepared_answers",
+        choices=["on", "off"],
+        default=_env("prepared_answers", "on"),
+        help="prepare the answer at a caller's pause, speak it at the commit (default on)",
+    )
+    _number(parser, d, "merge_window_ms", float,
+            "a caller who takes the turn back this soon after its commit is joined to it")
     add_identity_arguments(parser)
     add_telephony_arguments(parser)
     parser.add_argument(
@@ -353,6 +369,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
     values = {name: getattr(args, name) for name in fields if hasattr(args, name)}
     if isinstance(values.get("lease_local_liveness"), str):
         values["lease_local_liveness"] = values["lease_local_liveness"] != "off"
+    if isinstance(values.get("prepared_answers"), str):
+        values["prepared_answers"] = values["prepared_answers"] != "off"
     return Settings(**values)
 
 

@@ -180,6 +180,7 @@ async def sessions(args: argparse.Namespace) -> dict[str, Any]:
 
 async def ttfs(args: argparse.Namespace) -> dict[str, Any]:
     from vocero.bench.ttfs import run_ttfs
+    from vocero.bench.ttfs_drafts import run_both
 
     half = getattr(args, "half", "tuning")
     endpoints = {
@@ -188,13 +189,17 @@ async def ttfs(args: argparse.Namespace) -> dict[str, Any]:
             "llm_mode", "llm_timeout_s", "stt_timeout_s", "tts_timeout_s",
         ) if getattr(args, name, "")
     }
-    return await run_ttfs(
-        args.runners,
-        limit=args.limit,
-        turn_rule=getattr(args, "turn_rule", "judge"),
-        halves=("tuning", "heldout") if half == "both" else (half,),
-        endpoints=endpoints,
-    )
+    async def run(drafts: bool) -> dict[str, Any]:
+        return await run_ttfs(
+            args.runners,
+            limit=args.limit,
+            turn_rule=getattr(args, "turn_rule", "judge"),
+            halves=("tuning", "heldout") if half == "both" else (half,),
+            endpoints=endpoints,
+            drafts=drafts,
+        )
+
+    return await run_both(run, getattr(args, "drafts", "on"))
 
 
 async def turns(args: argparse.Namespace) -> dict[str, Any]:

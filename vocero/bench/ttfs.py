@@ -46,6 +46,7 @@ from vocero.bench.halves import (
     speak_clip,
 )
 from vocero.bench.stats import percentiles
+from vocero.bench.ttfs_drafts import DraftTally, commit_to_audio
 from vocero.contracts import events as ev
 from vocero.contracts.domain import DEFAULT_VOICE, AgentProfile, Caller
 from vocero.contracts.ports import Message, TurnVerdict
@@ -198,6 +199,7 @@ async def _session_turn(
     caller: Caller,
     profile: AgentProfile,
     drive: Callable[[Session, OutputChannel, StageClock], Awaitable[None]],
+    tally: DraftTally | None = None,
 ) -> None:
     clock = StageClock()
     out = OutputChannel(
@@ -211,6 +213,8 @@ async def _session_turn(
     async with anyio.create_task_group() as tg:
         await tg.start(session.run)
         await drive(session, out, clock)
+        if tally is not None:
+            tally.add(session)
         session.close()
         tg.cancel_scope.cancel()
     await handle.aclose()
@@ -222,9 +226,11 @@ async def run_ttfs(
     turn_rule: str = "judge",
     halves: tuple[str, ...] = ("tuning",),
     endpoints: dict[str, Any] | None = None,
+    drafts: bool = True,
 ) -> dict[str, Any]:
     """``halves``: which halves of the turn corpus (:data:`~.bench_halves.HALVES`) to speak;
-    the spoken requests of ``fixtures/bench/ttfs.yaml`` run with the tuning half."""
+    the spoken requests of ``fixtures/bench/ttfs.yaml`` run with the tuning half. ``drafts``:
+    sessions prepare the answer at a pause (:mod:`.ttfs_drafts`)."""
     from vocero.bench.turn_corpus import load_corpus
 
     requests = yaml.safe_load(REQUESTS.read_text())[:limit] if "tuning" in halves else []
@@ -243,7 +249,8 @@ async def run_ttfs(
     # As ``serve`` runs: the warm heap frozen out of the garbage collector.
     remote: dict[str, Any] = dict(endpoints or {})  # --llm-url and its twins
     settings = Settings(
-        runners=runners, db=f"sqlite+aiosqlite:///{workdir}/ttfs.db", freeze_heap=True, **remote
+        runners=runners, db=f"sqlite+aiosqlite:///{workdir}/ttfs.db", freeze_heap=True,
+        prepared_answers=drafts, **remote
     )
     turns: list[Turn] = []
     spoken_clips: dict[str, dict[str, list[PausedTurn]]] = {}
@@ -254,6 +261,7 @@ async def run_ttfs(
         caller = runtime.identities.authenticate("demo-token")
         assert caller is not None
         profile = runtime.profiles.select(caller)
+        tally = DraftTally()
         for request, audio in zip(requests, spoken, strict=True):
             turn = Turn(text=request["text"])
 
@@ -268,7 +276,7 @@ async def run_ttfs(
                 await _one_turn(session, out, audio, turn, clock)
                 turn.verdicts = _relative(judge_clock.trace, turn.ended_at)
 
-            await _session_turn(runtime, caller, profile, spoken_turn)
+            await _session_turn(runtime, caller, profile, spoken_turn, tally)
             turns.append(turn)
         for half, clips in corpora.items():
             heard: dict[str, list[PausedTurn]] = {"complete": [], "paused": []}
@@ -291,10 +299,11 @@ async def run_ttfs(
                     outcome.verdicts = _relative(judge_clock.trace, outcome.last_word_at)
                     heard["paused" if clip.paused else "complete"].append(outcome)
 
-                await _session_turn(runtime, caller, profile, clip_turn)
+                await _session_turn(runtime, caller, profile, clip_turn, tally)
             spoken_clips[half] = heard
     report = _report(runners, turns)
     report["turn_rule"] = turn_rule
+    report["prepared_answer"] = tally.report(drafts)
     report["endpoints"] = remote  # URLs, models, --llm-mode, timeouts (keys come from the env)
     report["halves"] = {
         half: {
@@ -302,6 +311,7 @@ async def run_ttfs(
             "in_context": sum(1 for t in heard["complete"] + heard["paused"] if t.agent_said),
             "summary": half_summary(heard["complete"], heard["paused"]),
             "complete": complete_report(heard["complete"]),
+            "commit_to_first_audio_ms": commit_to_audio(heard["complete"]),
             "paused": paused_report(heard["paused"]),
         }
         for half, heard in spoken_clips.items()

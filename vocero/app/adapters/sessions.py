@@ -36,6 +36,7 @@ from vocero.contracts.ports import Message, ToolGateway, Tts, speaks
 from vocero.contracts.secrets import NO_SECRET, Secret
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.context import SessionContext
+from vocero.orchestrator.drafts import RecoverySettings
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.session import Session
@@ -251,6 +252,10 @@ class SessionFactory:
             metrics=runtime.port,
             monotonic=runtime.monotonic,
             history=history,
+            recovery=RecoverySettings(
+                drafts=runtime.settings.prepared_answers,
+                merge_window_ms=runtime.settings.merge_window_ms,
+            ),
         )
         runtime.live[session_id] = session
         runtime.released[session_id] = anyio.Event()
