@@ -100,10 +100,11 @@ async def call(
     required_steps: tuple[RequiredStep, ...] = (),
     extra_tools: tuple[tuple[ToolSpec, ToolDefinition, ToolAnswer], ...] = (),
     rules: list[Rule] | None = None,
+    stt: list[str] | None = None,
 ) -> AsyncIterator[Call]:
     """``required_steps`` are the profile's (ADR-0030); ``extra_tools`` more profile tools, each
     with its server definition and what the (fake) server answers; ``rules`` the model's script
-    (default :data:`RULES`)."""
+    (default :data:`RULES`); ``stt`` what the recogniser hears, turn by turn."""
     store = Store.open(f"sqlite+aiosqlite:///{db_path}")
     prof: AgentProfile = profile(tools=[*TOOLS, *(t for t, _, _ in extra_tools)], word_budget=80,
                                  required_steps=list(required_steps))
@@ -127,7 +128,8 @@ async def call(
     )
     coordinator = plane.coordinator(session_id=session_id, caller=who, profile=prof,
                                     gateway=gateway)
-    runners, *_ = fake_runners(rules=RULES if rules is None else rules, ms_per_char=ms_per_char)
+    runners, *_ = fake_runners(stt=stt, rules=RULES if rules is None else rules,
+                               ms_per_char=ms_per_char)
     try:
         async with anyio.create_task_group() as tg:
             if run_worker:

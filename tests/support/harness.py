@@ -22,6 +22,7 @@ from vocero.contracts.domain import (
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.context import SessionContext, Timeouts
 from vocero.orchestrator.drafts import RecoverySettings
+from vocero.orchestrator.false_interruptions import ResumeSettings
 from vocero.orchestrator.output import OutFrame, OutputChannel
 from vocero.orchestrator.session import Session
 
@@ -133,6 +134,7 @@ async def running(
     session_id: str = "ses_test",
     recorder: Any = None,
     recovery: RecoverySettings = RecoverySettings(),
+    false_interruptions: ResumeSettings | None = None,
 ) -> AsyncIterator[Harness]:
     """A running session on a virtual clock: time passes only when the test says
     (:meth:`Harness.advance`), so every timeout is reached exactly, never waited for."""
@@ -141,7 +143,7 @@ async def running(
     out = OutputChannel(max_lead_ms=ctx.profile.max_lead_ms, playout_acks=acks, clock=clock)
     session = Session(
         ctx, runners, out, coordinator=coordinator, timeouts=timeouts, clock=clock,
-        recorder=recorder, recovery=recovery,
+        recorder=recorder, recovery=recovery, false_interruptions=false_interruptions,
     )
     harness = Harness(session, out, clock)
     async with anyio.create_task_group() as tg:

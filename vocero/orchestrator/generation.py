@@ -7,6 +7,8 @@ from itertools import pairwise
 
 import anyio
 
+from vocero.speech import PlannedUnit
+
 ROUNDING_MS = 1.0
 """Playout reports are whole milliseconds; a unit within a millisecond of its end was heard."""
 
@@ -76,6 +78,9 @@ class Generation:
     status: str = ""
     heard: str = ""
     """What the caller heard of it, once it completed."""
+    planned: list[PlannedUnit] = field(default_factory=list)
+    """Every speakable unit planned for it, in order (bounded by the word budget): what a
+    false interruption resumes from (ADR-0038)."""
     stalled: bool = False
     """The caller's playout stopped moving for the grace period while it played (a stalled
     network, a frozen tab): the rest was shed, so it ends ``interrupted``, as heard, never

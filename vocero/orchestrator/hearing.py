@@ -26,9 +26,11 @@ import anyio
 
 from vocero.contracts import events as ev
 from vocero.contracts.ports import Transcription
+from vocero.orchestrator.caller_pace import CallerPace, PaceSettings
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.drafts import Drafts
 from vocero.orchestrator.endpointing import Endpointer
+from vocero.orchestrator.false_interruptions import FalseInterruptions, ResumeSettings
 from vocero.orchestrator.listening import Listener, Speculation, Utterance, is_backchannel
 from vocero.orchestrator.machine import Effect, Event
 from vocero.orchestrator.merging import TurnMerge
@@ -44,10 +46,17 @@ UtteranceSink = Callable[[Utterance, bool], None]
 
 
 class Hearing:
-    def __init__(self, core: SessionCore, tg: anyio.abc.TaskGroup, on_turn: UtteranceSink) -> None:
+    def __init__(
+        self, core: SessionCore, tg: anyio.abc.TaskGroup, on_turn: UtteranceSink, *,
+        pace: PaceSettings | None = None, false_interruptions: ResumeSettings | None = None,
+    ) -> None:
         self.core = core
         self._tg = tg
         self._on_turn = on_turn
+        self.pace = CallerPace(pace)
+        """The caller's within-turn pauses, learnt for the session (ADR-0038)."""
+        self.false_interruptions = FalseInterruptions(false_interruptions)
+        """The answer a caller's sound last stopped, resumed if it held no words (ADR-0038)."""
         self.turn_mode: str = core.ctx.effective.turn_mode
         self.endpointer: Endpointer | None = None
         self.listener = self._new_listener()
@@ -81,6 +90,7 @@ class Hearing:
                 words_of=_words_of,
                 agent_said=self._agent_said,
                 locale=self.core.ctx.effective.locale,
+                pace=self.pace,
             )
         return Listener(vad, vad_ends=self.endpointer is None)
 
@@ -185,8 +195,10 @@ class Hearing:
                 utterance.backchannel_suspected = True
                 core.metrics.count("backchannels_ignored")
                 return
-        if core.generations.live() is not None and self.listener.current is utterance:
+        live = core.generations.live()
+        if live is not None and self.listener.current is utterance:
             utterance.interrupted = True
+            self.false_interruptions.stopped(utterance.utterance_id, live, core.monotonic())
             self._interrupt(Event.INTERRUPTION)
 
     def _judged_end(self, utterance: Utterance, commit: Commit) -> None:
@@ -200,6 +212,7 @@ class Hearing:
 
     def _ended(self, utterance: Utterance) -> None:
         self.core.caller_speaking = False
+        self.false_interruptions.ended(utterance.utterance_id, self.core.monotonic())
         if self.endpointer is not None:
             self.endpointer.forget()
         elif not utterance.candidate or utterance.judged:

@@ -7,32 +7,10 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from vocero.contracts.lexicon.backchannels import BACKCHANNELS
 from vocero.contracts.ports import Transcription, VadEvent, VadStream
 from vocero.orchestrator.ids import new_id
 
-BACKCHANNELS: frozenset[str] = frozenset(
-    {
-        "mm",
-        "mhm",
-        "mm-hmm",
-        "mmhmm",
-        "mm hmm",
-        "uh-huh",
-        "uh huh",
-        "uhhuh",
-        "okay",
-        "ok",
-        "yeah",
-        "yep",
-        "right",
-        "sure",
-        "i see",
-        "got it",
-        "alright",
-        "all right",
-        "hmm",
-    }
-)
 SAMPLE_RATE = 16000
 _BYTES_PER_MS = SAMPLE_RATE * 2 // 1000
 MAX_UTTERANCE_MS = 30_000

@@ -62,6 +62,10 @@ class Event(enum.StrEnum):
     BARGE_IN = "barge_in"
     """Anything else that takes the turn from the agent: a typed turn, a click, a cancel."""
     OUTPUT_STOPPED = "output_stopped"
+    FALSE_INTERRUPTION = "false_interruption"
+    """The speech that stopped the answer held no words (a cough, an "mm-hmm"; ADR-0038): from
+    an idle session the stopped answer resumes (``RESUME_ANSWER``); anywhere else the caller has
+    begun again, and that turn has the floor."""
     """The stopped generation's work has unwound: nothing of it can reach the client."""
     SPEECH_DISCARDED = "speech_discarded"
     TURN_COMMITTED = "turn_committed"
@@ -132,6 +136,8 @@ class Effect(enum.StrEnum):
     """Queue the agent's unasked turn behind any caller turn; it comes up as
     ``QUESTION_UNANSWERED``."""
     SPEAK_UNASKED = "speak_unasked"
+    RESUME_ANSWER = "resume_answer"
+    """Say the unheard rest of the answer a false interruption stopped (ADR-0038)."""
     """The agent speaks without a caller turn: what became of the call whose server's question
     nobody answered."""
 
@@ -218,6 +224,8 @@ TABLE: dict[tuple[State, Event], Rule] = {
     ("AWAITING_CONFIRMATION", E.SPEECH_HINT_NO_OUTPUT): Rule("TRANSCRIBING"),
     ("AWAITING_CONFIRMATION", E.TURN_COMMITTED): Rule("THINKING", (X.TAKE_TURN,)),
     ("AWAITING_CONFIRMATION", E.QUESTION_CLOSED): Rule("LISTENING"),
+    ("LISTENING", E.FALSE_INTERRUPTION): Rule("THINKING", (X.RESUME_ANSWER,)),
+    ("AWAITING_CONFIRMATION", E.FALSE_INTERRUPTION): Rule("THINKING", (X.RESUME_ANSWER,)),
     ("AWAITING_CONFIRMATION", E.DEPENDENCY_FAILED): Rule(
         "DEGRADED", (X.RESET_LISTENING, X.OUTAGE_TAKEN)
     ),
@@ -309,6 +317,8 @@ IGNORED: dict[Event, frozenset[State]] = {
     E.DEPENDENCY_FAILED: _BUSY,
     E.STT_DOWN: frozenset(STATES) - {"LISTENING"} - TERMINAL,
     E.DEPENDENCY_RECOVERED: frozenset(STATES) - {"DEGRADED"} - TERMINAL,
+    # A false interruption resumes only from an idle session: elsewhere the caller spoke again.
+    E.FALSE_INTERRUPTION: frozenset(STATES) - {"LISTENING", "AWAITING_CONFIRMATION"} - TERMINAL,
 }
 for _e, _states in IGNORED.items():
     for _i in _states:

@@ -7,6 +7,7 @@ generation is settled after its work has unwound (:meth:`Completion.settle`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from vocero.contracts import events as ev
@@ -30,7 +31,7 @@ from vocero.orchestrator.generation import Generation
 from vocero.orchestrator.handoff import Handoff
 from vocero.orchestrator.machine import Event
 from vocero.orchestrator.speaking import Speaker, speaking
-from vocero.speech import ToolEvidence
+from vocero.speech import PlannedUnit, ToolEvidence
 
 MAX_TOOL_ROUNDS = 4
 """Tool calls one answer may chain before the model must answer in words."""
@@ -56,9 +57,11 @@ class Responder:
         return generation
 
     async def respond(
-        self, turn: TurnRef, committed_at: float, first_plan: ToolPlan | None = None
+        self, turn: TurnRef, committed_at: float | None, first_plan: ToolPlan | None = None
     ) -> None:
-        """Answer the turn with the model (after running ``first_plan``, a confirmed action)."""
+        """Answer the turn with the model (after running ``first_plan``, a confirmed action).
+        ``committed_at`` ``None``: no caller turn was just committed (an answer asked for again
+        after a false interruption) and no time to first sound is counted."""
         generation = self.begin(turn)
         failure: ErrorCode | None = None
         with generation.scope:
@@ -87,7 +90,8 @@ class Responder:
         await self._end(generation, failure)
 
     async def say(
-        self, turn: TurnRef, committed_at: float, text: str, *, readback: ToolPlan | None = None
+        self, turn: TurnRef, committed_at: float | None, text: str, *,
+        readback: ToolPlan | None = None,
     ) -> Generation:
         """A short answer in the application's own words (a decline, a clarification); with
         ``readback``, it asks that question again, and only its delivery can satisfy it."""
@@ -103,6 +107,19 @@ class Responder:
                     await speaker.say(text, kind="readback", evidence=[proposal_evidence(readback)])
                 else:
                     await speaker.say(text)
+                await speaker.finish()
+        await self._end(generation, None)
+        return generation
+
+    async def again(self, turn: TurnRef, units: Sequence[PlannedUnit]) -> Generation:
+        """Say again the unheard ``units`` of an answer a false interruption stopped
+        (ADR-0038), as a generation of the same turn."""
+        generation = self.begin(turn)
+        with generation.scope:
+            planner = self.core.planner(generation)
+            async with speaking(self.core, generation, planner, None) as speaker:
+                for unit in units:
+                    await speaker.again(unit)
                 await speaker.finish()
         await self._end(generation, None)
         return generation

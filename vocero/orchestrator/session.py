@@ -35,10 +35,12 @@ from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.acting import Actor
 from vocero.orchestrator.answers import Answers
 from vocero.orchestrator.asking import Asking
+from vocero.orchestrator.caller_pace import PaceSettings
 from vocero.orchestrator.completion import Completion
 from vocero.orchestrator.context import SessionContext, SessionMetrics, Timeouts
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.drafts import Drafts, RecoverySettings
+from vocero.orchestrator.false_interruptions import ResumeSettings
 from vocero.orchestrator.hearing import Hearing
 from vocero.orchestrator.listening import Utterance
 from vocero.orchestrator.machine import Effect, Event, Intent
@@ -73,6 +75,8 @@ class Session:
         clock: Timers | None = None,
         history: Iterable[Message] = (),
         recovery: RecoverySettings = RecoverySettings(),
+        false_interruptions: ResumeSettings | None = None,
+        caller_pace: PaceSettings | None = None,
     ) -> None:
         """``clock`` drives every timeout and pause (a virtual one in tests); without one the
         real clock, read through ``monotonic`` when given. ``recovery``: prepared answers and
@@ -96,6 +100,9 @@ class Session:
         self._parts: _Parts | None = None
         self._closed = False
         self._recovery = recovery
+        self._false_interruptions = false_interruptions
+        self._caller_pace = caller_pace
+        """A false interruption resumes; the caller's pauses move the floor (ADR-0038)."""
         self.drafts: Drafts | None = None
         """The session's prepared answers (their counts), once it runs."""
 
@@ -126,7 +133,8 @@ class Session:
                 asking = Asking(core)
                 responder = Responder(core, Actor(core, tg, asking), completion, asking)
                 answers = Answers(core, responder)
-                hearing = Hearing(core, tg, self._utterance_ended)
+                hearing = Hearing(core, tg, self._utterance_ended, pace=self._caller_pace,
+                                  false_interruptions=self._false_interruptions)
                 turns = Turns(core, hearing, answers, responder, asking)
                 self._parts = _Parts(hearing, turns, tg)
                 self._recover(tg, hearing, turns, responder, asking)

@@ -157,10 +157,15 @@ class Speaker:
         for sentence in _SENTENCES.split(text.strip()):
             await self._queue(self.planner.say(sentence, kind=kind, evidence=evidence))
 
+    async def again(self, unit: PlannedUnit) -> None:
+        """Say ``unit`` of a stopped answer again, as a unit of this one (ADR-0038)."""
+        await self._queue([self.planner.again(unit)])
+
     async def _queue(self, units: Sequence[PlannedUnit]) -> None:
         for unit in units:
             if self._ledger.planned(unit):
                 self.spoke = True
+                self._generation.planned.append(unit)
                 await self._send.send(unit)
 
     # ------------------------------------------------------------------------ playing

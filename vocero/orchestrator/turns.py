@@ -21,6 +21,7 @@ from vocero.orchestrator.answers import Answers
 from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.drafts import Drafts
+from vocero.orchestrator.false_interruptions import Resuming
 from vocero.orchestrator.hearing import Hearing
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.listening import Utterance, is_backchannel
@@ -48,6 +49,7 @@ class Turns:
         self.responder = responder
         self.asking = asking
         self._lock = anyio.Lock()
+        self.resuming = Resuming(core, responder)
         self.drafts: Drafts | None = None
         self.merge: TurnMerge | None = None
         """Drafts told of each commit; a continuation joined to the turn it took back
@@ -62,9 +64,12 @@ class Turns:
                 return
             core.metrics.observe_ms("stt_final_ms", (core.monotonic() - started) * 1000.0)
             text = result.text.strip()
-            if not text or (backchannel_check and is_backchannel(text)):
+            stopped = self.hearing.false_interruptions.take(utterance.utterance_id, text)
+            if stopped is not None or not text or (backchannel_check and is_backchannel(text)):
                 self.hearing.not_a_turn(utterance, backchannel_check)
                 core.fire(Event.SPEECH_DISCARDED)
+                if stopped is not None:  # a cough, an "mm-hmm" stopped it (ADR-0038)
+                    await self.resuming.resume(stopped)
                 return
             if self.merge is not None:
                 text = await self.merge.join(utterance.utterance_id, text)

@@ -160,6 +160,11 @@ class UnitPlanner:
             return []
         return [self._unit(kind, text.strip(), evidence=tuple(evidence))]
 
+    def again(self, unit: PlannedUnit) -> PlannedUnit:
+        """A unit of a stopped answer, said again in this one (a false interruption resumed,
+        ADR-0038): its words, kind, claims and evidence unchanged."""
+        return self._unit(unit.kind, unit.text, keys=unit.claim_keys, evidence=unit.evidence)
+
     def answer(self, answer: ClaimAnswer) -> list[PlannedUnit]:
         return self.claims(answer.claim_keys, paraphrase=answer.paraphrase)
 
