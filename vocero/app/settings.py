@@ -85,6 +85,18 @@ class Settings:
     database outage a live process rides out without losing its sessions to a peer."""
     lease_local_liveness: bool = True
     """Take over at once what a process of this host that is gone held (not after its lease)."""
+    resume_false_interruptions: bool = True
+    """An answer stopped by a sound with no words (a cough, an "mm-hmm") resumes from what the
+    caller heard (ADR-0038); off: it is dropped."""
+    false_interruption_window_ms: int = 1500
+    """... only when that sound ended within this long of the stop."""
+    caller_pace: bool = True
+    """Each caller's within-turn pauses move the least silence that ends their turn (ADR-0038)."""
+    pace_floor_min_ms: int = 250
+    pace_floor_max_ms: int = 900
+    """The bounds of that learnt floor."""
+    pace_after_pauses: int = 2
+    """Pauses heard before a caller's floor moves."""
     outbox_concurrency: int = 16
     """Operations this process's outbox worker dispatches at once (a bulkhead); the rest wait
     ``authorized``, held by this process, until a slot frees."""
@@ -263,6 +275,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _number(parser, d, "max_pending_per_address", int,
             "connections one address may hold open before sending session.connect.v1")
+    add_turn_recovery_arguments(parser)
     parser.add_argument(
         "--prepared-answers",
         dest="prepared_answers",
@@ -280,6 +293,23 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "secrets redacted, and exit",
     )
     add_endpoint_arguments(parser)
+
+
+def add_turn_recovery_arguments(parser: argparse.ArgumentParser) -> None:
+    """False interruptions and each caller's pace (ADR-0038)."""
+    d = Settings()
+    for name, what in (
+        ("resume_false_interruptions", "resume an answer a sound with no words stopped"),
+        ("caller_pace", "learn each caller's pauses to move their end-of-turn silence floor"),
+    ):
+        parser.add_argument("--" + name.replace("_", "-"), dest=name, choices=["on", "off"],
+                            default=_env(name, "on" if getattr(d, name) else "off"),
+                            help=what + " (default on)")
+    _number(parser, d, "false_interruption_window_ms", int,
+            "the sound must have ended within this long of the stop")
+    _number(parser, d, "pace_floor_min_ms", int, "the least learnt silence floor")
+    _number(parser, d, "pace_floor_max_ms", int, "the greatest learnt silence floor")
+    _number(parser, d, "pace_after_pauses", int, "pauses heard before a caller's floor moves")
 
 
 def add_identity_arguments(parser: argparse.ArgumentParser) -> None:
@@ -369,6 +399,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
     values = {name: getattr(args, name) for name in fields if hasattr(args, name)}
     if isinstance(values.get("lease_local_liveness"), str):
         values["lease_local_liveness"] = values["lease_local_liveness"] != "off"
+    for switch in ("resume_false_interruptions", "caller_pace"):
+        if isinstance(values.get(switch), str):
+            values[switch] = values[switch] != "off"
     if isinstance(values.get("prepared_answers"), str):
         values["prepared_answers"] = values["prepared_answers"] != "off"
     return Settings(**values)

@@ -35,8 +35,10 @@ from vocero.contracts.events import Effective, RejectedField
 from vocero.contracts.ports import Message, ToolGateway, Tts, speaks
 from vocero.contracts.secrets import NO_SECRET, Secret
 from vocero.inference.runner_set import RunnerSet
+from vocero.orchestrator.caller_pace import PaceSettings
 from vocero.orchestrator.context import SessionContext
 from vocero.orchestrator.drafts import RecoverySettings
+from vocero.orchestrator.false_interruptions import ResumeSettings
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.session import Session
@@ -256,6 +258,8 @@ class SessionFactory:
                 drafts=runtime.settings.prepared_answers,
                 merge_window_ms=runtime.settings.merge_window_ms,
             ),
+            false_interruptions=false_interruptions_of(runtime.settings),
+            caller_pace=caller_pace_of(runtime.settings),
         )
         runtime.live[session_id] = session
         runtime.released[session_id] = anyio.Event()
@@ -389,6 +393,20 @@ class SessionFactory:
             and own is not None and own.handles(t.resolves_to) and t.name != call_tool
         ]
         return (*(d for d in pinned if not call_tool or d.name != call_tool), *builtins)
+
+
+def false_interruptions_of(settings: Settings) -> ResumeSettings:
+    """``--resume-false-interruptions``, ``--false-interruption-window-ms`` (ADR-0038)."""
+    return ResumeSettings(enabled=settings.resume_false_interruptions,
+                          window_ms=settings.false_interruption_window_ms)
+
+
+def caller_pace_of(settings: Settings) -> PaceSettings:
+    """``--caller-pace``, ``--pace-floor-min-ms``, ``--pace-floor-max-ms``,
+    ``--pace-after-pauses`` (ADR-0038)."""
+    return PaceSettings(enabled=settings.caller_pace, floor_min_ms=settings.pace_floor_min_ms,
+                        floor_max_ms=settings.pace_floor_max_ms,
+                        after_pauses=settings.pace_after_pauses)
 
 
 def _token_hash(token: Secret) -> str:
