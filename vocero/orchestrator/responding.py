@@ -30,6 +30,7 @@ from vocero.orchestrator.drafts import Drafts
 from vocero.orchestrator.generation import Generation
 from vocero.orchestrator.handoff import Handoff
 from vocero.orchestrator.machine import Event
+from vocero.orchestrator.resuming import RESUMED_LEAD
 from vocero.orchestrator.speaking import Speaker, speaking
 from vocero.speech import PlannedUnit, ToolEvidence
 
@@ -123,6 +124,22 @@ class Responder:
                 await speaker.finish()
         await self._end(generation, None)
         return generation
+
+    async def reoffer(self, turn: TurnRef, committed_at: float, question: ToolPlan) -> None:
+        """Ask ``question`` again on a resumed session: ``tool.confirmation_required.v1`` and
+        its read-back anew, recorded as read back in this generation (:mod:`.resuming`)."""
+        generation = self.begin(turn)
+        coordinator = self.core.coordinator
+        if coordinator is not None:
+            await coordinator.readback_started(question, generation.generation_id)
+        with generation.scope:
+            planner = self.core.planner(generation)
+            async with speaking(self.core, generation, planner, committed_at) as speaker:
+                await speaker.say(RESUMED_LEAD)
+                self.core.fire(Event.TOOL_INTENT)
+                await self.actor.run_plan(generation, speaker, question)
+                await speaker.finish()
+        await self._end(generation, None)
 
     async def _end(self, generation: Generation, failure: ErrorCode | None) -> None:
         stopped = generation.done

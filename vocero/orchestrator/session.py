@@ -48,6 +48,7 @@ from vocero.orchestrator.merging import TurnMerge
 from vocero.orchestrator.output import OutputChannel
 from vocero.orchestrator.recording import SessionRecorder
 from vocero.orchestrator.responding import Responder
+from vocero.orchestrator.resuming import Resumed
 from vocero.orchestrator.turns import Turns
 
 log = structlog.get_logger("vocero.session")
@@ -74,6 +75,7 @@ class Session:
         monotonic: Callable[[], float] | None = None,
         clock: Timers | None = None,
         history: Iterable[Message] = (),
+        resumed: Resumed | None = None,
         recovery: RecoverySettings = RecoverySettings(),
         false_interruptions: ResumeSettings | None = None,
         caller_pace: PaceSettings | None = None,
@@ -99,6 +101,9 @@ class Session:
         self.generations = self.core.generations
         self._parts: _Parts | None = None
         self._closed = False
+        self._resumed = resumed
+        """A resumed session: the statuses and the question its lost connection may have
+        missed (:mod:`.resuming`), told before any new turn."""
         self._recovery = recovery
         self._false_interruptions = false_interruptions
         self._caller_pace = caller_pace
@@ -151,6 +156,11 @@ class Session:
                     core.coordinator.set_input_handler(asking.ask)
                 core.fire(Event.CONFIGURED)
                 tg.start_soon(self._prepare_model)
+                if self._resumed is not None:
+                    for status in self._resumed.statuses:
+                        core.control(status)
+                    if self._resumed.question is not None:
+                        tg.start_soon(turns.reoffer, self._resumed.question)
                 if core.ctx.opening:  # the agent speaks first (a call-back)
                     tg.start_soon(turns.opening, core.ctx.opening)
                 task_status.started()

@@ -115,6 +115,21 @@ class Turns:
             log.info("session.opening", session_id=core.ctx.session_id)
             await self.responder.say(turn, core.monotonic(), text)
 
+    async def reoffer(self, question: ToolPlan) -> None:
+        """A resumed session's question that was asked and never acted on is asked again, as
+        the agent's turn, before any of the caller's (a "yes" sent at once queues behind it and
+        binds once the read-back was heard; :mod:`.resuming`)."""
+        async with tracing.turn(self.core.ctx.session_id, "reoffer"), self._lock:
+            core = self.core
+            if Effect.RESPOND not in core.fire(Event.TURN_COMMITTED).effects:
+                return
+            turn_id = new_id("turn")
+            turn = TurnRef(session_id=core.ctx.session_id, turn_id=turn_id,
+                           traceparent=tracing.committed(turn_id))
+            log.info("session.question_reoffered", session_id=core.ctx.session_id,
+                     proposal_id=question.proposal_id, revision=question.revision)
+            await self.responder.reoffer(turn, core.monotonic(), question)
+
     async def clicked(self, proposal_id: str, revision: int, decision: Intent) -> None:
         async with tracing.turn(self.core.ctx.session_id, "click"), self._lock:
             await self.answers.clicked(proposal_id, revision, decision)

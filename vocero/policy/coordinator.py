@@ -42,6 +42,7 @@ from vocero.policy.executor import OperationExecutor
 from vocero.policy.gate import resolve
 from vocero.policy.ports import BuiltinTools, Counter, NullCounter
 from vocero.policy.proposals import Proposals
+from vocero.policy.records import OperationRecord
 from vocero.policy.repository import ActionRepository
 from vocero.policy.runnables import Runnables
 from vocero.policy.session import SessionFacts
@@ -114,6 +115,17 @@ class SessionCoordinator:
         asked = self._with_disclosures(plan)
         await self.steps.speaking(resolve(self.facts.profile, plan.tool), turn.generation_id)
         return asked
+
+    async def restore_question(self) -> ToolPlan | None:
+        """A resumed session's question that was asked and never acted on, active again, to
+        be read back anew (``readback_started``); ``None`` when there is none."""
+        plan = await self.proposals.restore()
+        return None if plan is None else self._with_disclosures(plan)
+
+    async def recent_writes(self, limit: int = 8) -> list[OperationRecord]:
+        """The session's last ``limit`` operations of a confirmed proposal, oldest first."""
+        writes = [op for op in await self.repo.operations(self.session_id) if op.proposal_id]
+        return writes[-limit:]
 
     def active_question(self) -> ToolPlan | None:
         question = self.confirmations.active_question()

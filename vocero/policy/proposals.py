@@ -24,6 +24,7 @@ from vocero.policy.canonical import Canonical, CanonicalError
 from vocero.policy.confirmations import Question
 from vocero.policy.gate import Decision, ResolvedTool, arguments_hash, permit, resolve
 from vocero.policy.reasons import explain
+from vocero.policy.records import OpenedRevision
 from vocero.policy.repository import RevisionDraft
 from vocero.policy.rows import new_id
 from vocero.policy.runnables import Runnable, Runnables
@@ -187,6 +188,41 @@ class Proposals:
         )
         asked = await self._confirmations.ask(question, turn.generation_id)
         return asked or ToolPlan(kind="deny", tool=name)
+
+    async def restore(self) -> ToolPlan | None:
+        """A resumed session's question that was asked and never acted on (the caller's answer
+        may have been lost with the connection): the active question again, its read-back to
+        be spoken anew (its generation is recorded by ``readback_started``), so that a "yes"
+        binds once that read-back was heard. ``None``: there is none to ask."""
+        facts = self._facts
+        stored = await facts.repo.open_question(facts.session_id)
+        tool = resolve(facts.profile, stored.tool) if stored is not None else None
+        if stored is None or tool is None:
+            return None
+        spoken = readback.readback(
+            tool.tool,
+            stored.canonical_arguments,
+            template=facts.readback_template(tool),
+            today=facts.today(),
+            keypad=facts.keypad,
+        )
+        self._confirmations.revised(OpenedRevision(
+            proposal_id=stored.proposal_id, revision=stored.revision, created=False,
+            expires_at=stored.expires_at))
+        expires_text = datetime.fromtimestamp(stored.expires_at, UTC).isoformat().replace(
+            "+00:00", "Z")
+        question = Question(
+            proposal_id=stored.proposal_id,
+            revision=stored.revision,
+            tool=stored.tool,
+            summary=spoken.text,
+            expires_at=stored.expires_at,
+            asked_turn_id=stored.turn_id,
+            fields=readback.fields_of(stored.canonical_arguments),
+            expires_at_text=expires_text,
+            parts=spoken.parts,
+        )
+        return await self._confirmations.ask(question, "")
 
     async def _deny(
         self,

@@ -54,6 +54,20 @@ class OpenedRevision(msgspec.Struct, frozen=True, kw_only=True):
     expires_at: float = 0.0
 
 
+class OpenQuestion(msgspec.Struct, frozen=True, kw_only=True):
+    """A read-back asked and never acted on: its proposal still open, its revision current,
+    unexpired and read back (evidence recorded), nothing executed for it. A resumed session
+    asks it again (the answer may have been lost with the connection)."""
+
+    proposal_id: str
+    revision: int
+    tool: str
+    """The model-facing tool name the proposal was made for."""
+    canonical_arguments: dict[str, Any]
+    expires_at: float
+    turn_id: str
+
+
 class StoredRevision(msgspec.Struct, frozen=True, kw_only=True):
     """What the final gate reloads: the proposal as stored, not as the plan claims."""
 

@@ -31,6 +31,7 @@ from vocero.policy.gate import ResolvedTool
 from vocero.policy.outbox import Outbox
 from vocero.policy.records import (
     OpenedRevision,
+    OpenQuestion,
     OperationRecord,
     StoredRevision,
 )
@@ -161,6 +162,32 @@ class ActionRepository:
             "expires_at": draft.expires_at.isoformat(),
         }, at=now, session_id=draft.session_id, actor=ACTOR)
         return opened
+
+    async def open_question(self, session_id: str) -> OpenQuestion | None:
+        """The session's newest proposal whose read-back was asked and never acted on (see
+        :class:`OpenQuestion`), if its revision can still be confirmed."""
+        now = self.now()
+        newest = (select(ProposalRow).where(
+            ProposalRow.session_id == session_id, ProposalRow.status == "open",
+        ).order_by(ProposalRow.created_at.desc(), ProposalRow.id.desc()).limit(1))
+        async with self.read() as session:
+            proposal = (await session.scalars(newest)).first()
+            if proposal is None:
+                return None
+            revision = proposal.current_revision
+            row = await session.get(ProposalRevisionRow, (proposal.id, revision))
+            evidence = await session.get(EvidenceStepRow, evidence_id(proposal.id, revision))
+            ran = await session.scalar(
+                select(OperationRow.id).where(OperationRow.proposal_id == proposal.id).limit(1))
+            if (row is None or row.invalidated_at is not None or row.expires_at is None
+                    or row.expires_at <= now or evidence is None
+                    or evidence.status == "invalidated" or ran is not None):
+                return None
+            return OpenQuestion(
+                proposal_id=proposal.id, revision=revision, tool=proposal.tool,
+                canonical_arguments=dict(row.canonical_arguments),
+                expires_at=row.expires_at.timestamp(), turn_id=proposal.turn_id or "",
+            )
 
     async def close_proposal(self, proposal_id: str, status: str) -> None:
         async with self.write() as session:

@@ -31,7 +31,7 @@ from vocero.app.settings import Settings
 from vocero.contracts.builtins import BuiltinSet
 from vocero.contracts.domain import DEFAULT_VOICE, AgentProfile, Caller, ToolDefinition, VoiceRef
 from vocero.contracts.errors import AuthError, ErrorCode
-from vocero.contracts.events import Effective, RejectedField
+from vocero.contracts.events import Effective, RejectedField, ToolStatusChanged
 from vocero.contracts.ports import Message, ToolGateway, Tts, speaks
 from vocero.contracts.secrets import NO_SECRET, Secret
 from vocero.inference.runner_set import RunnerSet
@@ -41,6 +41,7 @@ from vocero.orchestrator.drafts import RecoverySettings
 from vocero.orchestrator.false_interruptions import ResumeSettings
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import OutputChannel
+from vocero.orchestrator.resuming import Resumed
 from vocero.orchestrator.session import Session
 from vocero.policy import ActionPlane, SessionCoordinator
 from vocero.store.audit import AuditLog
@@ -245,6 +246,7 @@ class SessionFactory:
                 keypad=channel != "web",
             )
         history = await self._heard_history(session_id) if previous is not None else []
+        resumed = await _resumed(coordinator) if previous is not None else None
         session = Session(
             ctx,
             runners,
@@ -254,6 +256,7 @@ class SessionFactory:
             metrics=runtime.port,
             monotonic=runtime.monotonic,
             history=history,
+            resumed=resumed,
             recovery=RecoverySettings(
                 drafts=runtime.settings.prepared_answers,
                 merge_window_ms=runtime.settings.merge_window_ms,
@@ -407,6 +410,20 @@ def caller_pace_of(settings: Settings) -> PaceSettings:
     return PaceSettings(enabled=settings.caller_pace, floor_min_ms=settings.pace_floor_min_ms,
                         floor_max_ms=settings.pace_floor_max_ms,
                         after_pauses=settings.pace_after_pauses)
+
+
+async def _resumed(coordinator: SessionCoordinator | None) -> Resumed:
+    """What a resumed session tells first (:mod:`vocero.orchestrator.resuming`): its recent
+    writes' statuses (``tool_call_id`` is the operation's id) and the question asked and never
+    acted on, active again."""
+    if coordinator is None:
+        return Resumed()
+    statuses = tuple(
+        ToolStatusChanged(tool_call_id=op.id, proposal_id=op.proposal_id or "",
+                          status=op.status, reason_code=op.reason_code)
+        for op in await coordinator.recent_writes()
+    )
+    return Resumed(statuses=statuses, question=await coordinator.restore_question())
 
 
 def _token_hash(token: Secret) -> str:
