@@ -47,6 +47,7 @@ from vocero.bench.halves import (
 )
 from vocero.bench.stats import percentiles
 from vocero.bench.ttfs_drafts import DraftTally, commit_to_audio
+from vocero.bench.ttfs_yields import Lived, lived_report, lived_summary, speak_paused
 from vocero.contracts import events as ev
 from vocero.contracts.domain import DEFAULT_VOICE, AgentProfile, Caller
 from vocero.contracts.ports import Message, TurnVerdict
@@ -254,6 +255,7 @@ async def run_ttfs(
     )
     turns: list[Turn] = []
     spoken_clips: dict[str, dict[str, list[PausedTurn]]] = {}
+    lived_by_half: dict[str, list[Lived]] = {}
     judge_clock = JudgeClock()
     variant = _runners(settings, turn_rule, judge_clock)
     async with open_runtime(settings, runners=variant) as runtime:
@@ -280,6 +282,7 @@ async def run_ttfs(
             turns.append(turn)
         for half, clips in corpora.items():
             heard: dict[str, list[PausedTurn]] = {"complete": [], "paused": []}
+            callers = lived_by_half[half] = []
             lines = agent_lines(HALVES[half])
             for clip in clips:
 
@@ -290,11 +293,16 @@ async def run_ttfs(
                     clip: Any = clip,
                     heard: dict[str, list[PausedTurn]] = heard,
                     said: str = lines.get(clip.label.text, ""),
+                    callers: list[Lived] = callers,
                 ) -> None:
                     judge_clock.trace = []
                     if said:  # what the caller heard the agent say before this sentence
                         session.core.remember(Message(role="assistant", content=said))
-                    outcome = await speak_clip(session, out, clip, clock, answer=not clip.paused)
+                    if clip.paused:  # spoken whole, every answer played (:mod:`.ttfs_yields`)
+                        outcome, lived = await speak_paused(session, out, clip, clock)
+                        callers.append(lived)
+                    else:
+                        outcome = await speak_clip(session, out, clip, clock, answer=True)
                     outcome.agent_said = said
                     outcome.verdicts = _relative(judge_clock.trace, outcome.last_word_at)
                     heard["paused" if clip.paused else "complete"].append(outcome)
@@ -309,10 +317,14 @@ async def run_ttfs(
         half: {
             "corpus": str(HALVES[half].relative_to(REPO_ROOT)),
             "in_context": sum(1 for t in heard["complete"] + heard["paused"] if t.agent_said),
-            "summary": half_summary(heard["complete"], heard["paused"]),
+            "summary": {
+                **half_summary(heard["complete"], heard["paused"]),
+                **lived_summary(lived_by_half[half]),
+            },
             "complete": complete_report(heard["complete"]),
             "commit_to_first_audio_ms": commit_to_audio(heard["complete"]),
             "paused": paused_report(heard["paused"]),
+            "paused_callers": lived_report(lived_by_half[half]),
         }
         for half, heard in spoken_clips.items()
     }

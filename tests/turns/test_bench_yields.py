@@ -1,0 +1,80 @@
+"""``vocero bench ttfs``' paused-caller figures (issue 45 item 5): whole request answered, agent
+audio heard before a yield, unrecovered cut-offs; on frames as a session sends them."""
+
+from __future__ import annotations
+
+from vocero.bench.halves import PausedTurn
+from vocero.bench.ttfs_yields import Heard, covers, lived, lived_report
+from vocero.contracts import events as ev
+from vocero.orchestrator.output import OutFrame
+
+SENTENCE = "I need to change my booking. ... to the later slot on Thursday"
+SECOND = 16_000 * 2  # bytes of one second of 16 kHz PCM16
+
+
+def answer(heard: Heard, at: float, generation: str, turn: str, said: str, audio_s: float,
+           status: str) -> None:
+    """The session commits ``said`` as ``turn`` and answers it with ``audio_s`` of audio from
+    ``at``, ending ``status``."""
+    heard.take(OutFrame(payload=ev.Transcript(turn_id=turn, text=said),
+                        envelope=ev.TranscriptFinalV1), at)
+    heard.take(OutFrame(payload=ev.ResponseCreated(generation_id=generation, turn_id=turn)), at)
+    for index in range(int(audio_s * 10)):
+        chunk = ev.AudioOut(generation_id=generation, unit_id="u", chunk_index=index,
+                            audio=b"\x00" * (SECOND // 10), sample_rate=16_000)
+        heard.take(OutFrame(payload=chunk), at + index * 0.1)
+    heard.take(OutFrame(payload=ev.ResponseCompleted(generation_id=generation, status=status,
+                                                     heard_text="")), at + audio_s)
+
+
+def caller(commit_after_last_word_ms: float) -> PausedTurn:
+    return PausedTurn("p1", SENTENCE, commit_after_last_word_ms, last_word_at=10.0)
+
+
+def test_covers_needs_half_the_words_of_each_part() -> None:
+    assert covers("I need to change my booking to the later slot on Thursday.", SENTENCE)
+    assert covers("I need to change my booking to the later slot.", SENTENCE)
+    assert not covers("I need to change my booking.", SENTENCE)
+    assert not covers("to the later slot on Thursday", SENTENCE)
+
+
+def test_a_caller_answered_once_after_their_last_word_got_their_whole_request() -> None:
+    heard = Heard()
+    answer(heard, 10.4, "g1", "t1", "I need to change my booking to the later slot on Thursday.",
+           2.0, "completed")
+    outcome = lived("p1", SENTENCE, caller(400.0), heard)
+    assert (outcome.cut_off, outcome.whole, outcome.heard_before_yield_ms) == (False, True, 0.0)
+
+
+def test_a_cut_off_caller_answered_on_the_second_half_alone_is_unrecovered() -> None:
+    heard = Heard()
+    answer(heard, 8.0, "g1", "t1", "I need to change my booking.", 1.3, "interrupted")
+    answer(heard, 10.5, "g2", "t2", "to the later slot on Thursday", 2.0, "completed")
+    outcome = lived("p1", SENTENCE, caller(-2000.0), heard)
+    assert outcome.cut_off and not outcome.whole
+    assert round(outcome.heard_before_yield_ms) == 1300
+    report = lived_report([outcome])
+    assert report["unrecovered_cut_offs"] == 1 and report["whole_request_answered_rate"] == 0
+    assert report["agent_audio_heard_before_yield_ms"]["p50"] == 1300
+
+
+def test_a_cut_off_caller_whose_continuation_was_joined_is_recovered() -> None:
+    heard = Heard()
+    answer(heard, 8.0, "g1", "t1", "I need to change my booking.", 0.2, "interrupted")
+    answer(heard, 10.5, "g2", "t2", "I need to change my booking to the later slot on Thursday",
+           2.0, "completed")
+    outcome = lived("p1", SENTENCE, caller(-2000.0), heard)
+    assert outcome.cut_off and outcome.whole and round(outcome.heard_before_yield_ms) == 200
+    assert lived_report([outcome])["unrecovered_cut_offs"] == 0
+
+
+def test_an_answer_to_the_first_half_still_playing_after_the_last_word_is_not_whole() -> None:
+    heard = Heard()
+    answer(heard, 10.2, "g1", "t1", "I need to change my booking.", 2.0, "completed")
+    outcome = lived("p1", SENTENCE, caller(-1500.0), heard)
+    assert not outcome.whole
+
+
+def test_no_answer_after_the_last_word_is_not_whole() -> None:
+    outcome = lived("p1", SENTENCE, caller(300.0), Heard())
+    assert not outcome.whole

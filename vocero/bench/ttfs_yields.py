@@ -1,0 +1,172 @@
+"""What a paused caller lives through, in ``vocero bench ttfs`` (issue 45 item 5; ADR-0038).
+
+A paused clip is spoken *whole* (both parts, then the open line) and the session's answers are
+played as they come, until the first audio of an answer begun after the caller's last word (or
+:data:`~vocero.bench.halves.ANSWER_TIMEOUT_S` after it). Then, per clip:
+
+* **whole request answered**: the turn that got the final answer (the last answer whose audio
+  began after the caller's last word) holds their words: at least half the words of each part
+  of the sentence (the parts around its pause) are in that turn's final transcript;
+* **agent audio heard before a yield**: for a caller cut off (committed before their last
+  word), the audio of every answer that was stopped before the final one, all of it heard (the
+  bench plays what it is sent at once): what the caller heard of an answer to half their
+  request before the agent gave way; 0 when it gave way before its first audio;
+* **unrecovered cut-off**: a cut-off caller whose whole request was not answered.
+
+Each half is reported on its own (:mod:`.halves`). Nothing here chooses a threshold.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from vocero.bench.halves import ANSWER_TIMEOUT_S, FRAME, CommitClock, PausedTurn
+from vocero.bench.stats import percentiles
+from vocero.bench.turn_corpus import Clip
+from vocero.contracts import events as ev
+from vocero.orchestrator.output import OutputChannel
+from vocero.orchestrator.session import Session
+
+PAUSE_MARK = " ... "
+"""Where a paused clip's label text pauses."""
+_WORD = re.compile(r"[a-z0-9']+")
+
+
+@dataclass
+class Answer:
+    turn_id: str
+    first_audio_at: float | None = None
+    audio_ms: float = 0.0
+    status: str = ""
+
+
+@dataclass
+class Heard:
+    """What the session sent while one paused clip was spoken."""
+
+    answers: dict[str, Answer] = field(default_factory=dict)
+    """By generation id, in the order they began."""
+    finals: dict[str, str] = field(default_factory=dict)
+    """Each committed turn's final transcript, by turn id (the last one sent for it)."""
+
+    def take(self, frame: Any, now: float) -> None:
+        payload = frame.payload
+        if isinstance(payload, ev.ResponseCreated):
+            self.answers[payload.generation_id] = Answer(payload.turn_id)
+        elif isinstance(payload, ev.Transcript) and frame.envelope is ev.TranscriptFinalV1:
+            self.finals[payload.turn_id] = payload.text
+        elif isinstance(payload, ev.AudioOut) and payload.generation_id in self.answers:
+            answer = self.answers[payload.generation_id]
+            answer.first_audio_at = answer.first_audio_at or now
+            answer.audio_ms += len(payload.audio) / 2 / payload.sample_rate * 1000.0
+        elif isinstance(payload, ev.ResponseCompleted) and payload.generation_id in self.answers:
+            self.answers[payload.generation_id].status = payload.status
+
+    def final(self, after: float) -> Answer | None:
+        """The last answer whose audio began after ``after`` (the caller's last word)."""
+        late = [a for a in self.answers.values() if a.first_audio_at and a.first_audio_at >= after]
+        return late[-1] if late else None
+
+
+@dataclass
+class Lived:
+    """One paused caller's outcome."""
+
+    clip_id: str
+    cut_off: bool
+    whole: bool
+    heard_before_yield_ms: float
+    final_words: str = ""
+
+
+def covers(transcript: str, sentence: str) -> bool:
+    """Whether ``transcript`` holds at least half the words of each part of ``sentence``."""
+    heard = set(_WORD.findall(transcript.lower()))
+    for part in sentence.split(PAUSE_MARK):
+        words = _WORD.findall(part.lower())
+        if words and sum(w in heard for w in words) * 2 < len(words):
+            return False
+    return True
+
+
+def lived(clip_id: str, sentence: str, outcome: PausedTurn, heard: Heard) -> Lived:
+    final = heard.final(outcome.last_word_at)
+    words = heard.finals.get(final.turn_id, "") if final is not None else ""
+    before = [a for a in heard.answers.values() if a is not final and a.status == "interrupted"]
+    return Lived(
+        clip_id=clip_id,
+        cut_off=outcome.premature,
+        whole=final is not None and covers(words, sentence),
+        heard_before_yield_ms=sum(a.audio_ms for a in before) if outcome.premature else 0.0,
+        final_words=words,
+    )
+
+
+async def speak_paused(
+    session: Session, out: OutputChannel, clip: Clip, clock: CommitClock
+) -> tuple[PausedTurn, Lived]:
+    """Speak a paused clip whole in real time, playing every answer, until an answer begun
+    after the caller's last word is heard (or the time allowed runs out)."""
+    audio = clip.pcm16()
+    silence = b"\x00\x00" * (FRAME // 2)
+    started = time.perf_counter()
+    last_word_at = started + clip.speech_end_ms / 1000.0
+    heard = Heard()
+    frames = clip.speech_end_ms // 20 + int(ANSWER_TIMEOUT_S * 50)
+    for index in range(frames):
+        await anyio.sleep(max(0.0, started + index * 0.02 - time.perf_counter()))
+        offset = index * FRAME
+        session.on_audio(audio[offset : offset + FRAME] if offset < len(audio) else silence)
+        while (frame := await out.receive(until=lambda: True)) is not None:
+            heard.take(frame, time.perf_counter())
+            if isinstance(frame.payload, ev.AudioOut):
+                generation_id = frame.payload.generation_id
+                session.on_playout(generation_id, int(out.playout_of(generation_id).sent_ms))
+        if heard.final(last_word_at) is not None:
+            break
+    commit = clock.committed_at
+    outcome = PausedTurn(
+        clip.id,
+        clip.label.text,
+        None if commit is None else (commit - last_word_at) * 1000.0,
+        last_word_at,
+    )
+    return outcome, lived(clip.id, clip.label.text, outcome, heard)
+
+
+def lived_report(callers: list[Lived]) -> dict[str, Any]:
+    """The paused callers' figures of one half."""
+    cut = [c for c in callers if c.cut_off]
+    unrecovered = sorted(c.clip_id for c in cut if not c.whole)
+    return {
+        "clips": len(callers),
+        "measure": "each paused clip spoken whole, every answer played; whole: the turn of the "
+        "last answer begun after the caller's last word holds at least half the words of each "
+        "part of the sentence; heard before a yield: audio of the answers stopped before it, "
+        "over the callers cut off (0: stopped before its first audio)",
+        "whole_request_answered_rate": round(sum(c.whole for c in callers) / max(1, len(callers)),
+                                             4),
+        "not_whole": sorted(c.clip_id for c in callers if not c.whole),
+        "cut_off": len(cut),
+        "agent_audio_heard_before_yield_ms": percentiles([c.heard_before_yield_ms for c in cut]),
+        "unrecovered_cut_offs": len(unrecovered),
+        "unrecovered_cut_off_clips": unrecovered,
+        "final_words": {c.clip_id: c.final_words for c in callers if not c.whole},
+    }
+
+
+def lived_summary(callers: list[Lived]) -> dict[str, Any]:
+    """The same figures, for a half's summary."""
+    report = lived_report(callers)
+    heard = report["agent_audio_heard_before_yield_ms"]
+    return {
+        "paused_whole_request_answered_rate": report["whole_request_answered_rate"],
+        "paused_heard_before_yield_p50_ms": heard.get("p50"),
+        "paused_heard_before_yield_p95_ms": heard.get("p95"),
+        "paused_unrecovered_cut_offs": report["unrecovered_cut_offs"],
+    }
