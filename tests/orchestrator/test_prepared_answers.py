@@ -156,3 +156,22 @@ async def test_a_caller_who_goes_on_drops_the_draft_and_its_tool_never_runs(db_p
         ]
         assert not [n for n in h.received.names() if n.startswith("Tool")]
         assert (drafts.counts.made, drafts.counts.used, drafts.counts.dropped) == (2, 1, 1)
+
+
+async def test_drafts_and_merges_are_exported_as_prometheus_counters() -> None:
+    from vocero.app.adapters.telemetry import MetricsPort
+    from vocero.observability.metrics import Metrics
+
+    metrics = Metrics()
+    runners, *_ = fake_runners(stt=["what are your opening hours", "thanks a lot"], rules=RULES)
+    async with running(runners) as h:
+        h.session.core.metrics = MetricsPort(metrics)
+        await push(h, tone_frames(600) + silence_frames(200))  # a draft
+        await push(h, tone_frames(300) + silence_frames(620))  # the caller goes on: dropped
+        await h.until_frame("ResponseCompleted")
+    drafts = metrics.drafts_total
+    assert drafts.labels(outcome="made", reason="")._value.get() == 2
+    assert drafts.labels(outcome="dropped", reason="resumed")._value.get() == 1
+    assert drafts.labels(outcome="used", reason="")._value.get() == 1
+    assert metrics.draft_llm_calls_total._value.get() == 2
+    assert b"vocero_drafts_total" in metrics.render()[0]

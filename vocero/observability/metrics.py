@@ -102,6 +102,21 @@ class Metrics:
             ["outcome"],
             registry=reg,
         )
+        self.drafts_total = Counter(
+            "vocero_drafts_total",
+            "Prepared answers by outcome (made, used, dropped) and why one was dropped "
+            "(ADR-0037).",
+            ["outcome", "reason"],
+            registry=reg,
+        )
+        self.draft_llm_calls_total = Counter(
+            "vocero_draft_llm_calls_total", "Model calls made for prepared answers.", registry=reg
+        )
+        self.turns_merged_total = Counter(
+            "vocero_turns_merged_total",
+            "Caller continuations joined to the turn they took back (ADR-0037).",
+            registry=reg,
+        )
         self.findings_total = Counter(
             "vocero_findings_total",
             "Review findings by kind (promised_unbooked: a promise heard with no record).",

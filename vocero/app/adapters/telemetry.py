@@ -48,6 +48,14 @@ class MetricsPort:
                 m.frame_dropped("inbound", labels.get("reason", ""))
             case "stt_speculations":
                 m.stt_speculation(labels.get("outcome", ""))
+            case "drafts":
+                m.drafts_total.labels(
+                    outcome=labels.get("outcome", ""), reason=labels.get("reason", "")
+                ).inc()
+            case "draft_llm_calls":
+                m.draft_llm_calls_total.inc()
+            case "turns_merged":
+                m.turns_merged_total.inc()
             case "findings":
                 m.finding(labels.get("kind", ""))
             case "units":
