@@ -21,6 +21,7 @@ def _registry() -> dict[str, Bench]:
         dialogue,
         followups,
         grounding,
+        interruptions,
         phone,
         realtime,
         soak,
@@ -43,6 +44,7 @@ def _registry() -> dict[str, Bench]:
         "ttfa": ttfa.ttfa,
         "phone": phone.phone,
         "soak": soak.soak,
+        "false-interruptions": interruptions.false_interruptions,
     }
 
 
