@@ -107,6 +107,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="soak: seconds between samples of the server")
     bench.add_argument("--html", dest="html_file", default=None,
                        help="soak: write a self-contained HTML report here")
+    bench.add_argument("--turns", type=int, default=100, help="client: measured typed turns")
+    bench.add_argument("--interruptions", type=int, default=50,
+                       help="client: measured barge-ins")
+    bench.add_argument("--pipecat", default="", metavar="PYTHON",
+                       help="client: also run the Pipecat peer bench with this interpreter "
+                       "(one with pipecat-ai), back to back, and report the ratios")
+    bench.add_argument("--pipecat-script", default="",
+                       help="client: the peer's bench_pipecat.py (default: "
+                       "../shared/peers/pipecat/ beside the repository)")
     return parser
 
 

@@ -26,6 +26,7 @@ def _registry() -> dict[str, Bench]:
         realtime,
         soak,
         ttfa,
+        wire_cost,
     )
 
     return {
@@ -44,6 +45,7 @@ def _registry() -> dict[str, Bench]:
         "ttfa": ttfa.ttfa,
         "phone": phone.phone,
         "soak": soak.soak,
+        "client": wire_cost.client,
         "false-interruptions": interruptions.false_interruptions,
     }
 

@@ -73,7 +73,7 @@ WARMUP_S = 2.0
 MAX_LINE = 64 * 1024 * 1024
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -170,7 +170,7 @@ class _Probe:
         return t1 - t0, cpu1 - cpu0, busy1 - busy0
 
 
-async def _wait_ready(port: int, server_workers: int = 1) -> None:
+async def wait_ready(port: int, server_workers: int = 1) -> None:
     """Every worker answers ``/readyz`` 200 (the port spreads the polls over them, so this
     waits for as many answers in a row, from fresh connections, as there are workers)."""
     in_a_row = 0
@@ -249,12 +249,12 @@ async def run_sessions(
     """One run of ``n`` sessions; ``workers`` load-generator processes, ``server_workers``
     server processes (``serve --workers``) on ``db`` (a fresh SQLite file by default)."""
     count = workers or int(os.environ.get("VOCERO_BENCH_WORKERS", "0")) or default_workers(n)
-    port = _free_port()
+    port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="vocero-bench-"))
     server = await _start_server(port, n, workdir, server_workers=server_workers, db=db)
     pool: list[_Worker] = []
     try:
-        await _wait_ready(port, server_workers)
+        await wait_ready(port, server_workers)
         shares = split(n, count)
         plans = [
             WorkerPlan(
