@@ -183,6 +183,9 @@ class SessionCore:
         self._vocabulary: tuple[int, tuple[str, ...]] = (-1, ())
         self._values: frozenset[tuple[str, str]] = frozenset()
         self._values_key: tuple[object, int] = (None, -1)
+        self._line_values: dict[str, frozenset[tuple[str, str]]] = {}
+        """The values of each caller line in the history, read on the caller's day of
+        ``_values_key``."""
         self._speech_config: tuple[str, PlannerSettings, dict[str, ToolSpec]] | None = None
         self._handlers: dict[Effect, Callable[..., None]] = {
             Effect.REPORT_STT_DOWN: self._report_stt_down
@@ -267,8 +270,17 @@ class SessionCore:
             .date()
         )
         if self._values_key != (today, self.history.version):
-            lines = [m.content for m in self.history if m.role == "user"]
-            self._values = frozenset(text_values(lines, today=today))
+            known = self._line_values if self._values_key[0] == today else {}
+            lines: dict[str, frozenset[tuple[str, str]]] = {}
+            for message in self.history:
+                line = message.content
+                if message.role == "user" and line not in lines:
+                    found = known.get(line)
+                    if found is None:  # values expand one by one: a union of lines is exact
+                        found = frozenset(text_values([line], today=today))
+                    lines[line] = found
+            self._line_values = lines  # only the lines the history still holds
+            self._values = frozenset().union(*lines.values())
             self._values_key = (today, self.history.version)
         return self._values
 
