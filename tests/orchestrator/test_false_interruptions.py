@@ -38,9 +38,9 @@ def generations(h: Harness) -> list[ev.ResponseCreated]:
     return list(h.received.of("ResponseCreated"))
 
 
-async def cough_over_the_answer(h: Harness, *, lasting_s: float = 0.0) -> ev.ResponseCompleted:
+async def cough_over_the_answer(h: Harness, *, more_ms: int = 0) -> ev.ResponseCompleted:
     """The agent is answering: the caller hears its first sentence and a little more, then a
-    300 ms sound stops it; ``lasting_s`` more pass before the sound's silence ends it."""
+    300 ms sound stops it; it goes on ``more_ms`` after the stop, then silence ends it."""
     h.auto_ack = False
     h.session.on_text("where is my parcel")
     first = await h.until_frame("AudioOut", 1)
@@ -54,7 +54,8 @@ async def cough_over_the_answer(h: Harness, *, lasting_s: float = 0.0) -> ev.Res
     for frame in tone_frames(300):
         h.session.on_audio(frame)
     stopped = await h.until_frame("ResponseCompleted")
-    await h.advance(lasting_s)
+    for frame in tone_frames(more_ms):
+        h.session.on_audio(frame)
     h.auto_ack = True
     for frame in silence_frames(600):
         h.session.on_audio(frame)
@@ -104,12 +105,16 @@ async def test_words_are_a_real_interruption_and_nothing_resumes() -> None:
         assert SECOND not in " ".join(m.content for m in h.session.history)
 
 
-async def test_a_sound_that_outlasts_the_window_is_the_callers_and_nothing_resumes() -> None:
+@pytest.mark.parametrize(("more_ms", "resumed"), [(1200, True), (1600, False)])
+async def test_a_sound_that_outlasts_the_window_is_the_callers(more_ms: int, resumed: bool) -> None:
+    """The window is the sound's own audio after the stop, not the silence that ends it."""
     runners, stt, *_ = fake_runners(stt=[""], rules=RULES, ms_per_char=20)
     async with running(runners, prof=profile(min_interruption_ms=200)) as h:
-        await cough_over_the_answer(h, lasting_s=2.0)  # past the 1.5 s window
+        await cough_over_the_answer(h, more_ms=more_ms)  # 1.5 s: the window
         await settle(h, stt, 1)
-        assert len(generations(h)) == 1
+        if resumed:
+            await h.until_frame("ResponseCompleted", 2)
+        assert len(generations(h)) == (2 if resumed else 1)
 
 
 async def test_turned_off_the_stopped_answer_is_dropped_as_before() -> None:

@@ -8,8 +8,10 @@ from what the caller heard, instead of being dropped.
 
 * its final transcript has no words (:func:`~vocero.contracts.lexicon.backchannels.has_no_words`:
   empty, non-speech marks such as "[cough]", fillers, or a backchannel such as "mm-hmm"), and
-* it ended within :attr:`ResumeSettings.window_ms` of the stop (a cough, not a caller who
-  talks on and whose words the recogniser missed).
+* its speech ended within :attr:`ResumeSettings.window_ms` of the stop, on the utterance's
+  own audio clock (a cough, not a caller who talks on and whose words the recogniser missed;
+  the silence the turn policy then waits, up to ``max_silence_ms`` for a sound without words,
+  does not count).
 
 **What resumes** (:func:`unheard_rest`): the units the stopped answer had planned, from the
 first one the caller did not hear whole: the cut unit is said again whole, the ones after it
@@ -47,16 +49,19 @@ class ResumeSettings:
     enabled: bool = True
     """A false interruption resumes the answer it stopped (off: the answer is dropped)."""
     window_ms: int = 1500
-    """The sound that stopped the agent must have ended within this long of the stop: a cough,
-    a hum, an "mm-hmm"; one that goes on longer is the caller's, whatever its words."""
+    """The speech of the sound that stopped the agent must have ended within this long of the
+    stop (ms of its audio): a cough, a hum, an "mm-hmm"; one that goes on longer is the
+    caller's, whatever its words."""
 
 
 @dataclass(slots=True)
 class _Stop:
     utterance_id: str
     generation: Generation
-    stopped_at: float
-    ended_at: float | None = None
+    stopped_ms: float
+    """Where in the utterance's audio the agent was stopped."""
+    speech_end_ms: float | None = None
+    """Where in it the sound's speech ended, once the utterance ended."""
 
 
 class FalseInterruptions:
@@ -66,15 +71,15 @@ class FalseInterruptions:
         self.settings = settings or ResumeSettings()
         self._stop: _Stop | None = None
 
-    def stopped(self, utterance_id: str, generation: Generation, at: float) -> None:
-        """The utterance ``utterance_id`` stopped ``generation`` at ``at`` (monotonic s)."""
-        self._stop = _Stop(utterance_id, generation, at)
+    def stopped(self, utterance_id: str, generation: Generation, at_ms: float) -> None:
+        """The utterance ``utterance_id`` stopped ``generation`` at ``at_ms`` of its audio."""
+        self._stop = _Stop(utterance_id, generation, at_ms)
 
-    def ended(self, utterance_id: str, at: float) -> None:
-        """The utterance ended (the turn policy or the VAD ended it) at ``at``."""
+    def ended(self, utterance_id: str, speech_end_ms: float) -> None:
+        """The utterance ended; its speech ended at ``speech_end_ms`` of its audio."""
         stop = self._stop
-        if stop is not None and stop.utterance_id == utterance_id and stop.ended_at is None:
-            stop.ended_at = at
+        if stop is not None and stop.utterance_id == utterance_id and stop.speech_end_ms is None:
+            stop.speech_end_ms = speech_end_ms
 
     def take(self, utterance_id: str, final: str) -> Generation | None:
         """The utterance's final transcript is ``final``: the answer it stopped, when that was a
@@ -85,7 +90,7 @@ class FalseInterruptions:
         self._stop = None
         if not self.settings.enabled:
             return None
-        lasted_ms = None if stop.ended_at is None else (stop.ended_at - stop.stopped_at) * 1000
+        lasted_ms = None if stop.speech_end_ms is None else stop.speech_end_ms - stop.stopped_ms
         no_words = has_no_words(final)
         resume = no_words and lasted_ms is not None and lasted_ms <= self.settings.window_ms
         log.info(

@@ -198,7 +198,7 @@ class Hearing:
         live = core.generations.live()
         if live is not None and self.listener.current is utterance:
             utterance.interrupted = True
-            self.false_interruptions.stopped(utterance.utterance_id, live, core.monotonic())
+            self.false_interruptions.stopped(utterance.utterance_id, live, utterance.duration_ms)
             self._interrupt(Event.INTERRUPTION)
 
     def _judged_end(self, utterance: Utterance, commit: Commit) -> None:
@@ -212,7 +212,7 @@ class Hearing:
 
     def _ended(self, utterance: Utterance) -> None:
         self.core.caller_speaking = False
-        self.false_interruptions.ended(utterance.utterance_id, self.core.monotonic())
+        self.false_interruptions.ended(utterance.utterance_id, utterance.last_voiced_at_ms)
         if self.endpointer is not None:
             self.endpointer.forget()
         elif not utterance.candidate or utterance.judged:
