@@ -30,6 +30,10 @@ ADR-0017, ADR-0022):
   *resumed*: its next pause is judged with the whole utterance's words and audio as quickly as
   any, a finished statement commits at ``resumed_probability``, and a pause whose words were
   judged and do not go on commits after ``resumed_silence_ms`` of silence;
+* with the caller's pace learnt (:class:`~.caller_pace.CallerPace`, ADR-0038: their pauses that
+  were no turn end), no verdict ends the turn before their silence floor (a judged end is
+  taken when the silence reaches it), the words model's end waits that floor instead of
+  ``words_end_silence_ms``, and the resumed end waits at least that floor;
 * commit after ``max_silence_ms`` of silence whatever was said (the last resort), and after
   ``fallback_silence_ms`` when the judge failed or was busy this pause.
 
