@@ -45,3 +45,18 @@ def test_records_and_long_texts_are_still_counted() -> None:
     record = {"status": "held", "tags": ["near the lift please", "quiet"], "extras": [{"a": 1}]}
     text = said("rooms.get", record, word_budget=80)
     assert text == "Your room is held. It has two tags. It has one extra.", text
+
+
+def test_each_item_of_a_list_says_whom_it_is_with_when_a_field_names_a_titled_person() -> None:
+    rows = [
+        {"ref": "S1", "tutor": "Dr. Ada Byrne", "topic": "algebra",
+         "starts": "2026-12-03T15:00:00Z", "state": "held"},
+        {"ref": "S2", "tutor": "Mr Kwame", "topic": "essays",
+         "starts": "2026-12-04T15:00:00Z", "state": "held"},
+        {"ref": "S3", "tutor": "the duty tutor", "topic": "algebra",
+         "starts": "2026-12-05T15:00:00Z", "state": "held"},
+    ]  # fmt: skip
+    text = said("lessons.mine", {"lessons": rows}, word_budget=80)
+    assert text.startswith("You have three lessons: a lesson with Dr. Ada Byrne on Thursday"), text
+    assert "a lesson with Mr Kwame on Friday" in text, text
+    assert "with the duty tutor" not in text  # not a titled person's name

@@ -36,6 +36,9 @@ from vocero.speech.readout.words import (
     upper_first,
 )
 
+_TITLED = re.compile(r"^(?:Dr|Mr|Mrs|Ms|Mx|Prof)\.?\s+[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?$")
+"""A person named with a title ("Dr. Okafor", "Ms Ada Byrne"), whatever the field is called: an
+item of a list says whom it is with."""
 _INSTRUCTION = re.compile(
     r"\b(?:ignore|disregard|instructions?|prompt|system|assistant|pretend|jailbreak"
     r"|you are now|you must|tell the caller|say that)\b",
@@ -199,6 +202,7 @@ def _describe(row: Mapping[str, Any], noun: str, status: str, ctx: ReadoutContex
     fields = [(k, v) for k, v in _fields(row) if _speakable(k, v, ctx)]
     what = next((neutralise(v) for k, v in fields if isinstance(v, str) and names_it(k)), "")
     who = next((neutralise(v) for k, v in fields if isinstance(v, str) and names_person(k)), "")
+    titled = next((neutralise(v) for _, v in fields if isinstance(v, str) and _TITLED.match(v)), "")
     whens = whens_of(fields, dict(_fields(row)), ctx)
     thing = mid_sentence(what, common=True) if what else noun
     if status and len(status.split()) == 1:
@@ -206,6 +210,8 @@ def _describe(row: Mapping[str, Any], noun: str, status: str, ctx: ReadoutContex
     parts = [f"{article(thing)} {thing}"]
     if who:
         parts.append(f"for {who}")
+    if titled and titled != who:
+        parts.append(f"with {titled}")  # "a visit with Dr. Okafor on ...": whom it is with
     if whens:
         parts.append(item_when(whens[0], ctx))
     if status:
