@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="sessions: the most sessions held within limits")
     bench.add_argument("--minutes", type=float, default=5.0, help="soak: how long the load runs")
     bench.add_argument("--sessions", type=int, default=50, help="soak: callers kept live")
+    bench.add_argument("--per-impairment", type=int, default=3,
+                       help="network: sessions through each impaired path")
     bench.add_argument("--sample-s", type=float, default=5.0,
                        help="soak: seconds between samples of the server")
     bench.add_argument("--html", dest="html_file", default=None,

@@ -21,6 +21,7 @@ def _registry() -> dict[str, Bench]:
         dialogue,
         followups,
         grounding,
+        network,
         interruptions,
         phone,
         realtime,
@@ -45,6 +46,7 @@ def _registry() -> dict[str, Bench]:
         "ttfa": ttfa.ttfa,
         "phone": phone.phone,
         "soak": soak.soak,
+        "network": network.network,
         "client": wire_cost.client,
         "false-interruptions": interruptions.false_interruptions,
     }
