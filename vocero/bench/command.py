@@ -21,8 +21,8 @@ def _registry() -> dict[str, Bench]:
         dialogue,
         followups,
         grounding,
-        network,
         interruptions,
+        network,
         phone,
         realtime,
         soak,
@@ -46,9 +46,9 @@ def _registry() -> dict[str, Bench]:
         "ttfa": ttfa.ttfa,
         "phone": phone.phone,
         "soak": soak.soak,
+        "false-interruptions": interruptions.false_interruptions,
         "network": network.network,
         "client": wire_cost.client,
-        "false-interruptions": interruptions.false_interruptions,
     }
 
 
