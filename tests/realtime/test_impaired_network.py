@@ -227,10 +227,11 @@ async def test_pacing_heard_text_and_barge_in_hold(served: Served, impairment: I
 
 async def test_a_2s_stall_mid_answer_keeps_pacing_and_heard_text(served: Served) -> None:
     """Both directions held for 2 s while the answer plays: the caller plays out its buffer
-    and starves; the server, without playout progress, stops sending and completes the answer
-    as heard (SPEC §2: nothing beyond the reports), or, when the reports come back in time,
-    goes on (which one depends on a race with the server's 2 s no-progress limit; both keep
-    the guarantees). Barge-in works on the next answer."""
+    and starves; the server, without playout progress, stops sending, flushes
+    (``output_stalled``) and ends the answer ``interrupted`` as heard (SPEC §2: nothing beyond
+    the reports), or, when the reports come back in time, goes on and completes it heard whole
+    (which one depends on a race with the server's 2 s no-progress limit). Never ``completed``
+    with its heard text cut short. Barge-in works on the next answer."""
     async with NetProxy(served.port, LAGGY) as proxy, caller(proxy) as player:
         mark = len(player.frames)
         generation_id, played, ttfs = await ask_story(player)
@@ -239,6 +240,13 @@ async def test_a_2s_stall_mid_answer_keeps_pacing_and_heard_text(served: Served)
         done = await player.expect("response.completed.v1",
                                    lambda p: p["generation_id"] == generation_id, after=mark)
         assert_heard_within_played(done["heard_text"], played)
+        if done["status"] == "completed":
+            assert done["heard_text"] == played.spoken(), "completed means heard whole"
+        else:
+            assert done["status"] == "interrupted", done
+            assert player.payloads("output.stop_and_flush.v1", mark) == [
+                {"generation_id": generation_id, "reason": "output_stalled"}]
+            assert_nothing_after_stop(player, generation_id)
         lead = assert_paced(played, LAGGY)
         second, again, ttfs_after = await ask_story(player)
         stop = await barge_in(player, second, again)
@@ -311,6 +319,9 @@ async def test_a_write_confirmed_just_before_a_cut_runs_once(served: Served) -> 
                                             if op["status"] == "committed"], timeout_s=20))
         async with caller(proxy, applied["resume_token"]) as again:
             assert again.session_id == session_id
+            told = await again.expect("tool.status.v1",
+                                      lambda p: p["proposal_id"] == done[0]["proposal_id"])
+            assert told["status"] == "committed", "the resumed client learns the yes was applied"
             mark = len(again.frames)
             await again.send("input.text.v1", {"text": "yes"})
             await again.expect("response.completed.v1", after=mark)
@@ -326,3 +337,58 @@ def writes(served: Served, session_id: str) -> list[dict[str, Any]]:
     response = httpx.get(f"{served.url}/v1/operations", headers=ADMIN,
                          params={"session_id": session_id}, timeout=5)
     return [op for op in response.json()["items"] if op["proposal_id"]]
+
+
+async def test_a_yes_that_meets_the_cut_is_applied_once_or_asked_again(served: Served) -> None:
+    """The caller's "yes" reaches the server and the connection is cut at that very moment
+    (before the server has acted on it). After the resume the client is told which happened:
+    the write's ``tool.status.v1`` (it was applied), or the question again
+    (``tool.confirmation_required.v1`` of the same proposal, read back anew), answered "yes".
+    Never neither; the write runs exactly once."""
+    appointment = "APT-2003"
+    async with NetProxy(served.port, LAGGY) as proxy:
+        async with caller(proxy) as player:
+            applied = player.applied
+            session_id = applied["session_id"]
+            mark = len(player.frames)
+            await player.send("input.text.v1", {"text": "list my appointments"})
+            await player.expect("response.completed.v1", after=mark)
+            mark = len(player.frames)
+            await player.send("input.text.v1",
+                              {"text": f"move my appointment {appointment} to monday at 3pm"})
+            question = await player.expect("tool.confirmation_required.v1", after=mark)
+            await player.expect("response.completed.v1", after=mark)  # the read-back, played
+            await player.send("input.text.v1", {"text": "yes"})
+            await proxy.wait_up_flushed()  # the yes reached the server: cut now
+            proxy.cut()
+        proposal = question["proposal_id"]
+
+        def told(p: Player) -> str:
+            if any(s["proposal_id"] == proposal for s in p.payloads("tool.status.v1")):
+                return "applied"
+            if any(q["proposal_id"] == proposal
+                   for q in p.payloads("tool.confirmation_required.v1")):
+                return "asked_again"
+            return ""
+
+        async with caller(proxy, applied["resume_token"]) as again:
+            assert again.session_id == session_id
+            outcome = await again.until(lambda: told(again), timeout_s=10)
+            if outcome == "asked_again":
+                [asked] = [q for q in again.payloads("tool.confirmation_required.v1")
+                           if q["proposal_id"] == proposal]
+                assert asked["revision"] == question["revision"]
+                reread = await again.expect("response.completed.v1")
+                assert "We got cut off." in reread["heard_text"]
+                mark = len(again.frames)
+                await again.send("input.text.v1", {"text": "yes"})
+            else:
+                mark = 0
+            await again.expect("tool.status.v1", lambda p: p["proposal_id"] == proposal
+                               and p["status"] == "committed", after=mark)
+        FIGURES.setdefault("yes_at_the_cut", {})[outcome] = 1
+        calls = [w for w in served.appointments.calls("reschedule_appointment")
+                 if w["arguments"].get("appointment_id") == appointment]
+        [write] = writes(served, session_id)
+        assert [w["meta"]["io.vocero/operation_id"] for w in calls] == [
+            write["operation_id"]], "the write ran exactly once"

@@ -4,7 +4,9 @@ Every session gets a ``resume_token`` (only its SHA-256 is stored). When a conne
 without ``session.close.v1`` (network loss, server restart), the same caller may resume the
 session within ``resume_window_s`` on a new connection, if the profile has not changed: same
 ``session_id``, the history as heard (caller turns and assistant text as played), a new token.
-Uncommitted audio, generations and unanswered confirmation questions are not resumed.
+Uncommitted audio and generations are not resumed. The statuses of the session's recent writes
+are sent again, and a confirmation question read back and never acted on is asked again (an
+answer may have been lost with the connection: :mod:`vocero.orchestrator.resuming`).
 
 A token issued by one process is honoured by any other on the same store (same identity, same
 profile version): the session is taken over, held by the resuming process from then on, and its
