@@ -1,6 +1,8 @@
 """The conversation recorder across a store outage: what the store could not take is kept and
 applied, in order and once, when it answers again; what can never be written is dropped, counted,
-and does not hold the rest back; a flush waits for one attempt, not for the outage."""
+and does not hold the rest back; a flush waits for one attempt, not for the outage. Under load:
+writes commit in batches, only sheddable ones are refused past the bound, and a session's flush
+does not wait for the other sessions' backlog."""
 
 from __future__ import annotations
 
@@ -10,9 +12,10 @@ from typing import Any
 
 import anyio
 import pytest
+from sqlalchemy import event
 from sqlalchemy.exc import DBAPIError
 
-from vocero.app.adapters.recorder import RetrySettings, StoreRecorder
+from vocero.app.adapters.recorder import BATCH, RetrySettings, StoreRecorder
 from vocero.contracts.clock import VirtualClock
 from vocero.store import AuditLog, Conversations, Store, upgrade
 
@@ -205,26 +208,86 @@ async def test_a_write_failing_past_the_give_up_time_is_dropped_and_counted(
     assert await history(store) == [("user", "thanks")]
 
 
-async def test_writes_beyond_the_queue_and_after_stop_are_counted_not_blocking(
+async def test_past_the_queue_only_sheddable_writes_are_refused_and_counted(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Turns, heard text, closes and audit events are kept past the bound (the backlog is held
+    back by refusing new sessions instead); intermediate states are shed, and counted."""
     monkeypatch.setattr("vocero.app.adapters.recorder.QUEUE", 2)
     flaky = Flaky(store)
     drops: list[str] = []
     recorder = StoreRecorder(flaky, drops.append, retry=FAST)
     flaky.down = True
-    for n in range(3):  # no writer yet: the third does not fit
+    for n in range(3):  # no writer yet: the third passes the bound, and is kept
         recorder.turn("ses_1", f"turn_{n}", "text", f"line {n}")
+    heard(recorder, "gen_1", "turn_2", "Noted.")
+    assert recorder.backlogged  # new sessions are turned away (Runtime.wait_ready)
+    recorder.state("ses_1", "THINKING")  # sheddable: refused
     assert drops == ["queue_full"]
     async with anyio.create_task_group() as tg:
         await tg.start(recorder.run)
         flaky.down = False
         with anyio.fail_after(5):
             await recorder.flush()
+        assert not recorder.backlogged
         recorder.stop()
     recorder.turn("ses_1", "turn_9", "text", "late")
     assert drops == ["queue_full", "stopped"]
-    assert await history(store) == [("user", "line 0"), ("user", "line 1")]
+    assert await history(store) == [("user", "line 0"), ("user", "line 1"), ("user", "line 2"),
+                                    ("assistant", "Noted.")]
+
+
+async def test_queued_writes_commit_in_batches_and_a_bad_one_is_dropped_alone(
+    store: Store,
+) -> None:
+    """One transaction per batch of writes (not one per write), in order; a write that can never
+    succeed rolls its batch back, is dropped and counted, and the rest of the batch is applied."""
+    commits: list[int] = []
+    event.listen(store.engine.sync_engine, "commit", lambda _conn: commits.append(1))
+    drops: list[str] = []
+    recorder = StoreRecorder(Conversations(store), drops.append, retry=FAST, batch=store.batch)
+    for n in range(100):
+        recorder.turn("ses_1", f"turn_{n}", "text", f"line {n}")
+        if n == 70:
+            recorder.turn("ses_nobody", "turn_x", "text", "no such session")
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        with anyio.fail_after(10):
+            await recorder.flush()
+        recorder.stop()
+    assert drops == ["write_failed"]
+    assert await history(store) == [("user", f"line {n}") for n in range(100)]
+    assert len(commits) <= 3  # 101 writes: two batches, one of them tried again without the bad one
+
+
+async def test_a_session_flush_waits_for_its_own_writes_not_for_the_queue_ahead(
+    store: Store,
+) -> None:
+    """What a resume needs: the session's queued writes move ahead of the other sessions'
+    (their order kept), so the wait is one batch at most, not the whole backlog."""
+    await Conversations(store).create_session(
+        session_id="ses_2", tenant_id="acme", subject_ref="t", profile_id="demo",
+        profile_version="1")
+    recorder = StoreRecorder(Conversations(store), lambda _reason: None, retry=FAST,
+                             batch=store.batch)
+    for n in range(200):  # another session's backlog
+        recorder.turn("ses_2", f"turn_b{n}", "text", f"other {n}")
+    recorder.turn("ses_1", "turn_1", "text", "hello")
+    recorder.close("ses_1", "LISTENING")
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        with anyio.fail_after(10):
+            await recorder.flush_session("ses_1")
+        closed = await Conversations(store).get_session("ses_1")
+        others = await Conversations(store).history("ses_2")
+        with anyio.fail_after(10):
+            await recorder.flush()
+        recorder.stop()
+    assert closed is not None and closed.closed_at is not None
+    assert await history(store) == [("user", "hello")]
+    assert len(others) <= 2 * BATCH  # not the 200 queued before
+    everything = await Conversations(store).history("ses_2")
+    assert [e.text for e in everything] == [f"other {n}" for n in range(200)]
 
 
 async def test_an_audit_event_of_the_outage_keeps_its_time_and_its_place(store: Store) -> None:

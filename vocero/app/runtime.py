@@ -134,9 +134,12 @@ class Runtime:
     """Each phone call's ``AccountSid``, noted by the Voice webhook for a handoff's transfer."""
 
     async def wait_ready(self, timeout_s: float = 30.0) -> bool:
+        """Whether a new session may be admitted: warm, and the recorder not so far behind
+        that the records it must keep would pile up (back-pressure: refused
+        ``CAPACITY_EXHAUSTED`` until it catches up)."""
         with anyio.move_on_after(timeout_s):
             await self.ready.wait()
-        return self.ready.is_set()
+        return self.ready.is_set() and not self.recorder.backlogged
 
     async def authenticate(self, token: str) -> Caller | None:
         """The caller of a ``session.connect.v1`` token: a JWT verified against the identity
@@ -289,6 +292,7 @@ async def open_runtime(
         conversations, on_drop=lambda reason: port.count("recorder_drops", reason=reason),
         units=UnitRepository(store), audit=audit,
         on_pending=lambda pending: port.gauge("queue_depth", pending, link="recorder"),
+        batch=store.batch,  # one transaction per batch of writes
     )
     shared, per_session = runners or build_runners(settings)
     metrics.registry.register(EndpointCollector(shared))  # serving engines, by stage

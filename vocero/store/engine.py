@@ -5,7 +5,9 @@ SQLite connections run in WAL mode with foreign keys on. The driver's own implic
 handling is switched off and Vocero emits ``BEGIN`` itself, so reads happen inside the transaction
 too and DDL is transactional. :meth:`Store.write` begins ``IMMEDIATE`` on SQLite: it takes the
 database write lock up front, which serialises read-modify-write transactions (on PostgreSQL
-lock the rows you will change with ``SELECT … FOR UPDATE``).
+lock the rows you will change with ``SELECT … FOR UPDATE``). :meth:`Store.batch` is one write
+transaction that the reads and writes of this store inside it (in the same task) join, so many
+small writes commit together.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,9 @@ _RETRYABLE_STATES = frozenset({"40001", "40P01"})
 """Serialization failure and deadlock: the transaction was rolled back and may simply be run
 again."""
 _SQLITE_UNREACHABLE = ("database is locked", "disk i/o error", "unable to open database file")
+_BATCH: ContextVar[tuple[Store, AsyncSession] | None] = ContextVar("vocero_store_batch",
+                                                                  default=None)
+"""The store and session of the :meth:`Store.batch` the current task is inside, if any."""
 
 
 def async_url(url: str | URL) -> URL:
@@ -169,6 +175,10 @@ class Store:
         Transactions are shielded from cancellation: they are short and touch only the database,
         and a transaction cancelled half-way leaves its pooled connection (aiosqlite's worker
         thread) in a state the event loop cannot shut down cleanly."""
+        joined = self._joined()
+        if joined is not None:
+            yield joined
+            return
         with anyio.CancelScope(shield=True), self._counted():
             async with self.sessions() as session, session.begin():
                 yield session
@@ -176,7 +186,12 @@ class Store:
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
         """A session in one write transaction: commits on normal exit, rolls back on error.
-        Keep it short and await nothing but the database inside it."""
+        Keep it short and await nothing but the database inside it. Inside :meth:`batch` it is
+        the batch's transaction: what it wrote commits (or rolls back) with the batch."""
+        joined = self._joined()
+        if joined is not None:
+            yield joined
+            return
         with anyio.CancelScope(shield=True), self._counted():
             if self._write_turn is None:
                 async with self._writers() as session, session.begin():
@@ -184,6 +199,25 @@ class Store:
                 return
             async with self._write_turn, self._writers() as session, session.begin():
                 yield session
+
+    @asynccontextmanager
+    async def batch(self) -> AsyncIterator[AsyncSession]:
+        """One write transaction that every :meth:`write` and :meth:`read` of this store made
+        inside it, in this task, joins: they commit together on exit, or all roll back on an
+        error (whichever raised). For many small writes in a row (the recorder's): one
+        ``BEGIN``/``COMMIT`` and one turn of SQLite's write lock instead of one per write."""
+        if self._joined() is not None:
+            raise RuntimeError("a store batch does not nest")
+        async with self.write() as session:
+            token = _BATCH.set((self, session))
+            try:
+                yield session
+            finally:
+                _BATCH.reset(token)
+
+    def _joined(self) -> AsyncSession | None:
+        current = _BATCH.get()
+        return current[1] if current is not None and current[0] is self else None
 
     @contextmanager
     def _counted(self) -> Iterator[None]:

@@ -1,22 +1,45 @@
-"""Persists conversations off the hot path: one writer task drains a bounded queue in order.
+"""Persists conversations off the hot path: one writer task drains a queue in order, in batches.
+
+The writer takes up to :data:`BATCH` queued writes at a time and, given the store's ``batch``
+(:meth:`vocero.store.Store.batch`), applies them in one transaction: one commit and one turn of
+SQLite's write lock for the lot, which is what keeps it ahead of 50 and more sessions (one
+transaction per write fell behind and shed 14,595 writes in an hour-long soak, docs/scaling.md).
 
 A write the store could not take (it was unreachable: restarted, failed over, or a deadlock
 rolled it back) is kept and tried again, with backoff, before any later write, so a store outage
 delays the conversation's record but loses none of it and keeps its order. Every write is
-idempotent (a turn by its id, the rest upserts), so a commit whose acknowledgement was lost may
-be sent again. Only a write that can never succeed (a constraint, a session taken over) is
-dropped, and so is what does not fit the queue; both are counted.
+idempotent (a turn by its id, the rest upserts), so a batch whose commit was not acknowledged,
+or that one bad write rolled back, may be sent again. A write that can never succeed (a
+constraint, a session taken over) is dropped on its own and counted; the rest of its batch is
+applied.
+
+Which writes may be shed when the backlog passes :data:`QUEUE`, and which never are:
+
+* **kept** (never shed): the caller's turns and the generations (the heard text, from which a
+  resumed session's history is rebuilt), session close, resume-token withdrawal, applied
+  configuration, and audit events. Past :data:`QUEUE` they are still queued; the backlog is
+  bounded by back-pressure instead: :attr:`StoreRecorder.backlogged` turns new sessions away
+  (``CAPACITY_EXHAUSTED``, the runtime's readiness), so only sessions already admitted add to it.
+* **sheddable**: intermediate session states (the last one is written by the close), spoken-unit
+  records and unit audio (evidence for listening reviews). Past :data:`QUEUE` they are refused,
+  counted (``queue_full``) and logged, never allowed to block a conversation.
+
+Operations (the action plane's outbox) never pass through here: they commit in their own
+transaction with their audit event. Every drop is counted through ``on_drop`` (the
+``vocero_frames_dropped_total{link="recorder"}`` series the soak samples) and logged.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
 import structlog
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from vocero.store.audit import AuditLog
 from vocero.store.engine import unreachable
@@ -27,7 +50,12 @@ from vocero.store.units import UnitAudioBuffer, UnitEntry, UnitRepository
 log = structlog.get_logger("vocero.recorder")
 
 Write = Callable[[], Awaitable[Any]]
+Batch = Callable[[], AbstractAsyncContextManager[Any]]
+"""Opens one transaction that the writes applied inside it join (``Store.batch``)."""
 QUEUE = 4096
+"""The backlog past which sheddable writes are refused and new sessions are turned away."""
+BATCH = 64
+"""Writes applied in one transaction at most (SQLite's write lock is held that long)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,16 +67,30 @@ class RetrySettings:
     """The wait between attempts doubles from ``first_s`` up to this."""
     give_up_s: float = 600.0
     """A write still failing this long after its first attempt is dropped (and counted), so a
-    fault mistaken for an outage cannot hold the record back for ever. Outages longer than the
-    queue's worth of writes drop the newest writes first (``queue_full``)."""
+    fault mistaken for an outage cannot hold the record back for ever."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Queued:
+    write: Write
+    session_id: str
+    kept: bool
+    """Carries a guarantee: never shed for room (see the module's docstring)."""
+
+
+class _CannotSucceed(Exception):
+    """The write at ``index`` of a batch failed for good (not an unreachable store)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
 
 
 class StoreRecorder:
-    """Implements the orchestrator's ``SessionRecorder``. When the queue is full (the database
-    is far behind, or away) a write is refused and counted, never allowed to block a
-    conversation. ``on_drop`` hears why a write was lost: ``queue_full``, ``stopped`` (submitted
-    after shutdown began), ``write_failed`` (it can never succeed) or ``store_unreachable``
-    (given up after ``RetrySettings.give_up_s``)."""
+    """Implements the orchestrator's ``SessionRecorder``; no call ever blocks. ``on_drop``
+    hears why a write was lost: ``queue_full`` (a sheddable write past :data:`QUEUE`),
+    ``stopped`` (submitted after shutdown began), ``write_failed`` (it can never succeed) or
+    ``store_unreachable`` (given up after ``RetrySettings.give_up_s``)."""
 
     def __init__(
         self,
@@ -59,6 +101,7 @@ class StoreRecorder:
         audit: AuditLog | None = None,
         retry: RetrySettings | None = None,
         on_pending: Callable[[int], None] | None = None,
+        batch: Batch | None = None,
     ) -> None:
         self._conversations = conversations
         self._units = units
@@ -66,23 +109,37 @@ class StoreRecorder:
         self._on_drop = on_drop
         self._on_pending = on_pending or (lambda _n: None)
         """Hears the number of writes not yet applied whenever it changes (a gauge: the
-        backlog an outage builds up)."""
+        backlog an outage or an overload builds up)."""
         self._retry = retry or RetrySettings()
-        self._send: MemoryObjectSendStream[Write]
-        self._receive: MemoryObjectReceiveStream[Write]
-        self._send, self._receive = anyio.create_memory_object_stream[Write](QUEUE)
+        self._batch = batch
+        """``None``: each write is its own transaction."""
+        self._queue: deque[_Queued] = deque()
+        self._has_work = anyio.Event()
+        self._stopped = False
         self._pending = 0
+        self._by_session: Counter[str] = Counter()
+        """Writes of each session queued or being applied (no entry once none are)."""
+        self._shedding = False
         self._unreachable_since: float | None = None
         """When the write being retried first failed; ``None`` while the store takes writes."""
         self._wake = anyio.Event()
-        """Set by :meth:`flush` to end the writer's wait between attempts early."""
+        """Set by a flush to end the writer's wait between attempts early."""
         self._flushing: list[anyio.Event] = []
         """Flushes waiting: released when nothing is pending, or when an attempt failed."""
+        self._session_flushes: dict[str, list[anyio.Event]] = {}
+        """Flushes of one session waiting: released when none of its writes is pending, or
+        when an attempt failed."""
 
     @property
     def pending(self) -> int:
         """Writes queued or being tried, not yet applied."""
         return self._pending
+
+    @property
+    def backlogged(self) -> bool:
+        """The backlog passed :data:`QUEUE`: sheddable writes are refused, and new sessions
+        should be turned away until the writer catches up (back-pressure)."""
+        return self._pending >= QUEUE
 
     @property
     def store_unreachable(self) -> bool:
@@ -94,34 +151,73 @@ class StoreRecorder:
     ) -> None:
         task_status.started()
         try:
-            async with self._receive:
-                async for write in self._receive:
-                    try:
-                        await self._apply(write)
-                    finally:
-                        self._pending -= 1
-                        self._on_pending(self._pending)
-                        if self._pending == 0:
-                            self._release_flushes()
+            while True:
+                if not self._queue:
+                    if self._stopped:
+                        return
+                    self._has_work = anyio.Event()
+                    await self._has_work.wait()
+                    continue
+                batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
+                try:
+                    await self._apply(batch)
+                finally:
+                    self._done(batch)
         except anyio.get_cancelled_exc_class():
             if self._pending:
                 log.error("recorder.unwritten", writes=self._pending)
             raise
 
-    async def _apply(self, write: Write) -> None:
-        """Apply one write, trying again while the store cannot be reached."""
+    def _done(self, batch: list[_Queued]) -> None:
+        """The writes of ``batch`` are applied (or dropped): release who waits for them."""
+        self._pending -= len(batch)
+        for item in batch:
+            left = self._by_session[item.session_id] - 1
+            if left > 0:
+                self._by_session[item.session_id] = left
+                continue
+            del self._by_session[item.session_id]
+            for waiting in self._session_flushes.pop(item.session_id, ()):
+                waiting.set()
+        self._on_pending(self._pending)
+        if self._pending == 0:
+            self._shedding = False
+            self._release_flushes()
+
+    async def _apply(self, batch: list[_Queued]) -> None:
+        """Apply ``batch``: together when the store batches, else one write at a time."""
+        if self._batch is None:
+            for item in batch:
+                await self._apply_together([item])
+        else:
+            await self._apply_together(batch)
+
+    async def _apply_together(self, batch: list[_Queued]) -> None:
+        """Apply the writes in one transaction, trying again while the store cannot be reached;
+        a write that can never succeed is dropped and the others are applied without it."""
         delay = self._retry.first_s
-        while True:
+        items = list(batch)
+        while items:
             try:
-                with anyio.CancelScope(shield=True):
-                    await write()
+                await self._attempt(items)
+            except _CannotSucceed as failed:
+                log.error("recorder.write_failed", exc_info=failed.__cause__,
+                          kept=items[failed.index].kept)
+                self._on_drop("write_failed")
+                del items[failed.index]
+                continue
             except Exception as exc:
-                if not unreachable(exc):
-                    log.exception("recorder.write_failed")
-                    self._on_drop("write_failed")
+                if not unreachable(exc):  # at commit: which write is unknown, one at a time
+                    if len(items) == 1:
+                        log.exception("recorder.write_failed", kept=items[0].kept)
+                        self._on_drop("write_failed")
+                        return
+                    for item in items:
+                        await self._apply_together([item])
                     return
                 if not await self._wait_to_retry(exc, delay):
-                    return
+                    del items[0]  # given up: the next write gets its own allowance
+                    continue
                 delay = min(delay * 2, self._retry.max_s)
             else:
                 if self._unreachable_since is not None:
@@ -129,6 +225,22 @@ class StoreRecorder:
                              after_s=round(anyio.current_time() - self._unreachable_since, 1))
                     self._unreachable_since = None
                 return
+
+    async def _attempt(self, items: list[_Queued]) -> None:
+        """One transaction for ``items``; raises :class:`_CannotSucceed` naming the write that
+        failed for good, or what failed otherwise (the store, or the commit)."""
+        transaction = self._batch() if self._batch is not None else contextlib.nullcontext()
+        index: int | None = None
+        try:
+            with anyio.CancelScope(shield=True):
+                async with transaction:
+                    for index, item in enumerate(items):  # noqa: B007 (read on failure)
+                        await item.write()
+                    index = None
+        except Exception as exc:
+            if index is not None and not unreachable(exc):
+                raise _CannotSucceed(index) from exc
+            raise
 
     async def _wait_to_retry(self, exc: Exception, delay: float) -> bool:
         """After an attempt found the store unreachable: wait ``delay`` (less if a flush asks)
@@ -154,6 +266,11 @@ class StoreRecorder:
         for waiting in self._flushing:
             waiting.set()
         self._flushing.clear()
+        if self._unreachable_since is not None:
+            for waiting_for_session in self._session_flushes.values():
+                for waiting in waiting_for_session:
+                    waiting.set()
+            self._session_flushes.clear()
 
     async def flush(self) -> None:
         """Wait until every queued write has been applied, or, while the store cannot be
@@ -164,25 +281,61 @@ class StoreRecorder:
         done = anyio.Event()
         self._flushing.append(done)
         self._wake.set()
-        await done.wait()
-
-    def _submit(self, write: Write) -> None:
         try:
-            self._send.send_nowait(write)
-        except anyio.WouldBlock:
-            self._on_drop("queue_full")
+            await done.wait()
+        finally:
+            with contextlib.suppress(ValueError):
+                self._flushing.remove(done)
+
+    async def flush_session(self, session_id: str) -> None:
+        """Wait until the writes of ``session_id`` queued so far have been applied (or, while
+        the store cannot be reached, one more attempt found it so), not for anyone else's: its
+        queued writes move ahead of every other session's (their order kept), so the wait is
+        at most the batch being applied and the session's own. What a resume needs."""
+        if not self._by_session.get(session_id):
             return
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        mine = [item for item in self._queue if item.session_id == session_id]
+        if mine:
+            others = [item for item in self._queue if item.session_id != session_id]
+            self._queue.clear()
+            self._queue.extend(mine)
+            self._queue.extend(others)
+        done = anyio.Event()
+        waiting = self._session_flushes.setdefault(session_id, [])
+        waiting.append(done)
+        self._wake.set()
+        try:
+            await done.wait()
+        finally:
+            if not done.is_set():  # cancelled (a bounded wait ran out): no waiter left behind
+                with contextlib.suppress(ValueError):
+                    waiting.remove(done)
+                if not waiting and self._session_flushes.get(session_id) is waiting:
+                    del self._session_flushes[session_id]
+
+    def _submit(self, write: Write, session_id: str = "", *, kept: bool = True) -> None:
+        if self._stopped:
+            log.error("recorder.write_dropped", reason="stopped", kept=kept)
             self._on_drop("stopped")  # after shutdown began
             return
+        if not kept and self._pending >= QUEUE:
+            if not self._shedding:
+                self._shedding = True
+                log.warning("recorder.shedding", pending=self._pending)
+            self._on_drop("queue_full")
+            return
+        self._queue.append(_Queued(write, session_id, kept))
+        self._by_session[session_id] += 1
         self._pending += 1
         self._on_pending(self._pending)
+        self._has_work.set()
 
     def turn(self, session_id: str, turn_id: str, source: str, text: str) -> None:
         c = self._conversations
         kind = cast(TurnSource, source)
         self._submit(
-            lambda: c.add_turn(session_id=session_id, turn_id=turn_id, source=kind, text=text)
+            lambda: c.add_turn(session_id=session_id, turn_id=turn_id, source=kind, text=text),
+            session_id,
         )
 
     def generation(
@@ -208,27 +361,28 @@ class StoreRecorder:
                 heard_text=heard_text,
                 played_ms=int(played_ms),
                 sent_ms=int(sent_ms),
-            )
+            ),
+            session_id,
         )
 
     def state(self, session_id: str, state: str) -> None:
         c = self._conversations
-        self._submit(lambda: c.update_session(session_id, state=state))
+        self._submit(lambda: c.update_session(session_id, state=state), session_id, kept=False)
 
     def configuration(self, session_id: str, effective: dict[str, Any]) -> None:
         """The effective configuration an update applied."""
         c = self._conversations
-        self._submit(lambda: c.update_session(session_id, effective=effective))
+        self._submit(lambda: c.update_session(session_id, effective=effective), session_id)
 
     def close(self, session_id: str, state: str) -> None:
         c = self._conversations
-        self._submit(lambda: c.close_session(session_id, state=state))
+        self._submit(lambda: c.close_session(session_id, state=state), session_id)
 
     def withdraw_resume(self, session_id: str) -> None:
         """The session's resume token stops working (its client closed it): queued when the
         direct write failed, so that it is withdrawn once the store answers again."""
         c = self._conversations
-        self._submit(lambda: c.update_session(session_id, resume_token_hash=""))
+        self._submit(lambda: c.update_session(session_id, resume_token_hash=""), session_id)
 
     def audit(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:
         """An audit event of code that cannot wait for the store (a connection closing), with
@@ -236,14 +390,15 @@ class StoreRecorder:
         audit = self._audit
         if audit is not None:
             at = audit.now()
-            self._submit(lambda: audit.record(kind, data, session_id=session_id, at=at))
+            self._submit(lambda: audit.record(kind, data, session_id=session_id, at=at),
+                         session_id)
 
     def unit(self, entry: UnitEntry) -> None:
         """A spoken unit planned, or decided (docs/grounding.md); without a unit store it is not
         kept."""
         units = self._units
         if units is not None:
-            self._submit(lambda: units.record(entry))
+            self._submit(lambda: units.record(entry), entry.session_id, kept=False)
 
     def unit_audio(self, session_id: str, unit_id: str, *, sample_rate: int) -> UnitAudioWriter:
         """A writer for one admitted unit's audio as synthesized (for ``vocero review``): the
@@ -257,12 +412,15 @@ class StoreRecorder:
 
         def save(buffer: UnitAudioBuffer) -> None:
             if units is not None and buffer.size:
-                self._submit(lambda: units.save_audio(session_id, buffer))
+                self._submit(lambda: units.save_audio(session_id, buffer), session_id,
+                             kept=False)
 
         return save
 
     def stop(self) -> None:
-        self._send.close()
+        """No write is taken from now on; the writer applies what is queued, then returns."""
+        self._stopped = True
+        self._has_work.set()
 
 
 class UnitAudioWriter:
