@@ -291,8 +291,8 @@ class SessionFactory:
             attached is not None
             and (attached.tenant_id, attached.subject_ref) == (caller.tenant, caller.subject_ref)
             and attached.owner_id in ("", runtime.conversations.owner)
-        ):
-            await self._take_over(attached.id)
+        ) and not await self._take_over(attached.id):
+            return None, "in_use"
         found = await runtime.conversations.session_to_resume(
             _token_hash(token), window_s=runtime.settings.resume_window_s
         )
@@ -307,14 +307,27 @@ class SessionFactory:
             return None, "profile_changed"
         return found, ""
 
-    async def _take_over(self, session_id: str) -> None:
+    async def _take_over(self, session_id: str) -> bool:
+        """Close the session's old connection, then wait until that session's own records
+        have reached the store (its close above all: reopened before it, the session would be
+        closed under its new connection), and say whether they have. Not the whole recorder's
+        queue: this connection holds a session slot meanwhile, and under load the other
+        sessions' writes would hold it for seconds (docs/scaling.md "Soak"). Each wait is
+        bounded by :data:`TAKE_OVER_S`; ``False``: the record did not land in time (the resume
+        is refused ``in_use``, and may be tried again)."""
         runtime = self.runtime
         session, released = runtime.live.get(session_id), runtime.released.get(session_id)
         if session is not None and released is not None:
             session.close("replaced")
             with anyio.move_on_after(TAKE_OVER_S):
                 await released.wait()
-        await runtime.recorder.flush()  # the old connection's close reaches the store first
+        with anyio.move_on_after(TAKE_OVER_S) as waiting:
+            await runtime.recorder.flush_session(session_id)
+        if waiting.cancelled_caught:
+            log.warning("session.take_over_unflushed", session_id=session_id,
+                        pending=runtime.recorder.pending)
+            return False
+        return True
 
     async def _heard_history(self, session_id: str) -> list[Message]:
         """What the model may see again: caller turns and assistant text as it was heard."""
