@@ -24,9 +24,9 @@ ROWS = {"sessions", "audit_events", "operations", "followups"}
 
 
 def test_a_short_soak_reports_series_summary_and_a_self_contained_page(tmp_path: Path) -> None:
-    page = tmp_path / "soak.html"
+    page, lines = tmp_path / "soak.html", tmp_path / "samples" / "soak.jsonl"
     args = argparse.Namespace(minutes=20 / 60, sessions=3, runners="sim", sample_s=2.0,
-                              settle_s=3.0, html_file=str(page))
+                              settle_s=3.0, html_file=str(page), samples_file=str(lines))
     report: dict[str, Any] = anyio.run(soak, args)
 
     series = report["series"]
@@ -62,6 +62,9 @@ def test_a_short_soak_reports_series_summary_and_a_self_contained_page(tmp_path:
                                      "threads_returned", "lag_p99_flat"}
     assert summary["goal_applies"] is False  # 3 sessions for 20 s is not the goal's run
     json.dumps(report)
+    # every sample was also appended as it was taken (a run cut short can still be read)
+    written = [json.loads(line) for line in lines.read_text(encoding="utf-8").splitlines()]
+    assert written == series
 
     text = page.read_text(encoding="utf-8")
     assert text.startswith("<!doctype html>") and text.count("<svg") >= 7

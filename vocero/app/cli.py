@@ -109,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="soak: seconds between samples of the server")
     bench.add_argument("--html", dest="html_file", default=None,
                        help="soak: write a self-contained HTML report here")
+    bench.add_argument("--samples", dest="samples_file", default=None,
+                       help="soak: append each sample here as a JSON line when it is taken")
     bench.add_argument("--turns", type=int, default=100, help="client: measured typed turns")
     bench.add_argument("--interruptions", type=int, default=50,
                        help="client: measured barge-ins")

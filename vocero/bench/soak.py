@@ -27,13 +27,16 @@ before the first caller.
 
 Output: the series and a summary (RSS growth per hour after warm-up, a least-squares slope; FDs,
 tasks and threads at baseline against after the sessions ended; lag p99 per window; the goals)
-as JSON, and with ``--html FILE`` a self-contained report (inline SVG, nothing fetched).
+as JSON, and with ``--html FILE`` a self-contained report (inline SVG, nothing fetched). With
+``--samples FILE`` every sample is also appended to FILE as one JSON line when it is taken, so a
+run cut short (or still running) can be read.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import sqlite3
@@ -161,12 +164,29 @@ async def _sample(http: httpx.AsyncClient, pid: int, db: Path, t0: float, phase:
     )
 
 
+class _Samples:
+    """The samples taken so far, each also appended to ``path`` (JSON lines) as it is taken."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.taken: list[Sample] = []
+        self._path = path
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("", encoding="utf-8")
+
+    def append(self, sample: Sample) -> None:
+        self.taken.append(sample)
+        if self._path is not None:
+            with self._path.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(sample.as_json(), sort_keys=True) + "\n")
+
+
 # ------------------------------------------------------------------------------ the run
 
 
 async def run_soak(*, minutes: float, sessions: int, runners: str = "sim", sample_s: float = 5.0,
                    warmup_s: float | None = None, settle_s: float = 10.0,
-                   seed: int = 1) -> dict[str, Any]:
+                   seed: int = 1, samples_file: Path | None = None) -> dict[str, Any]:
     from vocero.evals.server import Server
 
     duration_s = minutes * 60
@@ -179,7 +199,7 @@ async def run_soak(*, minutes: float, sessions: int, runners: str = "sim", sampl
         server = Server(runners=runners, profiles=PROFILES, identities=IDENTITIES, work=work,
                         sim_script=str(SIM_SCRIPT) if runners == "sim" else "")
     tally = Tally()
-    samples: list[Sample] = []
+    samples = _Samples(samples_file)
     try:
         await anyio.to_thread.run_sync(server.wait_ready)
         pid, db = server.process.pid, work / "vocero.db"
@@ -217,7 +237,7 @@ async def run_soak(*, minutes: float, sessions: int, runners: str = "sim", sampl
             descriptors["after"] = fd_kinds(pid)
     finally:
         await anyio.to_thread.run_sync(server.stop)
-    summary = summarize(samples, warmup_s=warm, duration_s=duration_s, sessions=sessions,
+    summary = summarize(samples.taken, warmup_s=warm, duration_s=duration_s, sessions=sessions,
                         runners=runners)
     before, after = descriptors["baseline"], descriptors["after"]
     summary["returned_to_baseline"]["fds"]["change_by_kind"] = {
@@ -236,7 +256,7 @@ async def run_soak(*, minutes: float, sessions: int, runners: str = "sim", sampl
         },
         "summary": summary,
         "descriptors": descriptors,
-        "series": [s.as_json() for s in samples],
+        "series": [s.as_json() for s in samples.taken],
         "server_problems": server.problems_since(0, limit=20),
         "machine": {"cores": os.cpu_count() or 1},
     }
@@ -250,6 +270,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         runners=str(getattr(args, "runners", "sim")),
         sample_s=float(getattr(args, "sample_s", 5.0)),
         settle_s=float(getattr(args, "settle_s", 10.0)),
+        samples_file=Path(args.samples_file) if getattr(args, "samples_file", None) else None,
     )
     if getattr(args, "html_file", None):
         await anyio.Path(args.html_file).write_text(render_html(result), encoding="utf-8")
