@@ -80,6 +80,8 @@ async def test_a_caller_who_resumes_within_the_window_is_answered_once_for_the_w
         completed = h.received.of("ResponseCompleted")
         assert [c.status for c in completed] == ["interrupted", "completed"]
         assert "Sorry" not in " ".join(c.heard_text for c in completed)
+        drafts = h.session.drafts
+        assert drafts is not None and drafts.counts.used == 2, "the whole was prepared too"
 
 
 async def test_nothing_heard_leaves_nothing_of_the_cut_off_answer() -> None:

@@ -44,6 +44,7 @@ from vocero.contracts.ports import (
 )
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.generation import Generation
+from vocero.orchestrator.merging import TurnMerge
 from vocero.speech import PlannedUnit, UnitPlanner
 
 log = structlog.get_logger("vocero.drafts")
@@ -186,31 +187,40 @@ class Drafts:
         self._request = request
         self._question_open = question_open
         self.enabled = settings.drafts
+        self.merge: TurnMerge | None = None
+        """Whether the words are a continuation, and of which turn."""
         self.current: Draft | None = None
         self.counts = DraftCounts()
 
     # ------------------------------------------------------------------ from hearing
 
-    def words(self, text: str) -> None:
+    def words(self, text: str, utterance_id: str = "") -> None:
         """The early transcription of the caller's current pause is ready: prepare its answer
-        (unless the agent holds the turn, a question is open, or these words have one)."""
+        (unless the agent holds the turn, a question is open, or these words have one). The
+        words of a caller who took the turn back are prepared as the whole request they will be
+        committed as (:mod:`.merging`): the first part's line out of the history, its question
+        withdrawn, the words joined."""
         core = self.core
         text = text.strip()
         if not self.enabled or not text:
             return
-        if core.generations.live() is not None or self._question_open():
+        first = self.merge.continuation(utterance_id) if self.merge is not None else None
+        if first is not None:
+            text = f"{first.text} {text}"
+        if core.generations.live() is not None or (first is None and self._question_open()):
             return
         current = self.current
         if current is not None and current.words == text:
             return
         self.drop("replaced")
         base = self._request()
+        messages = [m for m in base.messages if first is None or m is not first.message]
         request = LlmRequest(
-            messages=[*base.messages, Message(role="user", content=text)],
+            messages=[*messages, Message(role="user", content=text)],
             tools=base.tools,
             max_words=base.max_words,
             mode=base.mode,
-            pending=base.pending,
+            pending=base.pending if first is None else None,
             timezone=base.timezone,
             now=base.now,
             locale=base.locale,

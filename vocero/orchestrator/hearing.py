@@ -297,9 +297,9 @@ class Hearing:
             and self.listener.current is utterance
             and utterance.speculation_holds()
             and utterance.speculation is speculation
-            and not utterance.candidate
-        ):
-            self.drafts.words(result.text)  # the answer to these words, prepared meanwhile
+            and (not utterance.candidate or utterance.interrupted)
+        ):  # the answer to these words (a turn taken back: the whole), prepared meanwhile
+            self.drafts.words(result.text, utterance.utterance_id)
         if self.endpointer is not None and utterance.speculation is speculation:
             self.endpointer.words(utterance)  # the judge now weighs the words of this pause
 

@@ -89,6 +89,13 @@ class TurnMerge:
         log.info("turn.yielded", session_id=core.ctx.session_id, turn_id=last.turn_id,
                  after_ms=round(after_ms, 1), heard=bool(stopped.heard))
 
+    def continuation(self, utterance_id: str) -> CommittedTurn | None:
+        """The turn the utterance ``utterance_id`` took back, if it is one's continuation."""
+        pending = self.pending
+        if not utterance_id or pending is None or pending.utterance_id != utterance_id:
+            return None
+        return pending.turn
+
     async def join(self, utterance_id: str, text: str) -> str:
         """The words to commit for the audio turn of ``utterance_id``: joined to the turn it
         continues when it took the turn back inside the window."""

@@ -191,7 +191,7 @@ class Session:
                         settings=settings)
         merge = TurnMerge(core, window_ms=settings.merge_window_ms)
         self.drafts = hearing.drafts = turns.drafts = responder.drafts = drafts
-        hearing.merge = turns.merge = merge
+        hearing.merge = turns.merge = drafts.merge = merge
 
     async def _prepare_model(self) -> None:
         """Let the model learn the session's tools and claims before the first turn; a failure
