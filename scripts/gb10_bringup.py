@@ -35,8 +35,8 @@ import yaml
 
 from vocero.contracts.domain import DEFAULT_VOICE, ToolDefinition
 from vocero.contracts.ports import LlmRequest, Message, TextChunk, ToolIntent
-from vocero.inference.cpu.audio import float_to_pcm16, pcm16_to_float, resample
 from vocero.inference.runner_set import RunnerSet
+from vocero.inference.toolkit.audio import float_to_pcm16, pcm16_to_float, resample
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "llm_corpus.yaml"
 

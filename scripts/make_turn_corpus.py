@@ -42,9 +42,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vocero.inference.cpu.audio import pcm16_to_float, resample  # noqa: E402
 from vocero.inference.cpu.settings import CpuSettings, tts_model_paths  # noqa: E402
 from vocero.inference.cpu.tts import PiperEngine  # noqa: E402
+from vocero.inference.toolkit.audio import pcm16_to_float, resample  # noqa: E402
 
 OUT = ROOT / "fixtures" / "turns"
 RATE = 16_000

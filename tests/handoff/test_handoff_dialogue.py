@@ -11,7 +11,8 @@ from tests.inference.test_cpu_dialogue import CLAIMS, SYSTEM, TODAY, TOOLS
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.handoff import handoff_tool
 from vocero.contracts.ports import LlmRequest, Message
-from vocero.inference.cpu import dialogue, intents
+from vocero.inference.dialogue import intents
+from vocero.inference.dialogue import manager as dialogue
 
 SPEC = handoff_tool()
 FRONT_DESK = ToolDefinition(

@@ -6,12 +6,8 @@ import anyio
 import pytest
 
 from tests.inference import corpus
-from vocero.inference.cpu.llama import LlamaEngine
-from vocero.inference.cpu.llm import RoutedLlm
 from vocero.inference.cpu.settings import (
     CpuSettings,
-    ModelNotFoundError,
-    QueueSettings,
     llm_model_path,
     stt_model_path,
     tts_model_paths,
@@ -19,7 +15,10 @@ from vocero.inference.cpu.settings import (
 )
 from vocero.inference.cpu.stt import SpeechToText, WhisperEngine
 from vocero.inference.cpu.tts import PiperEngine, TextToSpeech
-from vocero.inference.cpu.vad import SileroVad
+from vocero.inference.toolkit.llama import LlamaEngine
+from vocero.inference.toolkit.llm import RoutedLlm
+from vocero.inference.toolkit.settings import ModelNotFoundError, QueueSettings
+from vocero.inference.toolkit.vad import SileroVad
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from vocero.contracts.domain import DEFAULT_VOICE
-from vocero.inference.cpu.audio import float_to_pcm16, pcm16_to_float, resample
 from vocero.inference.cpu.tts import PiperEngine
+from vocero.inference.toolkit.audio import float_to_pcm16, pcm16_to_float, resample
 
 
 def speak_16k(piper: PiperEngine, text: str) -> bytes:

@@ -1,6 +1,6 @@
 """Issue 42, "A correction is not heard as one": a changed value said during a read-back is a
 correction of the pending proposal whatever its wording, on the CPU dialogue's rules (sans-IO,
-:func:`vocero.inference.cpu.corrections.correction`), for the three shapes a profile gives a
+:func:`vocero.inference.dialogue.corrections.correction`), for the three shapes a profile gives a
 moment: a free-text ``when``, one ``date-time`` field, a ``date`` and a ``time`` field. Tool and
 field names are ones the code has never seen.
 """
@@ -14,7 +14,7 @@ import pytest
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ToolIntent
-from vocero.inference.cpu import corrections
+from vocero.inference.dialogue import corrections
 
 TODAY = dt.date(2026, 12, 2)  # a Wednesday
 NOW = dt.datetime(2026, 12, 2, 8, 0, tzinfo=dt.timezone(dt.timedelta(hours=1)))

@@ -1,6 +1,6 @@
 """The CPU dialogue manager decides each turn from the request alone (issue 28).
 
-Sans-IO: :func:`vocero.inference.cpu.dialogue.decide` is called as the runner calls it, on a
+Sans-IO: :func:`vocero.inference.dialogue.manager.decide` is called as the runner calls it, on a
 profile whose tool, argument and claim names the code has never seen (a vet clinic), so nothing
 here can pass by knowing the demo's names.
 """
@@ -15,7 +15,8 @@ import pytest
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic, LlmRequest, Message, ToolIntent
-from vocero.inference.cpu import cues, dialogue, intents, questions, tool_choice
+from vocero.inference.dialogue import cues, intents, questions, tool_choice
+from vocero.inference.dialogue import manager as dialogue
 
 SYSTEM = Message(
     role="system",
@@ -277,7 +278,7 @@ def test_a_misheard_identifier_is_the_callers_record_one_edit_away() -> None:
 
 
 def test_a_line_is_respelled_only_where_a_record_is_near() -> None:
-    from vocero.inference.cpu import known
+    from vocero.inference.dialogue import known
 
     order = ToolDefinition(
         name="orders.status", description="Look up one order.",

@@ -4,9 +4,10 @@ import pytest
 
 from vocero.contracts.errors import VoceroError
 from vocero.inference.cpu import CpuSettings, build_cpu_runners
-from vocero.inference.cpu.settings import ModelNotFoundError, QueueSettings, stt_model_path
+from vocero.inference.cpu.settings import stt_model_path
 from vocero.inference.cpu.stt import SpeechToText
 from vocero.inference.cpu.tts import PiperEngine, TextToSpeech
+from vocero.inference.toolkit.settings import ModelNotFoundError, QueueSettings
 
 
 def test_model_paths_come_from_the_environment() -> None:

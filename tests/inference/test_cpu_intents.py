@@ -19,7 +19,7 @@ import pytest
 from vocero.bench.dialogue import score_all
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic
-from vocero.inference.cpu.intents import ACTS, OUT_OF_SCOPE, IntentModel
+from vocero.inference.dialogue.intents import ACTS, OUT_OF_SCOPE, IntentModel
 
 PROFILES = Path(__file__).resolve().parents[2] / "fixtures" / "profiles"
 

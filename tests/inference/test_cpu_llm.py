@@ -22,10 +22,10 @@ from vocero.contracts.ports import (
     TextChunk,
     ToolIntent,
 )
-from vocero.inference.cpu import schema
-from vocero.inference.cpu.llama import LlamaEngine
-from vocero.inference.cpu.llm import RoutedLlm
-from vocero.inference.cpu.settings import QueueSettings
+from vocero.inference.dialogue import schema
+from vocero.inference.toolkit.llama import LlamaEngine
+from vocero.inference.toolkit.llm import RoutedLlm
+from vocero.inference.toolkit.settings import QueueSettings
 
 pytestmark = [pytest.mark.model, pytest.mark.anyio]
 SYSTEM = Message(role="system", content="You are the phone assistant of Acme. Be brief.")

@@ -17,7 +17,8 @@ import pytest
 from vocero.contracts.builtins import FOLLOWUPS_TOOL, KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic, LlmRequest, Message, ToolIntent
-from vocero.inference.cpu import dialogue, intents, questions, router, tasks
+from vocero.inference.dialogue import intents, questions, router, tasks
+from vocero.inference.dialogue import manager as dialogue
 from vocero.policy import canonical, readback
 
 ZONE = ZoneInfo("America/Chicago")

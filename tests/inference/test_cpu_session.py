@@ -10,7 +10,7 @@ import pytest
 from vocero.bench.halves import HALVES, agent_lines
 from vocero.bench.ttfs import run_ttfs
 from vocero.inference.cpu.settings import CpuSettings, llm_model_path
-from vocero.inference.cpu.turn_words import SmolWordsEngine
+from vocero.inference.toolkit.turn_words import SmolWordsEngine
 
 pytestmark = [pytest.mark.model, pytest.mark.anyio]
 

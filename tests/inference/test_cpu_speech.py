@@ -19,13 +19,13 @@ from tests.support.heard import LONG, MS_PER_CHAR, RULES, heard_after, played_sh
 from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
 from vocero.contracts.errors import CapacityError, ErrorCode, VoceroError
 from vocero.contracts.ports import LlmRequest, Message, SpokenThrough, ToolIntent
-from vocero.inference.cpu.audio import pcm16_to_float
-from vocero.inference.cpu.llm import RoutedLlm
-from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.cpu.stt import SpeechToText, WhisperEngine
 from vocero.inference.cpu.tts import CHUNK_MS, PiperEngine, TextToSpeech, sentence_spans
-from vocero.inference.cpu.vad import SileroVad, VadSettings
 from vocero.inference.runner_set import RunnerSet
+from vocero.inference.toolkit.audio import pcm16_to_float
+from vocero.inference.toolkit.llm import RoutedLlm
+from vocero.inference.toolkit.settings import QueueSettings
+from vocero.inference.toolkit.vad import SileroVad, VadSettings
 
 pytestmark = [pytest.mark.model, pytest.mark.anyio]
 SILENCE_1S = bytes(16_000 * 2)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.inference import corpus
+from vocero.contracts import values
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import (
     IntentClassified,
@@ -22,12 +23,11 @@ from vocero.contracts.ports import (
     TextChunk,
     ToolIntent,
 )
-from vocero.inference.cpu import slots
-from vocero.inference.cpu.llm import RoutedLlm
+from vocero.inference.toolkit.llm import RoutedLlm
 
 pytestmark = [pytest.mark.model, pytest.mark.anyio]
 SYSTEM = Message(role="system", content="You are the phone assistant of Acme. Be brief.")
-FRIDAY = slots.date_in("Friday", corpus.reference_date())
+FRIDAY = values.date_in("Friday", corpus.reference_date())
 APPOINTMENTS = {
     "appointments": [
         {"appointment_id": "APT-1001", "date": "2026-12-03", "time": "10:00",

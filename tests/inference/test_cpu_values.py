@@ -15,7 +15,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tests.inference import corpus
-from vocero.inference.cpu import router, slots
+from vocero.contracts import values
+from vocero.inference.dialogue import router
 
 MADRID = ZoneInfo("Europe/Madrid")
 NOW = dt.datetime(2026, 12, 1, 10, 0, tzinfo=MADRID)  # a Tuesday
@@ -66,7 +67,7 @@ def filled(utterance: str, **kwargs: Any) -> dict[str, Any]:
     ],
 )
 def test_identifiers_said_in_words(text: str, pattern: str | None, expected: str) -> None:
-    assert slots.identifier_in(text, "order", pattern) == expected
+    assert values.identifier_in(text, "order", pattern) == expected
 
 
 @pytest.mark.parametrize(
@@ -86,7 +87,7 @@ def test_identifiers_said_in_words(text: str, pattern: str | None, expected: str
 def test_a_hyphen_is_kept_unless_the_pattern_wants_none(
     text: str, pattern: str | None, expected: str
 ) -> None:
-    assert slots.identifier_in(text, "appointment", pattern) == expected
+    assert values.identifier_in(text, "appointment", pattern) == expected
 
 
 @pytest.mark.parametrize(
@@ -104,18 +105,18 @@ def test_a_hyphen_is_kept_unless_the_pattern_wants_none(
 def test_letters_written_as_words_before_an_identifier_are_its_letters(
     text: str, noun: str, pattern: str | None, expected: str
 ) -> None:
-    assert slots.identifier_in(text, noun, pattern) == expected
+    assert values.identifier_in(text, noun, pattern) == expected
 
 
 def test_a_bare_identifier_takes_letters_written_as_words_only_where_its_pattern_needs_them(
 ) -> None:
-    assert slots.bare_identifier("It's or X78.", r"^RX[0-9]{2,4}$") == "RX78"
-    assert slots.bare_identifier("It's or X78.", r"^X[0-9]{2,4}$") == "X78"
-    assert slots.bare_identifier("It's or X78.", None) == "X78"
+    assert values.bare_identifier("It's or X78.", r"^RX[0-9]{2,4}$") == "RX78"
+    assert values.bare_identifier("It's or X78.", r"^X[0-9]{2,4}$") == "X78"
+    assert values.bare_identifier("It's or X78.", None) == "X78"
 
 
 def test_a_pattern_checked_identifier_is_found_without_its_noun() -> None:
-    assert slots.identifier_in("booking b k one two three four", "booking", None) == "BK1234"
+    assert values.identifier_in("booking b k one two three four", "booking", None) == "BK1234"
     assert filled("Please move BK-1234")["booking_ref"] == "BK-1234"
     assert filled("Please move booking 1234")["booking_ref"] == "BK-1234"
     assert "booking_ref" not in filled("Please move it to the 14th at 3 pm")
@@ -137,7 +138,7 @@ def test_a_pattern_checked_identifier_is_found_without_its_noun() -> None:
     ],
 )
 def test_a_bare_identifier(text: str, pattern: str | None, expected: str | None) -> None:
-    assert slots.bare_identifier(text, pattern) == expected
+    assert values.bare_identifier(text, pattern) == expected
 
 
 @pytest.mark.parametrize(
@@ -158,7 +159,7 @@ def test_a_bare_identifier(text: str, pattern: str | None, expected: str | None)
     ],
 )
 def test_times_dates_and_counts_are_not_identifiers(text: str) -> None:
-    assert slots.bare_identifier(text, None) is None
+    assert values.bare_identifier(text, None) is None
 
 
 # ------------------------------------------------------------------ times and dates
@@ -187,12 +188,12 @@ def test_times_dates_and_counts_are_not_identifiers(text: str) -> None:
     ],
 )
 def test_times_in_words(text: str, expected: str | None) -> None:
-    assert slots.time_in(text) == expected
+    assert values.time_in(text) == expected
 
 
 @pytest.mark.parametrize("text", ["27 pm", "13 pm", "at 25:00", "at 23:75", "0 am"])
 def test_a_time_that_is_not_one_is_none_never_wrapped(text: str) -> None:
-    assert slots.time_in(text) is None
+    assert values.time_in(text) is None
 
 
 @pytest.mark.parametrize(
@@ -211,12 +212,12 @@ def test_a_time_that_is_not_one_is_none_never_wrapped(text: str) -> None:
     ],
 )
 def test_dates_in_words(text: str, expected: str | None) -> None:
-    assert slots.date_in(text, TODAY) == expected
+    assert values.date_in(text, TODAY) == expected
 
 
 def test_a_day_of_the_month_already_past_is_next_months() -> None:
-    assert slots.date_in("the 1st", TODAY + dt.timedelta(days=1)) == "2027-01-01"
-    assert slots.date_in("on the thirtieth", dt.date(2027, 1, 31)) == "2027-03-30"  # no Feb 30
+    assert values.date_in("the 1st", TODAY + dt.timedelta(days=1)) == "2027-01-01"
+    assert values.date_in("on the thirtieth", dt.date(2027, 1, 31)) == "2027-03-30"  # no Feb 30
 
 
 @pytest.mark.parametrize(
@@ -236,12 +237,12 @@ def test_a_day_of_the_month_already_past_is_next_months() -> None:
     ],
 )
 def test_moments_carry_the_callers_offset(text: str, expected: str | None) -> None:
-    assert slots.moment_in(text, NOW) == expected
+    assert values.moment_in(text, NOW) == expected
 
 
 def test_a_moment_in_a_skipped_hour_moves_forward() -> None:
     before_the_change = dt.datetime(2026, 3, 2, 9, 0, tzinfo=MADRID)
-    assert slots.moment_in("March 29 at 2:30 am", before_the_change) == "2026-03-29T03:30:00+02:00"
+    assert values.moment_in("March 29 at 2:30 am", before_the_change) == "2026-03-29T03:30:00+02:00"
 
 
 # ------------------------------------------------------------------ the schema decides
@@ -329,5 +330,5 @@ def test_free_timing_and_reasons_keep_the_callers_words() -> None:
 
 def test_a_reason_given_with_because_is_the_callers_words() -> None:
     said = "I need to call off visit VX-2043 because we are moving away"
-    assert slots.reason_phrase(said) == "we are moving away"
-    assert slots.reason_phrase("Call me back about my refund tomorrow") == "my refund"
+    assert values.reason_phrase(said) == "we are moving away"
+    assert values.reason_phrase("Call me back about my refund tomorrow") == "my refund"

@@ -16,8 +16,8 @@ import pytest
 from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import InputRequest, LlmRequest, Message
-from vocero.inference.cpu import questions
-from vocero.inference.cpu.small_talk import Persona, reply
+from vocero.inference.dialogue import questions
+from vocero.inference.dialogue.small_talk import Persona, reply
 from vocero.orchestrator.asking import Asking, Question
 from vocero.policy.canonical import CanonicalError, Context, canonicalize
 from vocero.policy.readback import outcome, readback

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from tests.inference import corpus
+from vocero.contracts import values
 from vocero.contracts.lexicon import consent as confirmation
 from vocero.contracts.ports import LlmOutput, LlmRequest, Message, TextChunk, ToolIntent
-from vocero.inference.cpu import replies, router, schema, slots
 from vocero.inference.cpu.tts import sentences
+from vocero.inference.dialogue import replies, router, schema
 
 MONDAY = dt.date(2026, 3, 2)
 
@@ -49,7 +50,7 @@ def test_rules_alone_route_the_corpus() -> None:
     ],
 )
 def test_dates_resolve_against_today(text: str, expected: str | None) -> None:
-    assert slots.date_in(text, MONDAY) == expected
+    assert values.date_in(text, MONDAY) == expected
 
 
 @pytest.mark.parametrize(
@@ -67,7 +68,7 @@ def test_dates_resolve_against_today(text: str, expected: str | None) -> None:
     ],
 )
 def test_times_are_24_hour(text: str, expected: str | None) -> None:
-    assert slots.time_in(text) == expected
+    assert values.time_in(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -82,13 +83,13 @@ def test_times_are_24_hour(text: str, expected: str | None) -> None:
     ],
 )
 def test_identifiers_follow_their_noun(text: str, noun: str, expected: str | None) -> None:
-    assert slots.identifier_in(text, noun) == expected
+    assert values.identifier_in(text, noun) == expected
 
 
 def test_an_identifier_pattern_picks_the_matching_spelling() -> None:
-    assert slots.identifier_in("order ORD-77", "order", r"ORD-\d+") == "ORD-77"
-    assert slots.identifier_in("order 77", "order", r"ORD-\d+") == "ORD-77"  # the pattern's prefix
-    assert slots.identifier_in("order X9", "order", r"ORD-\d+") is None
+    assert values.identifier_in("order ORD-77", "order", r"ORD-\d+") == "ORD-77"
+    assert values.identifier_in("order 77", "order", r"ORD-\d+") == "ORD-77"  # the pattern's prefix
+    assert values.identifier_in("order X9", "order", r"ORD-\d+") is None
 
 
 def test_a_verb_alone_routes_nowhere() -> None:

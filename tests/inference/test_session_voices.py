@@ -31,9 +31,9 @@ from vocero.app import runtime as runtime_module
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
 from vocero.contracts.ports import Tts
-from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.cpu.tts import PiperEngine, TextToSpeech
 from vocero.inference.gb10.tts import QwenTtsEngine
+from vocero.inference.toolkit.settings import QueueSettings
 
 OPERATORS = [
     {"token": "owner-token", "name": "olga", "roles": ["business_owner"]},

@@ -10,7 +10,7 @@ import yaml
 from tests.inference import corpus
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import LlmRequest, Message
-from vocero.inference.cpu.small_talk import Persona, first_person, reply
+from vocero.inference.dialogue.small_talk import Persona, first_person, reply
 
 PROFILES = Path(__file__).resolve().parents[2] / "fixtures" / "profiles"
 

@@ -33,11 +33,11 @@ from vocero.contracts import events as ev
 from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import AgentProfile, Caller, ToolDefinition, ToolSpec
 from vocero.contracts.ports import ToolCallRequest, ToolResult
-from vocero.inference.cpu.llm import RoutedLlm
-from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.sim.script import Rule, TtsScript
 from vocero.inference.sim.vad import EnergyVad
+from vocero.inference.toolkit.llm import RoutedLlm
+from vocero.inference.toolkit.settings import QueueSettings
 from vocero.policy import ActionPlane, ExecutorSettings
 from vocero.store import Store
 from vocero.store.repositories import Conversations

@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 from tests.support.engines import ScriptedEngine
 from vocero.contracts.lexicon import consent, for_locale, words_of
 from vocero.contracts.ports import IntentClassified, LlmRequest, Message
-from vocero.inference.cpu.llm import LlmBase, RoutedLlm
-from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.gb10.llm import Llama31Llm
 from vocero.inference.remote import Endpoint, RemoteLlm
 from vocero.inference.remote.routed import RemoteRoutedLlm
+from vocero.inference.toolkit.llm import LlmBase, RoutedLlm
+from vocero.inference.toolkit.settings import QueueSettings
 
 NOT_A_BARE_YES = {
     "values alone": ["Friday at 11", "tomorrow morning", "the 14th", "March 3rd at noon"],

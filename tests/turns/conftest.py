@@ -5,9 +5,10 @@ import importlib.util
 import anyio
 import pytest
 
-from vocero.inference.cpu.settings import CpuSettings, ModelNotFoundError, vad_model_path
-from vocero.inference.cpu.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
-from vocero.inference.cpu.vad import SileroVad
+from vocero.inference.cpu.settings import CpuSettings, vad_model_path
+from vocero.inference.toolkit.settings import ModelNotFoundError
+from vocero.inference.toolkit.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
+from vocero.inference.toolkit.vad import SileroVad
 
 
 @pytest.fixture

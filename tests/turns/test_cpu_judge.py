@@ -12,9 +12,9 @@ import pytest
 from vocero.bench.turn_corpus import Clip, load_corpus
 from vocero.contracts.errors import CapacityError, ErrorCode, VoceroError
 from vocero.inference.cpu import CpuSettings, build_cpu_runners
-from vocero.inference.cpu.audio import Float32
-from vocero.inference.cpu.settings import ModelNotFoundError, QueueSettings
-from vocero.inference.cpu.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
+from vocero.inference.toolkit.audio import Float32
+from vocero.inference.toolkit.settings import ModelNotFoundError, QueueSettings
+from vocero.inference.toolkit.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
 from vocero.inference.turn import GOING_ON_CAP
 
 pytestmark = pytest.mark.anyio

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from vocero.contracts import values
 from vocero.contracts.builtins import Context
 from vocero.contracts.lexicon import LEXICONS
 from vocero.contracts.lexicon.base import WEEKDAY_CODES
 from vocero.contracts.lexicon.en import LEXICON as EN
 from vocero.followups import timewords
-from vocero.inference.cpu import slots
 from vocero.orchestrator.spoken_answers import numbers_in
 from vocero.policy.canonical import resolve_date, resolve_time
 from vocero.speech.values import critical_values
@@ -33,9 +33,9 @@ EVERY_WEEKDAY = sorted(
 READERS = [
     "vocero/speech/values.py",
     "vocero/policy/canonical.py",
-    "vocero/inference/cpu/slots",
-    "vocero/inference/cpu/cues.py",
-    "vocero/inference/cpu/dialogue.py",
+    "vocero/contracts/values",
+    "vocero/inference/dialogue/cues.py",
+    "vocero/inference/dialogue/manager.py",
     "vocero/orchestrator/spoken_answers.py",
     "vocero/followups/lexicon.py",
     "vocero/followups/timewords.py",
@@ -46,7 +46,7 @@ READERS = [
 def test_every_month_word_is_a_month_to_every_reader(word: str, month: int) -> None:
     said = f"{word.capitalize()} 14"
     assert ("date", f"{month:02d}-14") in [v.key for v in critical_values(said)]
-    assert slots.date_in(said, TODAY) == f"{2026 + (month < 12):d}-{month:02d}-14"
+    assert values.date_in(said, TODAY) == f"{2026 + (month < 12):d}-{month:02d}-14"
     assert resolve_date("date", said, CTX) == dt.date(2026 + (month < 12), month, 14)
     assert f"date:{month:02d}-14" in timewords.read(said).days
 
@@ -54,7 +54,7 @@ def test_every_month_word_is_a_month_to_every_reader(word: str, month: int) -> N
 @pytest.mark.parametrize(("word", "index"), EN_WEEKDAYS)
 def test_every_english_weekday_is_that_weekday_to_every_reader(word: str, index: int) -> None:
     assert critical_values(word.capitalize())[0].key == ("weekday", WEEKDAY_CODES[index])
-    found = slots.date_in(f"on {word}", TODAY)
+    found = values.date_in(f"on {word}", TODAY)
     assert found is not None and dt.date.fromisoformat(found).weekday() == index
     assert resolve_date("date", f"next {word}", CTX).weekday() == index
 
@@ -96,7 +96,7 @@ def test_every_english_relative_day_is_a_date(word: str, ahead: int) -> None:
     day = (TODAY + dt.timedelta(days=ahead)).isoformat()
     assert ("date", day) in [v.key for v in critical_values(f"It is {word}.", today=TODAY)]
     if ahead >= 0:
-        assert slots.date_in(f"call me {word}", TODAY) == day
+        assert values.date_in(f"call me {word}", TODAY) == day
         assert resolve_date("date", word, CTX).isoformat() == day
 
 
@@ -104,7 +104,7 @@ def test_every_english_relative_day_is_a_date(word: str, ahead: int) -> None:
 def test_every_named_time_is_that_clock_time(word: str, clock: tuple[int, int]) -> None:
     hhmm = f"{clock[0]:02d}:{clock[1]:02d}"
     assert critical_values(f"at {word}")[0].key == ("time", hhmm)
-    assert slots.time_in(f"at {word}") == hhmm
+    assert values.time_in(f"at {word}") == hhmm
     assert resolve_time("time", word) == hhmm
 
 
@@ -114,7 +114,7 @@ def test_every_english_number_word_is_its_number(word: str, value: int) -> None:
     if word != "one":  # "the one on Friday" carries no quantity
         assert critical_values(f"{word} days")[0].key == ("number", str(value))
     if 1 <= value <= 12:
-        assert slots.time_in(f"at {word} pm") == f"{value % 12 + 12:02d}:00"
+        assert values.time_in(f"at {word} pm") == f"{value % 12 + 12:02d}:00"
 
 
 def test_every_language_s_numbers_count_in_a_call_back_delay() -> None:

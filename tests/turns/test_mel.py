@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vocero.inference.cpu import mel
+from vocero.inference.toolkit import mel
 
 RATE = 16_000
 

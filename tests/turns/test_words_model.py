@@ -9,10 +9,11 @@ import pytest
 
 from vocero.contracts.domain import TurnTaking
 from vocero.contracts.ports import TurnVerdict
-from vocero.inference.cpu.audio import Float32
-from vocero.inference.cpu.settings import CpuSettings, ModelNotFoundError, llm_model_path
-from vocero.inference.cpu.turn import EndOfTurnJudge
-from vocero.inference.cpu.turn_words import (
+from vocero.inference.cpu.settings import CpuSettings, llm_model_path
+from vocero.inference.toolkit.audio import Float32
+from vocero.inference.toolkit.settings import ModelNotFoundError
+from vocero.inference.toolkit.turn import EndOfTurnJudge
+from vocero.inference.toolkit.turn_words import (
     AGENT_WORDS,
     OPENING,
     SmolWordsEngine,

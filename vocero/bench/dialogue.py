@@ -2,7 +2,7 @@
 
 Every ``*.yaml`` of ``fixtures/dialogue`` is a held-out set for one profile (its README: written
 before the model was evaluated, never tuned on). For each, the profile is loaded with the
-project's loader, the intent model (:mod:`vocero.inference.cpu.intents`) is fitted on the tools
+project's loader, the intent model (:mod:`vocero.inference.dialogue.intents`) is fitted on the tools
 the model would see and the profile's claims, and every line is classified with the
 out-of-scope decision applied (:meth:`IntentModel.decide`). Printed per file: accuracy, fit time,
 classification p95, recall and precision by intent, the confusion (true intent -> predicted ->
@@ -36,7 +36,7 @@ from vocero.contracts.domain import AgentProfile, ToolDefinition
 from vocero.contracts.ports import ClaimTopic
 from vocero.followups.tool import SCHEMA as FOLLOWUPS_SCHEMA
 from vocero.identity.profiles import load_profiles
-from vocero.inference.cpu.intents import IntentModel
+from vocero.inference.dialogue.intents import IntentModel
 from vocero.mcp_gateway.connection import McpConnections
 from vocero.mcp_gateway.gateway import McpGateway
 from vocero.speech.knowledge import SCHEMA as KNOWLEDGE_SCHEMA

@@ -91,9 +91,9 @@ class Turn:
 
 
 def caller_audio(texts: list[str]) -> list[bytes]:
-    from vocero.inference.cpu.audio import float_to_pcm16, pcm16_to_float, resample
     from vocero.inference.cpu.settings import CpuSettings, tts_model_paths
     from vocero.inference.cpu.tts import PiperEngine
+    from vocero.inference.toolkit.audio import float_to_pcm16, pcm16_to_float, resample
 
     model, config = tts_model_paths(CpuSettings.from_env())
     piper = PiperEngine(model, config, allow_voice_fallback=False, deterministic=True)

@@ -92,7 +92,7 @@ class Recogniser:
         self._engine.load()
 
     def heard(self, pcm16: bytes) -> Transcription:
-        from vocero.inference.cpu.audio import pcm16_to_float
+        from vocero.inference.toolkit.audio import pcm16_to_float
 
         return self._engine.recognise(pcm16_to_float(pcm16), words=False)
 
@@ -151,7 +151,7 @@ def _slice(clip: Clip, start_ms: float, end_ms: float) -> bytes:
 def hear(clip: Clip, vad_model: str) -> Heard:
     """Run the VAD twice over the clip: with today's hangover (its first end of speech is the
     commit), and with no hangover at all (its voiced frames feed the policy)."""
-    from vocero.inference.cpu.vad import SileroVad, VadSettings
+    from vocero.inference.toolkit.vad import SileroVad, VadSettings
 
     pcm = clip.pcm16()
     step = FRAME_MS * _SAMPLES_PER_MS * 2
@@ -309,8 +309,8 @@ SWEEP: tuple[dict[str, float], ...] = (
 
 async def run_turns(limit: int | None = None, sweep: bool = True) -> dict[str, Any]:
     from vocero.inference.cpu.settings import CpuSettings, llm_model_path, vad_model_path
-    from vocero.inference.cpu.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
-    from vocero.inference.cpu.turn_words import SmolWordsEngine, words_model_path
+    from vocero.inference.toolkit.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
+    from vocero.inference.toolkit.turn_words import SmolWordsEngine, words_model_path
 
     load_before = os.getloadavg()[0]
     clips = load_corpus(kind="complete", limit=limit) + load_corpus(kind="paused", limit=limit)

@@ -46,14 +46,14 @@ class Voice:
             noise = np.random.default_rng(len(text)).normal(
                 0.0, level * 10 ** (-abs(noise_db) / 20), len(audio))
             audio = np.clip(audio + noise.astype(np.float32), -1.0, 1.0)
-        from vocero.inference.cpu.audio import float_to_pcm16
+        from vocero.inference.toolkit.audio import float_to_pcm16
 
         pcm: bytes = float_to_pcm16(audio)
         return pcm
 
     def _render(self, text: str) -> Any:
         from vocero.contracts.domain import DEFAULT_VOICE
-        from vocero.inference.cpu.audio import pcm16_to_float, resample
+        from vocero.inference.toolkit.audio import pcm16_to_float, resample
 
         piper = self._engine()
         pcm = b"".join(piper.render(text, DEFAULT_VOICE))

@@ -9,10 +9,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from vocero.contracts import values
 from vocero.contracts.english import name_words
 from vocero.contracts.lexicon import consent
 from vocero.contracts.lexicon.en import LEXICON
-from vocero.inference.cpu import slots
 from vocero.policy.readback import speak_date
 
 _UNITS = {w: v for w, v in LEXICON.numbers.cardinals.items() if v < 20}
@@ -52,9 +52,9 @@ def _value(prop: dict[str, Any], text: str, numbers: list[int], today: dt.date) 
         lowered = text.lower()
         return next((o for o in prop["enum"] if str(o).lower() in lowered), None)
     if prop.get("format") == "date":
-        return slots.date_in(text, today)
+        return values.date_in(text, today)
     if prop.get("format") == "time":
-        return slots.time_in(text)
+        return values.time_in(text)
     if kind in ("integer", "number"):
         return numbers[0] if numbers else None
     if kind == "boolean":

@@ -13,7 +13,7 @@ It is also the one home of the words dates, times and quantities are said with:
 (cardinals, ordinals, scales, "double"), :attr:`Lexicon.clock` (named times, parts of day,
 a.m./p.m., "o'clock", "half", delay units). Every reader takes them from here: critical values
 (``speech/values.py``), canonical arguments (``policy/canonical.py``), the CPU dialogue's slots
-(``inference/cpu/slots/``), a server question's spoken answers
+(``contracts/values/``), a server question's spoken answers
 (``orchestrator/spoken_answers.py``) and the call-back rule (``followups/lexicon.py``, all three
 languages merged). English has every set; Hindi and Telugu have weekdays, relative days, numbers
 to thirty and the clock words callers use, and say in their modules which sets they lack.

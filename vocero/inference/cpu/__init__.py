@@ -10,8 +10,6 @@ import datetime as dt
 from collections.abc import Callable
 
 from vocero.contracts.errors import ConfigError
-from vocero.inference.cpu.llama import LlamaEngine
-from vocero.inference.cpu.llm import RoutedLlm
 from vocero.inference.cpu.pins import check_pins
 from vocero.inference.cpu.settings import (
     CpuSettings,
@@ -22,10 +20,12 @@ from vocero.inference.cpu.settings import (
 )
 from vocero.inference.cpu.stt import SpeechToText, WhisperEngine
 from vocero.inference.cpu.tts import PiperEngine, TextToSpeech
-from vocero.inference.cpu.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
-from vocero.inference.cpu.turn_words import SmolWordsEngine, words_model_path
-from vocero.inference.cpu.vad import SileroVad
 from vocero.inference.runner_set import RunnerSet
+from vocero.inference.toolkit.llama import LlamaEngine
+from vocero.inference.toolkit.llm import RoutedLlm
+from vocero.inference.toolkit.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
+from vocero.inference.toolkit.turn_words import SmolWordsEngine, words_model_path
+from vocero.inference.toolkit.vad import SileroVad
 
 __all__ = ["CpuSettings", "build_cpu_runners", "check_pins", "model_paths"]
 

@@ -26,14 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
-@dataclass(frozen=True, slots=True)
-class QueueSettings:
-    """Admission for one model: concurrent jobs, waiting room, and how long a job may wait."""
-
-    capacity: int = 1
-    max_queue: int = 4
-    deadline_s: float = 2.0
+from vocero.inference.toolkit.settings import ModelNotFoundError, QueueSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +64,6 @@ class CpuSettings:
 
     def cpu_threads(self) -> int:
         return self.threads or os.cpu_count() or 1
-
-
-class ModelNotFoundError(FileNotFoundError):
-    """A model file is neither configured nor installed; the message says how to get it."""
 
 
 def stt_model_path(settings: CpuSettings) -> str:

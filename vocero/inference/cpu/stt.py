@@ -22,10 +22,10 @@ import structlog
 
 from vocero.contracts.errors import ErrorCode
 from vocero.contracts.ports import Transcription, Word
-from vocero.inference.cpu import threads
-from vocero.inference.cpu.audio import Float32, pcm16_to_float, resample
-from vocero.inference.cpu.settings import QueueSettings
-from vocero.inference.cpu.shell import RunnerShell
+from vocero.inference import threads
+from vocero.inference.toolkit.audio import Float32, pcm16_to_float, resample
+from vocero.inference.toolkit.settings import QueueSettings
+from vocero.inference.toolkit.shell import RunnerShell
 
 log = structlog.get_logger(__name__)
 SAMPLE_RATE = 16_000

@@ -28,10 +28,10 @@ import structlog
 from vocero.contracts.domain import VoiceRef
 from vocero.contracts.errors import ErrorCode, VoceroError
 from vocero.contracts.ports import SpokenThrough
-from vocero.inference.cpu import threads
-from vocero.inference.cpu.audio import chunks
-from vocero.inference.cpu.settings import QueueSettings
-from vocero.inference.cpu.shell import RunnerShell
+from vocero.inference import threads
+from vocero.inference.toolkit.audio import chunks
+from vocero.inference.toolkit.settings import QueueSettings
+from vocero.inference.toolkit.shell import RunnerShell
 
 log = structlog.get_logger(__name__)
 CHUNK_MS = 100

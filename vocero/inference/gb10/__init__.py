@@ -12,18 +12,19 @@ import datetime as dt
 from collections.abc import Callable
 
 from vocero.contracts.errors import ConfigError
-from vocero.inference.cpu.llama import LlamaEngine
-from vocero.inference.cpu.settings import CpuSettings, ModelNotFoundError, vad_model_path
+from vocero.inference.cpu.settings import CpuSettings, vad_model_path
 from vocero.inference.cpu.stt import SpeechToText
 from vocero.inference.cpu.tts import TextToSpeech
-from vocero.inference.cpu.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
-from vocero.inference.cpu.turn_words import SmolWordsEngine, words_model_path
-from vocero.inference.cpu.vad import SileroVad
 from vocero.inference.gb10.llm import Llama31Llm
 from vocero.inference.gb10.settings import Gb10Settings
 from vocero.inference.gb10.stt import ParakeetEngine
 from vocero.inference.gb10.tts import QwenTtsEngine
 from vocero.inference.runner_set import RunnerSet
+from vocero.inference.toolkit.llama import LlamaEngine
+from vocero.inference.toolkit.settings import ModelNotFoundError
+from vocero.inference.toolkit.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
+from vocero.inference.toolkit.turn_words import SmolWordsEngine, words_model_path
+from vocero.inference.toolkit.vad import SileroVad
 
 __all__ = ["Gb10Settings", "build_gb10_runners"]
 

@@ -20,11 +20,12 @@ import structlog
 from vocero.contracts.builtins import KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import LlmOutput, LlmRequest, TextChunk, ToolIntent
-from vocero.inference.cpu import replies, schema, threads
-from vocero.inference.cpu.dialogue import builtin_tool, clock
-from vocero.inference.cpu.llama import LlamaEngine
-from vocero.inference.cpu.llm import LlmBase
-from vocero.inference.cpu.settings import QueueSettings
+from vocero.inference import threads
+from vocero.inference.dialogue import replies, schema
+from vocero.inference.dialogue.manager import builtin_tool, clock
+from vocero.inference.toolkit.llama import LlamaEngine
+from vocero.inference.toolkit.llm import LlmBase
+from vocero.inference.toolkit.settings import QueueSettings
 
 log = structlog.get_logger(__name__)
 STOP = ["<|eot_id|>", "<|eom_id|>"]

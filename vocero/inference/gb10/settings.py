@@ -17,8 +17,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from vocero.inference.cpu.settings import QueueSettings
 from vocero.inference.gb10.tts import DEFAULT_SPEAKER
+from vocero.inference.toolkit.settings import QueueSettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ from typing import Any
 import structlog
 
 from vocero.contracts.ports import Transcription, Word
-from vocero.inference.cpu import threads
-from vocero.inference.cpu.audio import Float32
+from vocero.inference import threads
+from vocero.inference.toolkit.audio import Float32
 
 log = structlog.get_logger(__name__)
 SAMPLE_RATE = 16_000

@@ -31,8 +31,8 @@ import structlog
 
 from vocero.contracts.domain import VoiceRef
 from vocero.contracts.errors import ErrorCode, VoceroError
-from vocero.inference.cpu import threads
-from vocero.inference.cpu.audio import Float32, float_to_pcm16, resample
+from vocero.inference import threads
+from vocero.inference.toolkit.audio import Float32, float_to_pcm16, resample
 
 log = structlog.get_logger(__name__)
 SAMPLE_RATE = 24_000

@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 
 from vocero.contracts.errors import ConfigError
-from vocero.inference.cpu.llm import RoutedLlm
 from vocero.inference.remote.endpoint import Endpoint, EndpointError
 from vocero.inference.remote.llm import RemoteLlm
 from vocero.inference.remote.routed import RemoteRoutedLlm
 from vocero.inference.remote.stt import RemoteStt
 from vocero.inference.remote.tts import RemoteTts
 from vocero.inference.runner_set import RunnerSet
+from vocero.inference.toolkit.llm import RoutedLlm
 
 __all__ = [
     "Endpoint", "EndpointError", "RemoteLlm", "RemoteRoutedLlm", "RemoteStt", "RemoteTts",

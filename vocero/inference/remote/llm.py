@@ -2,12 +2,12 @@
 
 The model behind the endpoint does the LLM's whole job, as the GB10 Llama runner does in process
 (vocero/inference/gb10/llm.py; docs/adr/0021-remote-inference.md): the profile's tools go out as
-``tools`` with their model-facing JSON Schemas (the same bounded schemas, ``cpu/schema.py``) and
-``tool_choice: auto``; a returned call becomes one :class:`ToolIntent`, validated against the
+``tools`` with their model-facing JSON Schemas (the same bounded schemas, ``dialogue/schema.py``)
+and ``tool_choice: auto``; a returned call becomes one :class:`ToolIntent`, validated against the
 tool's schema, which the orchestrator hands to policy like any other (the endpoint executes
-nothing). Spoken text streams as it arrives, within ``max_words`` (``cpu/replies.py``), so the
-TTS gets it sentence by sentence. Cancelling the generator (barge-in) leaves the ``async with``
-of the HTTP stream, which closes the connection at once: the server sees the client go.
+nothing). Spoken text streams as it arrives, within ``max_words`` (``dialogue/replies.py``), so the
+TTS gets it sentence by sentence. Cancelling the generator (barge-in) leaves the ``async with`` of
+the HTTP stream, which closes the connection at once: the server sees the client go.
 
 ``classify_confirmation`` turns use the strict rules first (``contracts/lexicon/consent.py``),
 then the endpoint constrained to the three labels with ``response_format`` JSON Schema; the
@@ -36,7 +36,7 @@ from vocero.contracts.ports import (
     TextChunk,
     ToolIntent,
 )
-from vocero.inference.cpu import replies, schema
+from vocero.inference.dialogue import replies, schema
 from vocero.inference.remote import sse
 from vocero.inference.remote.completions import JsonCalls
 from vocero.inference.remote.endpoint import Endpoint, EndpointHealth

@@ -1,7 +1,7 @@
 """``--llm-mode routed``: the CPU runners' dialogue manager keeps deciding, and the model it asks
 for the little it cannot decide by rule is served by an endpoint.
 
-The CPU agent (``cpu/llm.py``, ADR-0020) chooses tools and their structured values by rule and
+The CPU agent (``toolkit/llm.py``, ADR-0020) chooses tools and their structured values by rule and
 answers from the profile's words; its small model only fills free-text fields under a JSON
 schema, classifies an unclear confirmation answer, and chats where a deployment opted in. With
 ``routed`` those three calls go to the endpoint (a llama.cpp server on the same SmolLM2 GGUF, say)
@@ -20,9 +20,9 @@ import structlog
 
 from vocero.contracts.errors import ErrorCode
 from vocero.contracts.ports import RunnerStatus
-from vocero.inference.cpu.llm import RoutedLlm
 from vocero.inference.remote.completions import JsonCalls
 from vocero.inference.remote.endpoint import Endpoint, EndpointHealth
+from vocero.inference.toolkit.llm import RoutedLlm
 
 log = structlog.get_logger(__name__)
 

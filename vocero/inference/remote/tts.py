@@ -23,8 +23,8 @@ import httpx
 
 from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
 from vocero.contracts.errors import ErrorCode, VoceroError
-from vocero.inference.cpu.audio import float_to_pcm16, pcm16_to_float, resample
 from vocero.inference.remote.endpoint import Endpoint, EndpointRunner
+from vocero.inference.toolkit.audio import float_to_pcm16, pcm16_to_float, resample
 
 OUTPUT_RATE = 24000
 _CHUNK_MS = 100

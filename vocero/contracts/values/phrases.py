@@ -7,8 +7,8 @@ import re
 
 from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.en import LEXICON
-from vocero.inference.cpu.slots.dates import MONTH_DAY, WEEKDAYS
-from vocero.inference.cpu.slots.times import (
+from vocero.contracts.values.dates import MONTH_DAY, WEEKDAYS
+from vocero.contracts.values.times import (
     CLOCK,
     HOUR_WORD,
     MERIDIEM,

@@ -26,7 +26,7 @@ from rapidfuzz.distance import Levenshtein
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import LlmRequest, Message, ToolIntent
-from vocero.inference.cpu import router, schema
+from vocero.inference.dialogue import router, schema
 
 
 def record_ids(messages: Sequence[Message], field: str) -> set[str]:

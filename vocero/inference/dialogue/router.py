@@ -20,9 +20,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from vocero.contracts import values
 from vocero.contracts.domain import ToolDefinition
-from vocero.inference.cpu import schema, slots
-from vocero.inference.cpu.slots.numbers import NUMBER_RUN, number_run
+from vocero.contracts.values.numbers import NUMBER_RUN, number_run
+from vocero.inference.dialogue import schema
 
 # concept -> phrases that say it (lower case, matched on word boundaries)
 LEXICON: dict[str, tuple[str, ...]] = {
@@ -147,8 +148,8 @@ def _score(
 def fill_arguments_one(tool: ToolDefinition, name: str, utterance: str) -> Any:
     """The value of ``tool``'s enum field ``name`` the caller said, by its words (or ``None``)."""
     prop = schema.model_facing(tool).get("properties", {}).get(name, {})
-    values = [v for v in prop.get("enum") or [] if isinstance(v, str) and len(v) >= 4]
-    return _channel_or_enum(utterance, values) if values else None
+    choices = [v for v in prop.get("enum") or [] if isinstance(v, str) and len(v) >= 4]
+    return _channel_or_enum(utterance, choices) if choices else None
 
 
 def _phrase_said(concept: str, said: dict[str, float]) -> float:
@@ -182,7 +183,7 @@ def fill_arguments(
         else:
             value = _extract(kind, name, prop, utterance, today, now=now)
         if value is None and kind == "reason" and not tool.builtin:
-            value = slots.requested_thing(utterance)  # "book a blood pressure check with ..."
+            value = values.requested_thing(utterance)  # "book a blood pressure check with ..."
         if value is not None:
             arguments[name] = value
     for name in properties:
@@ -252,7 +253,7 @@ def _id_noun(lowered: str) -> str:
 
 
 def _code_pattern(pattern: str) -> bool:
-    return bool(pattern) and not any(slots.pattern_accepts(pattern, w) for w in _PLAIN_WORDS)
+    return bool(pattern) and not any(values.pattern_accepts(pattern, w) for w in _PLAIN_WORDS)
 
 
 def _pattern_shape(pattern: str) -> str | None:
@@ -263,7 +264,7 @@ def _pattern_shape(pattern: str) -> str | None:
     for kind, sample in (
         ("datetime", _DATETIME_SAMPLE), ("date", _DATE_SAMPLE), ("time", _TIME_SAMPLE)
     ):  # fmt: skip
-        if slots.pattern_accepts(pattern, sample):
+        if values.pattern_accepts(pattern, sample):
             return kind
     return None
 
@@ -298,22 +299,22 @@ def _extract(
     pattern = schema.get("pattern")
     if kind == "id":
         noun = _id_noun(name.lower())
-        found = slots.identifier_in(utterance, noun, pattern)
+        found = values.identifier_in(utterance, noun, pattern)
         if found is None and pattern:
             # A pattern-checked identifier with letters ("BK-1234") is one without its noun too.
-            bare = slots.bare_identifier(utterance, pattern)
+            bare = values.bare_identifier(utterance, pattern)
             found = bare if bare and (not bare.isdigit() or _long_code(pattern)) else None
         return found
     if kind == "datetime":
-        return slots.moment_in(utterance, now or dt.datetime.combine(today, dt.time(), dt.UTC))
+        return values.moment_in(utterance, now or dt.datetime.combine(today, dt.time(), dt.UTC))
     if kind == "date":
-        return slots.date_in(utterance, today)
+        return values.date_in(utterance, today)
     if kind == "time":
-        return slots.time_in(utterance)
+        return values.time_in(utterance)
     if kind == "when":
-        return slots.when_phrase(utterance)
+        return values.when_phrase(utterance)
     if kind == "reason":
-        return slots.reason_phrase(utterance)
+        return values.reason_phrase(utterance)
     if kind in ("channel", "enum"):
         return _channel_or_enum(utterance, schema.get("enum"))
     if kind == "option":
@@ -327,7 +328,7 @@ _OPTIONS = schema.OPTIONS_KEY
 def _long_code(pattern: str) -> bool:
     """A pattern that takes only long numbers ("^[0-9]{5}$"): digits said alone are its code,
     never a count or an hour."""
-    return not any(slots.pattern_accepts(pattern, n) for n in ("1", "12", "123"))
+    return not any(values.pattern_accepts(pattern, n) for n in ("1", "12", "123"))
 
 
 def _option(utterance: str, options: list[str]) -> str | None:
@@ -356,10 +357,10 @@ def _quantity(utterance: str, prop: dict[str, Any], taken: list[Any]) -> int | f
     """The one number the line says for a quantity ("It says 48213", "Nine hundred and
     twelve"), not a time, a date, a duration or an identifier another field took; two numbers
     said is no value (it is asked)."""
-    text = NUMBER_RUN.sub(number_run, slots.spoken_times(utterance.lower()))
+    text = NUMBER_RUN.sub(number_run, values.spoken_times(utterance.lower()))
     text = _NOT_QUANTITY.sub(" ", text)
     taken_text = {str(t) for t in taken}
-    values: list[int | float] = []
+    amounts: list[int | float] = []
     for match in re.finditer(r"(?<![\w.:-])(\d+(?:\.\d+)?)(?![\w:-])", text.replace(",", "")):
         if match.group(1) in taken_text:
             continue
@@ -369,9 +370,9 @@ def _quantity(utterance: str, prop: dict[str, Any], taken: list[Any]) -> int | f
             continue
         if not prop.get("minimum", value) <= value <= prop.get("maximum", value):
             continue
-        if value not in values:
-            values.append(value)
-    return values[0] if len(values) == 1 else None
+        if value not in amounts:
+            amounts.append(value)
+    return amounts[0] if len(amounts) == 1 else None
 
 def _channel_or_enum(utterance: str, enum: list[Any] | None) -> Any:
     """The enum value the caller said, by its words ("in_person" from "in person", "afternoon"

@@ -1,4 +1,4 @@
-"""The training material of the intent model (:mod:`vocero.inference.cpu.intents`): each tool's
+"""The training material of the intent model (:mod:`vocero.inference.dialogue.intents`): each tool's
 own words (description, name split into words, schema properties, examples), caller phrasings
 templated from the tool's verbs and nouns, the knowledge tool's claims, and the acts' lines, as
 normalised, deduplicated ``(line, label)`` pairs.
@@ -15,7 +15,7 @@ from typing import Any
 from vocero.contracts.builtins import FOLLOWUPS_TOOL, KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic
-from vocero.inference.cpu.intent_lines import (
+from vocero.inference.dialogue.intent_lines import (
     ACT_LINES,
     CALLBACK_LINES,
     CODE_WORDS,

@@ -10,7 +10,7 @@ Callers say numbers as words and the recogniser often prints them so ("C ninetee
 "half past three"); the rules first rewrite spoken numbers into digits, then read the digits.
 What was said but cannot be a value ("27 pm", "at 25:00") gives ``None``, never a wrapped value:
 a missing value is asked for, a wrong one would be executed. Nothing here knows a profile's tool
-or field names: :mod:`vocero.inference.cpu.router` picks the extractor from the field's JSON
+or field names: :mod:`vocero.inference.dialogue.router` picks the extractor from the field's JSON
 Schema.
 
 One module a kind of value: :mod:`.numbers` (spoken numbers as digits), :mod:`.times` (clock
@@ -19,10 +19,10 @@ about, as said). Month, weekday, number and time words are the English lexicon's
 (:mod:`vocero.contracts.lexicon`).
 """
 
-from vocero.inference.cpu.slots.dates import date_in, moment_in
-from vocero.inference.cpu.slots.identifiers import bare_identifier, identifier_in, pattern_accepts
-from vocero.inference.cpu.slots.phrases import reason_phrase, requested_thing, when_phrase
-from vocero.inference.cpu.slots.times import part_of_day, spoken_times, time_in
+from vocero.contracts.values.dates import date_in, moment_in
+from vocero.contracts.values.identifiers import bare_identifier, identifier_in, pattern_accepts
+from vocero.contracts.values.phrases import reason_phrase, requested_thing, when_phrase
+from vocero.contracts.values.times import part_of_day, spoken_times, time_in
 
 __all__ = [
     "bare_identifier",

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 from numpy.lib.stride_tricks import sliding_window_view
 
-from vocero.inference.cpu.audio import Float32
+from vocero.inference.toolkit.audio import Float32
 
 SAMPLE_RATE = 16_000
 N_FFT = 400

@@ -39,8 +39,8 @@ from typing import Any, Protocol
 import numpy as np
 import structlog
 
-from vocero.inference.cpu import threads
-from vocero.inference.cpu.settings import ModelNotFoundError
+from vocero.inference import threads
+from vocero.inference.toolkit.settings import ModelNotFoundError
 
 log = structlog.get_logger(__name__)
 

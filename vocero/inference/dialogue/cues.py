@@ -18,11 +18,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vocero.contracts import values
 from vocero.contracts.builtins import KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.lexicon.en import LEXICON
 from vocero.contracts.ports import ClaimTopic
-from vocero.inference.cpu import router, schema, slots
+from vocero.inference.dialogue import router, schema
 
 _WORD = re.compile(r"[a-z0-9]+")
 _QUESTION = re.compile(
@@ -88,7 +89,7 @@ def identified_tools(text: str, tools: Sequence[ToolDefinition]) -> list[ToolDef
             pattern = prop.get("pattern") if isinstance(prop, dict) else None
             if not pattern or router.field_kind(name, prop) != "id":
                 continue
-            if slots.bare_identifier(text, pattern) is not None:
+            if values.bare_identifier(text, pattern) is not None:
                 found.append(tool)
                 break
     return found

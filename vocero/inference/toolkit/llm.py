@@ -34,10 +34,12 @@ from vocero.contracts.ports import (
     TextChunk,
     ToolIntent,
 )
-from vocero.inference.cpu import dialogue, replies, schema, threads
-from vocero.inference.cpu.llama import LlamaEngine
-from vocero.inference.cpu.settings import QueueSettings
-from vocero.inference.cpu.shell import RunnerShell
+from vocero.inference import threads
+from vocero.inference.dialogue import manager as dialogue
+from vocero.inference.dialogue import replies, schema
+from vocero.inference.toolkit.llama import LlamaEngine
+from vocero.inference.toolkit.settings import QueueSettings
+from vocero.inference.toolkit.shell import RunnerShell
 
 log = structlog.get_logger(__name__)
 _TODAY = re.compile(r"\btoday(?: is|:)?\s*(?:\w+,?\s+)?(\d{4}-\d{2}-\d{2})", re.IGNORECASE)

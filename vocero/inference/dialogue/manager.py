@@ -37,7 +37,8 @@ from vocero.contracts.builtins import FOLLOWUPS_TOOL, HANDOFF_TOOL, KNOWLEDGE_TO
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.lexicon import consent
 from vocero.contracts.ports import ClaimTopic, LlmRequest, ToolIntent
-from vocero.inference.cpu import (
+from vocero.inference import threads
+from vocero.inference.dialogue import (
     corrections,
     cues,
     intents,
@@ -47,7 +48,6 @@ from vocero.inference.cpu import (
     schema,
     small_talk,
     tasks,
-    threads,
     tool_choice,
 )
 

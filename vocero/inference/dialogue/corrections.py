@@ -13,9 +13,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from vocero.contracts import values
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ToolIntent
-from vocero.inference.cpu import router, schema, slots
+from vocero.inference.dialogue import router, schema
 
 
 def correction(
@@ -67,7 +68,7 @@ def _moments_retimed(
     day, offset and zone, at the new time. A bare hour from 1 to 7 is an afternoon hour, as
     everywhere in office talk."""
     properties = schema.model_facing(tool).get("properties", {})
-    clock = slots.time_in(utterance)
+    clock = values.time_in(utterance)
     said = _MAKE_IT.search(utterance)
     if said is not None:  # "not 9, 11": the hour the caller changed to, not the first one said
         hour, minute = int(said.group(1)), int(said.group(2) or 0)
@@ -76,7 +77,7 @@ def _moments_retimed(
         elif 1 <= hour <= 7:
             hour += 12
         clock = f"{hour:02d}:{minute:02d}" if hour < 24 and minute < 60 else None
-    day = slots.date_in(utterance, today)
+    day = values.date_in(utterance, today)
     if clock is None and day is not None:
         return _moments_redated(properties, pending, found, day)
     if clock is None or day is not None:

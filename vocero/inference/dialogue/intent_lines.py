@@ -1,4 +1,4 @@
-"""The generic English the intent model (:mod:`vocero.inference.cpu.intents`) is trained on
+"""The generic English the intent model (:mod:`vocero.inference.dialogue.intents`) is trained on
 besides a profile's own words: caller phrasings of common actions and nouns, sentence frames,
 call-back lines, question frames, and the lines of each conversational act.
 

@@ -12,9 +12,9 @@ import re
 
 from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.en import LEXICON
-from vocero.inference.cpu.slots.numbers import ORDINAL_WORDS, TENS_WORDS, small_number
-from vocero.inference.cpu.slots.times import PART_DEFAULT_HOURS, part_of_day
-from vocero.inference.cpu.slots.times import clock as clock_in
+from vocero.contracts.values.numbers import ORDINAL_WORDS, TENS_WORDS, small_number
+from vocero.contracts.values.times import PART_DEFAULT_HOURS, part_of_day
+from vocero.contracts.values.times import clock as clock_in
 
 _CALENDAR = LEXICON.calendar
 MONTHS = {**_CALENDAR.months, **_CALENDAR.month_abbreviations}

@@ -1,8 +1,8 @@
 """The one question the agent asks for one missing field, in words a caller expects.
 
 The same wording whoever asks (the open task, a schema violation): a field's kind decides the
-question (:func:`vocero.inference.cpu.router.field_kind`), and an identifier is asked for by the
-thing it names, never by its raw field name: ``rx_code`` of ``prescriptions.track`` is "Which
+question (:func:`vocero.inference.dialogue.router.field_kind`), and an identifier is asked for
+by the thing it names, never by its raw field name: ``rx_code`` of ``prescriptions.track`` is "Which
 prescription is it? Please tell me the prescription code.", ``visit_ref`` "Which visit is it?
 Please tell me the visit reference."
 """
@@ -14,7 +14,7 @@ from typing import Any
 from vocero.contracts.builtins import FOLLOWUPS_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.english import ask_for, join_list, name_words
-from vocero.inference.cpu import router, schema
+from vocero.inference.dialogue import router, schema
 
 _BY_KIND = {
     "date": "What day would you like?",

@@ -14,7 +14,7 @@ import structlog
 from vocero.contracts.errors import ErrorCode, VoceroError
 from vocero.contracts.ports import Health, RunnerStatus
 from vocero.inference.admission import Admission
-from vocero.inference.cpu.settings import QueueSettings
+from vocero.inference.toolkit.settings import QueueSettings
 
 log = structlog.get_logger(__name__)
 

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import LlmRequest, TextChunk
-from vocero.inference.cpu import questions
+from vocero.inference.dialogue import questions
 
 _SPECIAL = re.compile(r"<\|[^|>]*\|>|</?s>")
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")

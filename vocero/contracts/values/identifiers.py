@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
-from vocero.inference.cpu.slots.dates import DAY_OF_MONTH, ISO_DATE, MONTH_DAY, ORDINAL_DAY
-from vocero.inference.cpu.slots.numbers import NUMBER_RUN, number_run
-from vocero.inference.cpu.slots.times import CLOCK, CLOCK_24, CLOCK_PART, spoken_times
+from vocero.contracts.values.dates import DAY_OF_MONTH, ISO_DATE, MONTH_DAY, ORDINAL_DAY
+from vocero.contracts.values.numbers import NUMBER_RUN, number_run
+from vocero.contracts.values.times import CLOCK, CLOCK_24, CLOCK_PART, spoken_times
 
 # An optional letter prefix ("A123", "ap-7", "A 123" when capitals are spaced off by the
 # recogniser, "c 19" when it prints a spelled letter in lower case, never "my 41"), digits with

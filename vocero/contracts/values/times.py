@@ -12,7 +12,7 @@ import re
 
 from vocero.contracts.lexicon.base import PART_CLOCK, alternation
 from vocero.contracts.lexicon.en import LEXICON
-from vocero.inference.cpu.slots.numbers import DIGIT_WORDS, TEEN_WORDS, TENS_WORDS, word_value
+from vocero.contracts.values.numbers import DIGIT_WORDS, TEEN_WORDS, TENS_WORDS, word_value
 
 NAMED_TIMES = LEXICON.clock.named_times
 PARTS_OF_DAY = {

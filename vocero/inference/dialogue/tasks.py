@@ -26,12 +26,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from vocero.contracts import values
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.lexicon import consent
 from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.en import LEXICON
 from vocero.contracts.ports import Message, ToolIntent
-from vocero.inference.cpu import questions, router, schema, slots, small_talk
+from vocero.inference.dialogue import questions, router, schema, small_talk
 
 _ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "other": 1, "last": -1, "latter": -1,
              "former": 0}
@@ -250,7 +251,7 @@ def _fill(task: Task, utterance: str, today: dt.date, now: dt.datetime | None) -
     if asked and asked == id_field and asked not in arguments:
         # "Which order is it?" "It's A124": the answer need not say "order".
         prop = schema.model_facing(task.tool).get("properties", {}).get(asked, {})
-        bare = slots.bare_identifier(utterance, prop.get("pattern"))
+        bare = values.bare_identifier(utterance, prop.get("pattern"))
         if bare is not None:
             arguments[asked] = bare
     if asked and asked not in arguments and _free_text(task.tool, asked):

@@ -57,8 +57,8 @@ from threadpoolctl import threadpool_limits
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic
-from vocero.inference.cpu.intent_lines import ACTS, OUT_OF_SCOPE
-from vocero.inference.cpu.intent_material import MAX_TEMPLATE_LINES, material, normalise
+from vocero.inference.dialogue.intent_lines import ACTS, OUT_OF_SCOPE
+from vocero.inference.dialogue.intent_material import MAX_TEMPLATE_LINES, material, normalise
 
 __all__ = [
     "ACTS",

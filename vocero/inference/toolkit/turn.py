@@ -27,11 +27,12 @@ import structlog
 
 from vocero.contracts.errors import CapacityError, ErrorCode
 from vocero.contracts.ports import TurnVerdict
-from vocero.inference.cpu import mel, threads
-from vocero.inference.cpu.audio import Float32, pcm16_to_float, resample
-from vocero.inference.cpu.settings import ModelNotFoundError, QueueSettings
-from vocero.inference.cpu.shell import RunnerShell
-from vocero.inference.cpu.turn_words import WordsEngine
+from vocero.inference import threads
+from vocero.inference.toolkit import mel
+from vocero.inference.toolkit.audio import Float32, pcm16_to_float, resample
+from vocero.inference.toolkit.settings import ModelNotFoundError, QueueSettings
+from vocero.inference.toolkit.shell import RunnerShell
+from vocero.inference.toolkit.turn_words import WordsEngine
 from vocero.inference.turn import reading
 
 log = structlog.get_logger(__name__)

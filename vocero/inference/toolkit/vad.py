@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from vocero.contracts.ports import VadEvent
-from vocero.inference.cpu import threads
-from vocero.inference.cpu.audio import Float32, pcm16_to_float
+from vocero.inference import threads
+from vocero.inference.toolkit.audio import Float32, pcm16_to_float
 
 SAMPLE_RATE = 16_000
 WINDOW = 512

@@ -17,7 +17,7 @@ from typing import Protocol
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.en import LEXICON
-from vocero.inference.cpu import cues, intents, router, schema, small_talk
+from vocero.inference.dialogue import cues, intents, router, schema, small_talk
 
 TOOL_CONFIDENCE = 0.5
 """The intent model's probability at which it opens a task the rules did not recognise."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import structlog
 
-from vocero.inference.cpu import threads
+from vocero.inference import threads
 
 log = structlog.get_logger(__name__)
 
