@@ -91,7 +91,11 @@ def readback(
     text = f"To confirm: {phrase}. {QUESTION}"
     if keypad:  # after the question: a "yes" cutting it off still binds once values were heard
         text = f"{text} {KEYPAD_HINT}"
-    return Readback(text=text, parts=tuple(p for p in speak.parts if p))
+    said = [p for p in speak.parts if p]
+    # In the order they are said: a generic read-back's details are not in the order they were
+    # spoken into words (the reason before an enum's setting), and delivery looks for them so.
+    said.sort(key=lambda p: text.find(p) if p in text else len(text))
+    return Readback(text=text, parts=tuple(said))
 
 
 class _Speaker:
