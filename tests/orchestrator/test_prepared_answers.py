@@ -175,3 +175,19 @@ async def test_drafts_and_merges_are_exported_as_prometheus_counters() -> None:
     assert drafts.labels(outcome="used", reason="")._value.get() == 1
     assert metrics.draft_llm_calls_total._value.get() == 2
     assert b"vocero_drafts_total" in metrics.render()[0]
+
+
+async def test_a_draft_the_model_refused_is_dropped_and_the_turn_asks_the_model_itself() -> None:
+    runners, _, llm, _ = fake_runners(stt=["what are your opening hours"], rules=RULES)
+    async with running(runners) as h:
+        llm.busy = True  # the draft's call is refused (capacity)
+        await push(h, tone_frames(600) + silence_frames(200))
+        assert llm.calls == 1
+        llm.busy = False
+        await push(h, silence_frames(220))
+        done = await h.until_frame("ResponseCompleted")
+        assert done.status == "completed" and done.heard_text == ANSWER
+        assert llm.calls == 2, "the committed turn asked the model again"
+        drafts = h.session.drafts
+        assert drafts is not None and drafts.counts.dropped_by == {"failed": 1}
+        assert not h.received.of("Error"), "a failed draft is nobody's error"

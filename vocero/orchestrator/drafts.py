@@ -291,7 +291,8 @@ class Drafts:
                     core.metrics.count("draft_llm_calls")
                     planner = self._planner(draft)
                     first: PlannedUnit | None = None
-                    with core.clock.fail_after(core.timeouts.llm_s):
+                    # As the responder's: each output must come within llm_s of the last.
+                    with core.clock.deadline(core.timeouts.llm_s) as deadline:
                         async for output in core.runners.llm.generate(draft.request):
                             if not draft.outputs.add(output):
                                 raise DraftIncomplete("too_long")
@@ -301,6 +302,7 @@ class Drafts:
                                     tg.start_soon(self._synthesize, draft, first)
                             if isinstance(output, ToolIntent):
                                 break  # the decision: nothing runs before the commit
+                            deadline.extend()
                     if first is None:  # the answer's one sentence ended with the stream
                         unit = next((u for u in planner.flush() if u.speakable), None)
                         if unit is not None:
