@@ -141,6 +141,112 @@ def test_only_the_words_of_a_bare_yes_can_ever_confirm(line: str) -> None:
         assert not any(c.isdigit() for c in line)
 
 
+# --------------------------------------------------- a yes that restates the pending action
+
+ACTION = "rooms.reserve"
+"""A pending action with generic names: a yes may restate its own verb and object."""
+RESTATING_YES = {
+    "yes and the verb": ["Yes, reserve it.", "yeah reserve that", "yes, reserve it please"],
+    "go ahead and the verb": ["Go ahead and reserve it.", "yes, go ahead and reserve it for me",
+                              "ok, reserve"],
+    "yes, the verb and the object": ["yes, reserve the room", "Yep, reserve the rooms, thanks"],
+    "another form of the verb": ["yes, go ahead with the reserving", "yes, reserved"],
+    "the verb first": ["reserve it, yes", "Reserve the room. Yes please."],
+}  # fmt: skip
+NOT_RESTATING = {
+    "the verb without a yes": ["reserve it", "Reserve the room.", "go on, reserve it"],
+    "another action's verb": ["yes, cancel it", "yes, move the room", "yes, book it"],
+    "a value beside the verb": ["yes, reserve it for Friday", "yes reserve it at 11",
+                                "yes, reserve two rooms", "yes, reserve it tomorrow morning"],
+    "a name or a thing beside the verb": ["yes, reserve it for Priya",
+                                          "yes, reserve the Kestrel room",
+                                          "yes, reserve the big one"],
+    "a refusal beside the verb": ["yes, don't reserve it", "no, reserve it", "yes no reserve it",
+                                  "yes, never reserve it", "yes, reserve nothing"],
+    "a question": ["yes, reserve it?", "reserve it, yes?", "yes, which room?"],
+    "a hedge": ["yes, maybe reserve it", "I guess, reserve it", "yes, reserve it I think"],
+}  # fmt: skip
+RESTATING = [(f, line) for f, lines in RESTATING_YES.items() for line in lines]
+NOT = [(f, line) for f, lines in NOT_RESTATING.items() for line in lines]
+
+
+@pytest.mark.parametrize(("family", "line"), RESTATING, ids=[f"{f}: {t!r}" for f, t in RESTATING])
+def test_a_yes_restating_the_pending_actions_own_words_is_consent(family: str, line: str) -> None:
+    assert consent.explicit_yes(line, ACTION)
+    assert consent.classify(line, ACTION) == "confirm"
+    assert consent.bound("confirm", line, action=ACTION) == "confirm"
+    assert consent.bound("uncertain", line, action=ACTION) == "uncertain", "never adds a yes"
+    # Without the pending action to restate, the line is not a bare yes.
+    assert consent.classify(line) != "confirm"
+    assert consent.bound("confirm", line) != "confirm"
+
+
+@pytest.mark.parametrize(("family", "line"), NOT, ids=[f"{f}: {t!r}" for f, t in NOT])
+def test_restating_is_consent_only_with_a_yes_and_nothing_more(family: str, line: str) -> None:
+    assert not consent.explicit_yes(line, ACTION)
+    assert consent.classify(line, ACTION) != "confirm"
+    assert consent.bound("confirm", line, action=ACTION) != "confirm"
+
+
+@pytest.mark.parametrize(("line", "taken"), [
+    ("yes, reserve it for Friday", "new_request"), ("yes reserve it at 11", "new_request"),
+    ("yes, reserve it for Priya", "uncertain"), ("yes, don't reserve it", "uncertain"),
+])  # fmt: skip
+def test_a_restating_yes_with_more_is_a_correction_or_asked_again(line: str, taken: str) -> None:
+    assert consent.bound("confirm", line, action=ACTION) == taken
+
+
+def test_the_words_of_an_action_are_its_tool_names_words_and_their_stems() -> None:
+    assert {"room", "rooms", "reserve"} <= consent.action_words("rooms.reserve")
+    assert {"call", "me", "nurse"} <= consent.action_words("nurse.call_me")
+    for line in ("yes, call me", "yeah, call me please", "yes please call me"):
+        assert consent.classify(line, "nurse.call_me") == "confirm", line
+    for line in ("yes, call me at 5", "yes, call my wife", "yes, call me tomorrow"):
+        assert consent.classify(line, "nurse.call_me") != "confirm", line
+    assert consent.classify("yes, cancel it", "tickets.cancel") == "confirm"
+    assert consent.classify("yes, cancel the tickets", "tickets.cancel") == "confirm"
+    assert consent.classify("yes, cancelling it", "tickets.cancel") == "confirm"
+
+
+@settings(max_examples=300, deadline=None)
+@given(non_assent(), st.sampled_from([ACTION, "tickets.cancel", "nurse.call_me", "x"]))
+def test_generated_non_assent_lines_never_confirm_whatever_the_pending_action(
+    line: str, action: str
+) -> None:
+    """The outsider word of a generated line is no yes word; when it is not an action word or a
+    pointing word either, no pending action makes the line a yes."""
+    words = set(words_of(line))
+    own = consent.action_words(action) | {"it", "that", "this", "them", "the", "a", "an", "my",
+                                          "me", "for", "with", "and", "now", "then", "just",
+                                          "go", "ahead"}  # fmt: skip
+    if words <= consent.VOCABULARY | own and not consent.names_value(line):
+        return  # every word is a yes, politeness, pointing or the action's: not a non-assent
+    assert consent.classify(line, action) != "confirm"
+    assert consent.bound("confirm", line, action=action) != "confirm"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(RESTATING_YES["yes and the verb"] + RESTATING_YES["go ahead and the verb"]),
+       st.sampled_from([", ", " ", " and "]),
+       st.sampled_from([*VALUES, "for Priya", "not that", "the other one", "instead?"]))
+def test_generated_restating_yes_lines_that_go_on_never_confirm(
+    line: str, separator: str, more: str
+) -> None:
+    said = f"{line.rstrip('.')}{separator}{more}"
+    assert consent.classify(said, ACTION) != "confirm"
+    assert consent.bound("confirm", said, action=ACTION) != "confirm"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=40))
+def test_only_yes_pointing_and_action_words_can_ever_confirm_a_pending_action(line: str) -> None:
+    if consent.bound("confirm", line, action=ACTION) == "confirm":
+        words = words_of(line.lower().replace("\u2019", "'"))
+        assert words and not consent.names_value(line)
+        assert any(w in consent.VOCABULARY for w in words)
+        assert not any(c.isdigit() for c in line) and "?" not in line
+
+
 # ------------------------------------------------------------- every runner, scripted to say yes
 
 

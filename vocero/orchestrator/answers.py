@@ -54,7 +54,9 @@ class Answers:
                     label = output.intent
                     break
         said = core.history[-1].content if core.history and core.history[-1].role == "user" else ""
-        return consent.bound(label, said, for_locale(core.ctx.effective.locale))
+        question = core.coordinator.active_question() if core.coordinator is not None else None
+        action = question.tool if question is not None else ""  # "Yes, book it." restates it
+        return consent.bound(label, said, for_locale(core.ctx.effective.locale), action)
 
     async def spoken(
         self, turn: TurnRef, question: ToolPlan, intent: Intent, committed_at: float

@@ -19,6 +19,12 @@ A wrong "confirm" runs an action the caller did not want, so consent is structur
   asked about, never guessed.
 * :func:`names_value` says whether a line carries a value: a digit, a number word, a calendar or
   clock word of the English lexicon or the session's (:mod:`vocero.contracts.lexicon`).
+* A yes that restates the pending action ("Yes, book it.", "yeah, go ahead and move it", "yes,
+  cancel the reservation") is still a bare yes when ``action`` (the pending tool's name) is
+  given: the rest of the line is only that name's own words (its verb and its object, as the
+  profile names them) and a few words that point back at it ("it", "that", "the", "for me"),
+  and no value is named. A word of refusal, a question, a name or a value is never part of it,
+  and without a pending action nothing but yes words and politeness confirms.
 
 The words of a yes are English, with the common Hindi and Telugu ones (native script and
 romanised) so that a caller of those languages can still consent by voice; the button and a
@@ -68,6 +74,9 @@ _YES = re.compile(
     + "|".join(re.escape(p) for p in sorted(_YES_PHRASES, key=len, reverse=True))
     + r")(?!\S)"
 )
+_RESTATING = word_set("it that this them the a an my me for with and now then just go ahead")
+"""Words that point back at the pending action ("go ahead and book it for me"): a yes that
+restates the action may carry them, and nothing that names a value."""
 _LONE_YES = re.compile(r"^(yes|yeah|yep)\?$", re.IGNORECASE)
 """Whisper writes a short "Yes" said with a rising voice as "Yes?": a lone yes is a yes."""
 
@@ -101,9 +110,10 @@ _NEGATIVE = re.compile(
 Hindi "nahin"/"mat" and Telugu "vaddu"/"ledu", romanised and in their scripts)."""
 
 
-def explicit_yes(answer: str) -> bool:
+def explicit_yes(answer: str, action: str = "") -> bool:
     """Whether the line is a bare yes: only yes phrases and politeness, at least one yes, no
-    question (but a lone "Yes?")."""
+    question (but a lone "Yes?"). With ``action``, the pending tool's name, a yes may also
+    restate it: its own words and words that point back at it, no value, no other word."""
     text = _LONE_YES.sub(r"\1", answer.strip().strip(" .!,"))
     if not text or "?" in text:
         return False
@@ -111,19 +121,49 @@ def explicit_yes(answer: str) -> bool:
     rest = _YES.sub(" ", spoken)
     if rest == spoken:
         return False  # no yes phrase at all
-    return all(word in _POLITE for word in rest.split())
+    if all(word in _POLITE for word in rest.split()):
+        return True
+    return bool(action) and _restates(rest.split(), action) and not names_value(text)
 
 
-def classify(answer: str) -> Intent | None:
+def action_words(action: str) -> frozenset[str]:
+    """The words a caller may restate a pending action with: its tool name's words
+    (``rooms.reserve`` -> "room", "reserve"), each also as its stem."""
+    words = [w for w in re.split(r"[^a-z]+", action.lower()) if len(w) > 1]
+    return frozenset(stem for w in words for stem in (w, _stem(w)))
+
+
+def _restates(rest: list[str], action: str) -> bool:
+    """Whether the words left beside the yes only restate the action: at least one of its own
+    words, and none but those, pointing words and politeness."""
+    own = action_words(action)
+    said = [w for w in rest if w not in _POLITE and w not in _RESTATING]
+    return bool(said) and all(w in own or _stem(w) in own for w in said)
+
+
+def _stem(word: str) -> str:
+    """ "booking", "booked", "books", "rooms" -> "book", "room": enough to hear a tool name's word
+    in another form ("cancelling", "moved" -> "cancel", "mov")."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == word[-2]:
+        word = word[:-1]  # "cancell", "stopp"
+    return word.removesuffix("e") if len(word) > 3 else word
+
+
+def classify(answer: str, action: str = "") -> Intent | None:
     """The label the rule is sure of, or ``None`` when a model may try (and :func:`bound` still
-    has the last word on a ``confirm``)."""
+    has the last word on a ``confirm``); ``action`` is the pending tool's name, which a yes may
+    restate (:func:`explicit_yes`)."""
     text = answer.strip().strip(" .!,")
     if not text:
         return "uncertain"
     text = _LONE_YES.sub(r"\1", text)
     if _ONLY_NO.match(text):
         return "reject"
-    if explicit_yes(text):
+    if explicit_yes(text, action):
         return "confirm"
     if _HEDGE.search(text):
         return "uncertain"
@@ -148,11 +188,12 @@ def names_value(answer: str, lexicon: Lexicon | None = None) -> bool:
     return False
 
 
-def bound(label: str, answer: str, lexicon: Lexicon | None = None) -> Label:
+def bound(label: str, answer: str, lexicon: Lexicon | None = None, action: str = "") -> Label:
     """What a model's (or a script's) label for ``answer`` may be taken as: ``confirm`` only
-    when :func:`explicit_yes` also reads it so; otherwise a line that names a value is a
-    correction (``new_request``) and any other is ``uncertain``."""
-    if label == "confirm" and explicit_yes(answer):
+    when :func:`explicit_yes` also reads it so (a yes restating ``action``, the pending tool's
+    name, included); otherwise a line that names a value is a correction (``new_request``) and
+    any other is ``uncertain``. The rule never adds a yes a label did not say."""
+    if label == "confirm" and explicit_yes(answer, action):
         return "confirm"
     if label in ("confirm", "uncertain"):
         return "new_request" if names_value(answer, lexicon) else "uncertain"
@@ -188,4 +229,13 @@ def _value_words(lexicon: Lexicon) -> tuple[frozenset[str], tuple[str, ...]]:
     return single, phrases
 
 
-__all__ = ["VOCABULARY", "Intent", "Label", "bound", "classify", "explicit_yes", "names_value"]
+__all__ = [
+    "VOCABULARY",
+    "Intent",
+    "Label",
+    "action_words",
+    "bound",
+    "classify",
+    "explicit_yes",
+    "names_value",
+]

@@ -161,7 +161,8 @@ class RemoteLlm:
 
     async def _classify(self, request: LlmRequest) -> IntentClassified:
         answer = replies.last_user_text(request)
-        intent = consent.classify(answer)
+        action = request.pending.name if request.pending is not None else ""
+        intent = consent.classify(answer, action)  # "Yes, book it." restates what waits
         if intent is not None:
             return IntentClassified(intent=intent)
         messages = [
@@ -171,7 +172,7 @@ class RemoteLlm:
             messages, schema.choice_schema("intent", [*_LABELS]), max_tokens=16
         )
         label = value.get("intent")
-        return IntentClassified(intent=consent.bound(str(label), answer))
+        return IntentClassified(intent=consent.bound(str(label), answer, action=action))
 
 
 _PROBE_TOOL = {

@@ -89,13 +89,17 @@ class LlmBase(RunnerShell):
 
     async def _classify(self, request: LlmRequest) -> IntentClassified:
         answer = replies.last_user_text(request)
+        action = request.pending.name if request.pending is not None else ""
+        if consent.explicit_yes(answer, action):
+            # "Yes, book it.": a yes restating the pending action asks for nothing else.
+            return IntentClassified(intent="confirm")
         if self._asks_something(request, answer):
             return IntentClassified(intent="new_request")
-        intent = consent.classify(answer)
+        intent = consent.classify(answer, action)
         if intent is None:
             intent = await self._classify_with_model(answer)
         # The model never consents for the caller: its "confirm" stands only for a bare yes.
-        return IntentClassified(intent=consent.bound(intent, answer))
+        return IntentClassified(intent=consent.bound(intent, answer, action=action))
 
     async def _classify_with_model(self, answer: str) -> consent.Intent:
         messages = [

@@ -1,0 +1,92 @@
+"""Issue 42 ("Yes, book it." was asked again): during a read-back, a yes that restates the pending
+action's own verb and object is consent on the CPU dialogue runner, decided by the consent rule
+before any model; a yes that goes on with a value, a name or another action's verb is not. The
+tools are generic (no suite's names); the engine answers every question with one fixed label,
+so what comes out is the rule's, not the model's."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.ports import IntentClassified, LlmRequest, Message, ToolIntent
+from vocero.inference.toolkit.llm import RoutedLlm
+from vocero.inference.toolkit.settings import QueueSettings
+
+TODAY = dt.date(2026, 12, 2)
+SLOT = {"type": "string"}
+TOOLS = [
+    ToolDefinition(
+        name="tables.hold", description="Hold a table for the guest at a time.",
+        input_schema={"type": "object", "properties": {"when": SLOT, "party": {"type": "integer"}},
+                      "required": ["when", "party"]},
+    ),
+    ToolDefinition(
+        name="tables.drop", description="Drop one held table.",
+        input_schema={"type": "object", "properties": {"ref": {"type": "string"}},
+                      "required": ["ref"]},
+    ),
+]  # fmt: skip
+PENDING = ToolIntent(name="tables.hold", arguments={"when": "Thursday at 7 PM", "party": 4})
+READBACK = "To confirm: hold a table for 4 on Thursday at 7 PM. Shall I go ahead?"
+
+
+class OneLabelEngine:
+    """Answers every structured request with ``label``; never chats."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.asked = 0
+
+    def load(self) -> None:
+        return None
+
+    def json_object(
+        self, messages: list[dict[str, str]], shape: dict[str, Any], *, max_tokens: int = 160
+    ) -> dict[str, Any]:
+        self.asked += 1
+        return {"intent": self.label}
+
+    def chat_stream(self, messages: list[dict[str, str]], *, max_tokens: int) -> Iterator[str]:
+        raise AssertionError("classification never chats")
+
+
+def label(line: str, model_says: str = "reject") -> str:
+    llm = RoutedLlm(OneLabelEngine(model_says), QueueSettings(), today=lambda: TODAY)  # type: ignore[arg-type]
+    request = LlmRequest(
+        messages=[Message(role="system", content="You hold tables for guests."),
+                  Message(role="user", content="Hold a table for 4 on Thursday at 7 pm"),
+                  Message(role="assistant", content=READBACK),
+                  Message(role="user", content=line)],
+        tools=TOOLS, mode="classify_confirmation", pending=PENDING,
+    )  # fmt: skip
+
+    async def classify() -> str:
+        outputs = [o async for o in llm.generate(request)]
+        [found] = [o.intent for o in outputs if isinstance(o, IntentClassified)]
+        return found
+
+    return anyio.run(classify)
+
+
+@pytest.mark.parametrize("line", [
+    "Yes, hold it.", "yes, go ahead and hold it for me", "Yeah, hold the table please.",
+    "hold it, yes", "yes please, hold that",
+])  # fmt: skip
+def test_a_yes_restating_the_pending_action_confirms_whatever_the_model_says(line: str) -> None:
+    assert label(line, model_says="reject") == "confirm"
+    assert label(line, model_says="uncertain") == "confirm"
+
+
+@pytest.mark.parametrize(("line", "not_taken"), [
+    ("yes, hold it for Friday", "confirm"), ("yes hold it at 8", "confirm"),
+    ("yes, hold it for Priya", "confirm"), ("yes, drop it", "confirm"),
+    ("hold it", "confirm"), ("yes, don't hold it", "confirm"),
+])  # fmt: skip
+def test_a_yes_that_goes_on_or_another_verb_never_confirms(line: str, not_taken: str) -> None:
+    assert label(line, model_says="confirm") != not_taken
