@@ -1,15 +1,20 @@
 """Deterministic tool routing in front of a small model.
 
 SmolLM2-135M picks the right tool about 60 % of the time on its own; these rules pick it from the
-tool *names* the profile exposes. A name such as ``appointments.reschedule`` splits into a domain
-("appointment") and an action ("reschedule"); an English lexicon maps what callers say to those
-concepts ("push", "move", "rebook" → reschedule). Unknown name words match literally, so a new
-profile's tools route without code changes, only with fewer synonyms.
+tool *names* the profile exposes. A name such as ``rooms.reschedule`` splits into a domain
+("room") and an action ("reschedule"); an English lexicon of actions maps what callers say to
+those concepts ("push", "move", "rebook" → reschedule). Name words match literally, so a new
+profile's tools route without code changes. The lexicon knows actions only, never a domain's
+nouns: what else a tool's things are called comes from the profile, the nouns of the tool's
+description and their everyday synonyms (:data:`~.intent_lines.NOUN_SYNONYMS`); an action the
+name does not say ("schedule.mine") is the description's leading verb ("List ...").
 
 Ranking is lexicographic: first how many of the tool's concepts the caller said, then whether the
 tool's required arguments can be filled from the utterance (see :mod:`.slots`). A tool is a
 candidate only when its domain was said, or its action together with at least one of its
-arguments: a verb alone ("change my password") is not enough, so chit-chat routes to no tool.
+arguments: a verb alone ("change my password") is not enough, so chit-chat routes to no tool;
+nor is its action with one of its description's nouns ("what visits do I have" for a tool that
+lists "the caller's booked visits").
 """
 
 from __future__ import annotations
@@ -24,11 +29,11 @@ from vocero.contracts import values
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.values.numbers import NUMBER_RUN, number_run
 from vocero.inference.dialogue import schema
+from vocero.inference.dialogue.intent_lines import NOUN_SYNONYMS
 
-# concept -> phrases that say it (lower case, matched on word boundaries)
+# action concept -> phrases that say it (lower case, matched on word boundaries); actions only,
+# never a domain's nouns (those come from the profile's tools)
 LEXICON: dict[str, tuple[str, ...]] = {
-    "order": ("order", "orders", "package", "parcel", "purchase", "shipment"),
-    "appointment": ("appointment", "appointments", "booking", "schedule", "calendar", "booked"),
     "followup": (
         "follow up", "follow-up", "followup", "call me", "call back", "callback", "call-back",
         "remind me", "get back to me", "text me", "email me", "reach out", "contact me",
@@ -38,7 +43,7 @@ LEXICON: dict[str, tuple[str, ...]] = {
         "status", "where is", "where's", "track", "tracking", "shipped", "arrive", "arriving",
         "delivered", "on its way", "update on", "check on", "find", "look up", "lookup",
     ),
-    "list": ("list", "show me", "upcoming", "what's on", "do i have", "next appointment"),
+    "list": ("list", "show me", "upcoming", "coming up", "what's on", "do i have"),
     "reschedule": (
         "reschedule", "move", "change", "push", "rebook", "shift", "postpone", "instead",
     ),
@@ -104,9 +109,32 @@ def tool_concepts(tool: ToolDefinition) -> list[str]:
         return [_stem(w) for w in words]
     domain = [_stem(w) for part in parts[:-1] for w in re.split(r"[_\-\s]+", part) if w]
     phrase = " ".join(w for w in re.split(r"[_\-\s]+", parts[-1]) if w)
-    known = next((c for c, phrases in LEXICON.items() if phrase in phrases or phrase == c), None)
+    known = _known_action(phrase) or _described_action(tool.description)
     action = known or _stem(phrase.replace(" ", "_"))
     return [*domain, action]
+
+
+def _known_action(phrase: str) -> str | None:
+    return next((c for c, phrases in LEXICON.items() if phrase in phrases or phrase == c), None)
+
+
+def _described_action(description: str) -> str | None:
+    """The action of a description that leads with a verb the lexicon knows ("List the caller's
+    visits" -> "list"), for a name whose action word it does not know (``schedule.mine``)."""
+    first = _normalise(description).split()[:1]
+    return _known_action(first[0]) if first else None
+
+
+def described_nouns(tool: ToolDefinition) -> frozenset[str]:
+    """What the tool's things are called, from the profile: the nouns of its description that
+    everyday English has other words for, with those words ("the caller's booked visits" ->
+    visit and what else a visit is called), stemmed as a caller's words are."""
+    words = {_stem(w) for w in _normalise(tool.description).split()}
+    out: set[str] = set()
+    for noun, synonyms in NOUN_SYNONYMS.items():
+        if noun in words:
+            out.update(_stem(s.replace(" ", "")) for s in synonyms)
+    return frozenset(out)
 
 
 def _concepts_said(utterance: str) -> dict[str, float]:
@@ -141,7 +169,15 @@ def _score(
     fit = 0.5 * len(required & arguments.keys()) - 1.0 * len(missing) - 0.25 * len(model_fill)
     domain, action = concepts[:-1] or concepts, concepts[-1]
     domain_said = any(said.get(c, 0.0) >= 1.0 for c in domain)
-    candidate = domain_said or (said.get(action, 0.0) >= 1.0 and bool(arguments))
+    action_said = said.get(action, 0.0) >= 1.0
+    # "what visits do I have" for a tool that lists "the caller's booked visits"
+    described = (
+        not domain_said
+        and action_said
+        and any(said.get(n, 0.0) >= 1.0 for n in described_nouns(tool) - {action})
+    )
+    strength += 1.0 if described else 0.0
+    candidate = domain_said or described or (action_said and bool(arguments))
     return _Scored(tool, strength, fit, arguments, tuple(missing), tuple(model_fill), candidate)
 
 
