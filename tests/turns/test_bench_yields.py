@@ -78,3 +78,16 @@ def test_an_answer_to_the_first_half_still_playing_after_the_last_word_is_not_wh
 def test_no_answer_after_the_last_word_is_not_whole() -> None:
     outcome = lived("p1", SENTENCE, caller(300.0), Heard())
     assert not outcome.whole
+
+
+def test_an_answer_to_the_half_stopped_after_the_last_word_is_heard_before_a_yield() -> None:
+    """Late on a loaded machine: the answer to the first part begins after the last word, the
+    caller's continuation stops it, and the joined request is answered: that is the final."""
+    heard = Heard()
+    answer(heard, 10.3, "g1", "t1", "I need to change my booking.", 0.6, "interrupted")
+    assert heard.final(10.0) is None and not heard.settled(10.0)
+    answer(heard, 11.5, "g2", "t2", "I need to change my booking to the later slot on Thursday",
+           2.0, "completed")
+    assert heard.settled(10.0)
+    outcome = lived("p1", SENTENCE, caller(-1000.0), heard)
+    assert outcome.whole and round(outcome.heard_before_yield_ms) == 600

@@ -1,12 +1,13 @@
 """What a paused caller lives through, in ``vocero bench ttfs`` (issue 45 item 5; ADR-0038).
 
 A paused clip is spoken *whole* (both parts, then the open line) and the session's answers are
-played as they come, until the first audio of an answer begun after the caller's last word (or
-:data:`~vocero.bench.halves.ANSWER_TIMEOUT_S` after it). Then, per clip:
+played as they come, until the *final answer* completes: the last answer whose audio began after
+the caller's last word and that was not stopped (or until
+:data:`~vocero.bench.halves.ANSWER_TIMEOUT_S` after the last word). Then, per clip:
 
-* **whole request answered**: the turn that got the final answer (the last answer whose audio
-  began after the caller's last word) holds their words: at least half the words of each part
-  of the sentence (the parts around its pause) are in that turn's final transcript;
+* **whole request answered**: the turn of the final answer holds the caller's words: at least
+  half the words of each part of the sentence (the parts around its pause) are in that turn's
+  final transcript;
 * **agent audio heard before a yield**: for a caller cut off (committed before their last
   word), the audio of every answer that was stopped before the final one, all of it heard (the
   bench plays what it is sent at once): what the caller heard of an answer to half their
@@ -68,9 +69,18 @@ class Heard:
             self.answers[payload.generation_id].status = payload.status
 
     def final(self, after: float) -> Answer | None:
-        """The last answer whose audio began after ``after`` (the caller's last word)."""
-        late = [a for a in self.answers.values() if a.first_audio_at and a.first_audio_at >= after]
+        """The last answer whose audio began after ``after`` (the caller's last word) and that
+        was not stopped."""
+        late = [
+            a for a in self.answers.values()
+            if a.first_audio_at and a.first_audio_at >= after and a.status != "interrupted"
+        ]
         return late[-1] if late else None
+
+    def settled(self, after: float) -> bool:
+        """The final answer has completed: nothing the caller says after the clip is left."""
+        final = self.final(after)
+        return final is not None and final.status == "completed"
 
 
 @dataclass
@@ -111,7 +121,7 @@ async def speak_paused(
     session: Session, out: OutputChannel, clip: Clip, clock: CommitClock
 ) -> tuple[PausedTurn, Lived]:
     """Speak a paused clip whole in real time, playing every answer, until an answer begun
-    after the caller's last word is heard (or the time allowed runs out)."""
+    after the caller's last word completes unstopped (or the time allowed runs out)."""
     audio = clip.pcm16()
     silence = b"\x00\x00" * (FRAME // 2)
     started = time.perf_counter()
@@ -127,7 +137,7 @@ async def speak_paused(
             if isinstance(frame.payload, ev.AudioOut):
                 generation_id = frame.payload.generation_id
                 session.on_playout(generation_id, int(out.playout_of(generation_id).sent_ms))
-        if heard.final(last_word_at) is not None:
+        if heard.settled(last_word_at):
             break
     commit = clock.committed_at
     outcome = PausedTurn(
