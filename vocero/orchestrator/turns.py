@@ -48,7 +48,9 @@ class Turns:
         self.answers = answers
         self.responder = responder
         self.asking = asking
-        self._lock = anyio.Lock()
+        self._lock = anyio.Lock(fast_acquire=True)
+        """One turn at a time. Taken without a checkpoint when free: a typed turn goes on to the
+        model in the same step, not behind every task that became ready meanwhile."""
         self.resuming = Resuming(core, responder)
         self.drafts: Drafts | None = None
         self.merge: TurnMerge | None = None
