@@ -63,3 +63,20 @@ def test_the_names_own_domain_still_routes_without_its_description() -> None:
     bare = [tool("desk.mine", ""), tool("desk.drop", "", ref={"type": "string"})]
     assert routed("what's on my desk", bare) == "desk.mine"
     assert routed("what bookings do I have", bare) is None  # nothing says what the desk holds
+
+
+def test_a_free_text_field_defined_by_a_state_is_the_thing_the_caller_says_is_in_it() -> None:
+    fault = tool(
+        "faults.log", "Log a fault at the tenant's flat: part is what is broken.",
+        part={"type": "string"}, flat={"type": "string", "pattern": "^F[0-9]{3}$"},
+    )  # fmt: skip
+    arguments, missing, model_fill = router.fill_arguments(
+        fault, "My kitchen tap has been broken since Monday, flat F204.", TODAY
+    )
+    assert arguments == {"part": "kitchen tap", "flat": "F204"}
+    assert (missing, model_fill) == ([], [])
+    for line in ("The boiler is not broken, flat F204.", "It is broken, flat F204.",
+                 "My kitchen tap is dripping, flat F204."):  # fmt: skip
+        assert "part" not in router.fill_arguments(fault, line, TODAY)[0], line
+    plain = tool("faults.log", "Log a fault.", part={"type": "string"})
+    assert router.fill_arguments(plain, "My kitchen tap is broken", TODAY)[0] == {}

@@ -220,12 +220,39 @@ def fill_arguments(
             value = _extract(kind, name, prop, utterance, today, now=now)
         if value is None and kind == "reason" and not tool.builtin:
             value = values.requested_thing(utterance)  # "book a blood pressure check with ..."
+        if value is None and kind == "text":
+            value = state_thing(tool.description, name, utterance)  # "my power has been out"
         if value is not None:
             arguments[name] = value
     for name in properties:
         if name not in arguments and name in required:
             (model_fill if kinds[name] == "text" else missing).append(name)
     return {n: arguments[n] for n in properties if n in arguments}, missing, model_fill
+
+
+_STATE_VERB = r"(?:is|are|was|were|has been|have been|had been|went|keeps? going)"
+
+
+def state_thing(description: str, name: str, utterance: str) -> str | None:
+    """A free-text field the tool's description defines by a state ("item is what is out",
+    "part: what is broken") is the thing the caller says is in that state: "My power has been
+    out since seven" -> "power", "the kitchen tap is broken" -> "kitchen tap"; ``None`` when the
+    description defines no such state or the caller names nothing in it."""
+    label = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[_\-\s]+", name) if w)
+    defined = re.search(
+        rf"\b{label}\s*(?:is|means|:|=)\s*what(?:ever)?\s+{_STATE_VERB}\s+([a-z]+)\b",
+        description,
+        re.IGNORECASE,
+    )
+    if defined is None:
+        return None
+    state = re.escape(defined.group(1))
+    said = re.search(
+        rf"\b(?:my|the|our|a|an)\s+((?:[a-z]+\s+)?[a-z]+?)\s+{_STATE_VERB}\s+(?:(?!not\b|never\b)\w+\s+)?{state}\b",
+        utterance,
+        re.IGNORECASE,
+    )
+    return said.group(1).lower() if said else None
 
 
 _DATETIME_SAMPLE, _DATE_SAMPLE, _TIME_SAMPLE = "2026-01-31T09:30:00+01:00", "2026-01-31", "09:30"
