@@ -28,6 +28,7 @@ import asyncio
 import json
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -264,7 +265,8 @@ async def run_peer(python: str, script: Path, turns: int, interruptions: int) ->
     out = Path(tempfile.mkdtemp(prefix="vocero-bench-peer-")) / "pipecat.json"
     command = [python, str(script), "--no-rtvi", "--turns", str(turns), "--interruptions",
                str(interruptions), "--json", str(out)]  # fmt: skip
-    await anyio.run_process(command, stdout=None, stderr=None, check=True)
+    # Its summary is read from its --json file; standard output carries this bench's JSON only.
+    await anyio.run_process(command, stdout=subprocess.DEVNULL, stderr=None, check=True)
     report: dict[str, Any] = json.loads(out.read_text())
     return report
 
