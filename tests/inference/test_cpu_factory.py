@@ -5,9 +5,10 @@ import pytest
 from vocero.contracts.errors import VoceroError
 from vocero.inference.cpu import CpuSettings, build_cpu_runners
 from vocero.inference.cpu.settings import stt_model_path
-from vocero.inference.cpu.stt import SpeechToText
-from vocero.inference.cpu.tts import PiperEngine, TextToSpeech
+from vocero.inference.cpu.tts import PiperEngine
 from vocero.inference.toolkit.settings import ModelNotFoundError, QueueSettings
+from vocero.inference.toolkit.stt import SpeechToText
+from vocero.inference.toolkit.tts import TextToSpeech
 
 
 def test_model_paths_come_from_the_environment() -> None:

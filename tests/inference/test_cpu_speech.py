@@ -19,12 +19,14 @@ from tests.support.heard import LONG, MS_PER_CHAR, RULES, heard_after, played_sh
 from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
 from vocero.contracts.errors import CapacityError, ErrorCode, VoceroError
 from vocero.contracts.ports import LlmRequest, Message, SpokenThrough, ToolIntent
-from vocero.inference.cpu.stt import SpeechToText, WhisperEngine
-from vocero.inference.cpu.tts import CHUNK_MS, PiperEngine, TextToSpeech, sentence_spans
+from vocero.inference.cpu.stt import WhisperEngine
+from vocero.inference.cpu.tts import PiperEngine
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.toolkit.audio import pcm16_to_float
 from vocero.inference.toolkit.llm import RoutedLlm
 from vocero.inference.toolkit.settings import QueueSettings
+from vocero.inference.toolkit.stt import SpeechToText
+from vocero.inference.toolkit.tts import CHUNK_MS, TextToSpeech, sentence_spans
 from vocero.inference.toolkit.vad import SileroVad, VadSettings
 
 pytestmark = [pytest.mark.model, pytest.mark.anyio]
@@ -361,7 +363,7 @@ async def test_heard_text_on_piper_stays_within_what_was_played(
 def test_a_long_first_sentence_is_rendered_as_a_lead_phrase_then_the_rest() -> None:
     """Piper's first audio waits for the whole sentence it renders: a long first sentence goes
     as a short phrase cut where a speaker pauses, and every word is still said once, in order."""
-    from vocero.inference.cpu.tts import lead_phrase, sentence_spans
+    from vocero.inference.toolkit.tts import lead_phrase, sentence_spans
 
     claim = "Standard delivery takes 3 to 5 business days after your order ships. It is free."
     spans = sentence_spans(claim, lead=True)

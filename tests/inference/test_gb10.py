@@ -20,13 +20,13 @@ from vocero.contracts.domain import DEFAULT_VOICE, ToolDefinition, VoiceRef
 from vocero.contracts.errors import ConfigError, ErrorCode, VoceroError
 from vocero.contracts.ports import LlmRequest, Message, TextChunk, ToolIntent
 from vocero.inference import threads
-from vocero.inference.cpu.stt import SpeechToText
 from vocero.inference.gb10 import Gb10Settings, build_gb10_runners
 from vocero.inference.gb10.llm import Llama31Llm, llama31_prompt, parse_call, reply_or_call_grammar
 from vocero.inference.gb10.stt import ParakeetEngine
 from vocero.inference.gb10.tts import QwenTtsEngine, decode_wav
 from vocero.inference.toolkit.llama import LlamaEngine
 from vocero.inference.toolkit.settings import QueueSettings
+from vocero.inference.toolkit.stt import SpeechToText
 
 TODAY = dt.date(2026, 3, 2)
 

@@ -28,12 +28,12 @@ from tests.inference.tiny_models import (
 from vocero.contracts.domain import DEFAULT_VOICE, VoiceRef
 from vocero.contracts.ports import SpokenThrough
 from vocero.inference import threads
-from vocero.inference.cpu.stt import SpeechToText
-from vocero.inference.cpu.tts import TextToSpeech, sentence_spans
 from vocero.inference.gb10 import Gb10Settings, build_gb10_runners
 from vocero.inference.gb10.stt import ParakeetEngine
 from vocero.inference.gb10.tts import SAMPLE_RATE, QwenTtsEngine
 from vocero.inference.toolkit.settings import QueueSettings
+from vocero.inference.toolkit.stt import SpeechToText
+from vocero.inference.toolkit.tts import TextToSpeech, sentence_spans
 
 pytestmark = [
     pytest.mark.gb10,

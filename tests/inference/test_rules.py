@@ -12,8 +12,8 @@ from tests.inference import corpus
 from vocero.contracts import values
 from vocero.contracts.lexicon import consent as confirmation
 from vocero.contracts.ports import LlmOutput, LlmRequest, Message, TextChunk, ToolIntent
-from vocero.inference.cpu.tts import sentences
 from vocero.inference.dialogue import replies, router, schema
+from vocero.inference.toolkit.tts import sentences
 
 MONDAY = dt.date(2026, 3, 2)
 

@@ -31,9 +31,10 @@ from vocero.app import runtime as runtime_module
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
 from vocero.contracts.ports import Tts
-from vocero.inference.cpu.tts import PiperEngine, TextToSpeech
+from vocero.inference.cpu.tts import PiperEngine
 from vocero.inference.gb10.tts import QwenTtsEngine
 from vocero.inference.toolkit.settings import QueueSettings
+from vocero.inference.toolkit.tts import TextToSpeech
 
 OPERATORS = [
     {"token": "owner-token", "name": "olga", "roles": ["business_owner"]},

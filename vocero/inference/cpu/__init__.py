@@ -18,11 +18,13 @@ from vocero.inference.cpu.settings import (
     tts_model_paths,
     vad_model_path,
 )
-from vocero.inference.cpu.stt import SpeechToText, WhisperEngine
-from vocero.inference.cpu.tts import PiperEngine, TextToSpeech
+from vocero.inference.cpu.stt import WhisperEngine
+from vocero.inference.cpu.tts import PiperEngine
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.toolkit.llama import LlamaEngine
 from vocero.inference.toolkit.llm import RoutedLlm
+from vocero.inference.toolkit.stt import SpeechToText
+from vocero.inference.toolkit.tts import TextToSpeech
 from vocero.inference.toolkit.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
 from vocero.inference.toolkit.turn_words import SmolWordsEngine, words_model_path
 from vocero.inference.toolkit.vad import SileroVad

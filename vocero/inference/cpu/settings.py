@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vocero.inference.toolkit.settings import ModelNotFoundError, QueueSettings
+from vocero.inference.toolkit.settings import ModelNotFoundError, QueueSettings, existing
+from vocero.inference.toolkit.vad import silero_model_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,16 +75,7 @@ def stt_model_path(settings: CpuSettings) -> str:
 
 
 def vad_model_path(settings: CpuSettings) -> str:
-    if settings.vad_model:
-        return _existing(settings.vad_model, "VOCERO_VAD_MODEL")
-    spec = importlib.util.find_spec("faster_whisper")
-    if spec is None or spec.origin is None:
-        raise ModelNotFoundError("install faster-whisper or set VOCERO_VAD_MODEL")
-    assets = Path(spec.origin).parent / "assets"
-    found = sorted(assets.glob("silero*.onnx"))
-    if not found:
-        raise ModelNotFoundError(f"no Silero VAD model under {assets}; set VOCERO_VAD_MODEL")
-    return str(found[-1])
+    return silero_model_path(settings.vad_model)
 
 
 def llm_model_path(settings: CpuSettings) -> str:
@@ -116,6 +108,4 @@ def _package(module: str, distribution: str) -> object:
 
 
 def _existing(path: str, variable: str) -> str:
-    if not Path(path).exists():
-        raise ModelNotFoundError(f"{variable}={path}: no such file or directory")
-    return path
+    return existing(path, variable)

@@ -12,9 +12,6 @@ import datetime as dt
 from collections.abc import Callable
 
 from vocero.contracts.errors import ConfigError
-from vocero.inference.cpu.settings import CpuSettings, vad_model_path
-from vocero.inference.cpu.stt import SpeechToText
-from vocero.inference.cpu.tts import TextToSpeech
 from vocero.inference.gb10.llm import Llama31Llm
 from vocero.inference.gb10.settings import Gb10Settings
 from vocero.inference.gb10.stt import ParakeetEngine
@@ -22,9 +19,11 @@ from vocero.inference.gb10.tts import QwenTtsEngine
 from vocero.inference.runner_set import RunnerSet
 from vocero.inference.toolkit.llama import LlamaEngine
 from vocero.inference.toolkit.settings import ModelNotFoundError
+from vocero.inference.toolkit.stt import SpeechToText
+from vocero.inference.toolkit.tts import TextToSpeech
 from vocero.inference.toolkit.turn import EndOfTurnJudge, SmartTurnEngine, turn_model_path
 from vocero.inference.toolkit.turn_words import SmolWordsEngine, words_model_path
-from vocero.inference.toolkit.vad import SileroVad
+from vocero.inference.toolkit.vad import SileroVad, silero_model_path
 
 __all__ = ["Gb10Settings", "build_gb10_runners"]
 
@@ -54,7 +53,7 @@ def build_gb10_runners(
     )
     return RunnerSet(
         kind="gb10",
-        vad=SileroVad(vad_model_path(CpuSettings(vad_model=settings.vad_model))),
+        vad=SileroVad(silero_model_path(settings.vad_model)),
         stt=SpeechToText(
             ParakeetEngine(settings.parakeet_model, device=settings.device), settings.stt
         ),

@@ -1,6 +1,6 @@
 """Parakeet TDT 0.6B through NeMo: one utterance per call, word timestamps from the TDT decoder.
 
-The runner shell (:class:`~vocero.inference.cpu.stt.SpeechToText`) is the CPU one: finals after
+The runner shell (:class:`~vocero.inference.toolkit.stt.SpeechToText`) is the CPU one: finals after
 the VAD's end of turn, partials by re-transcribing the buffered audio when the model is free.
 NeMo and torch are imported on load, so this module imports without the ``gb10`` extra.
 """

@@ -4,6 +4,7 @@ missing model file raises."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,3 +18,10 @@ class QueueSettings:
 
 class ModelNotFoundError(FileNotFoundError):
     """A model file is neither configured nor installed; the message says how to get it."""
+
+
+def existing(path: str, variable: str) -> str:
+    """``path`` as configured by ``variable``, or :class:`ModelNotFoundError` saying so."""
+    if not Path(path).exists():
+        raise ModelNotFoundError(f"{variable}={path}: no such file or directory")
+    return path

@@ -9,7 +9,9 @@ thresholds the state holds, so a breath or a plosive never flips it.
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,11 +19,27 @@ import numpy as np
 from vocero.contracts.ports import VadEvent
 from vocero.inference import threads
 from vocero.inference.toolkit.audio import Float32, pcm16_to_float
+from vocero.inference.toolkit.settings import ModelNotFoundError, existing
 
 SAMPLE_RATE = 16_000
 WINDOW = 512
 CONTEXT = 64
 _WINDOW_MS = WINDOW * 1000 // SAMPLE_RATE
+
+
+def silero_model_path(configured: str = "") -> str:
+    """The Silero VAD model: ``configured`` (``VOCERO_VAD_MODEL``) when set, else the ONNX file
+    bundled with ``faster-whisper``; every runner set that listens on the CPU loads this one."""
+    if configured:
+        return existing(configured, "VOCERO_VAD_MODEL")
+    spec = importlib.util.find_spec("faster_whisper")
+    if spec is None or spec.origin is None:
+        raise ModelNotFoundError("install faster-whisper or set VOCERO_VAD_MODEL")
+    assets = Path(spec.origin).parent / "assets"
+    found = sorted(assets.glob("silero*.onnx"))
+    if not found:
+        raise ModelNotFoundError(f"no Silero VAD model under {assets}; set VOCERO_VAD_MODEL")
+    return str(found[-1])
 
 
 @dataclass(frozen=True, slots=True)
