@@ -38,6 +38,11 @@ def test_covers_needs_half_the_words_of_each_part() -> None:
     assert not covers("to the later slot on Thursday", SENTENCE)
 
 
+def test_covers_reads_spelled_numbers_as_the_recogniser_writes_them() -> None:
+    assert covers("The code is 47, 29.", "The code is four seven ... two nine.")
+    assert not covers("1, 2, 3, 4.", "My phone number is five five five ... one two three four.")
+
+
 def test_a_caller_answered_once_after_their_last_word_got_their_whole_request() -> None:
     heard = Heard()
     answer(heard, 10.4, "g1", "t1", "I need to change my booking to the later slot on Thursday.",

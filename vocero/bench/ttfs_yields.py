@@ -36,6 +36,24 @@ from vocero.orchestrator.session import Session
 PAUSE_MARK = " ... "
 """Where a paused clip's label text pauses."""
 _WORD = re.compile(r"[a-z0-9']+")
+_UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+          "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+          "eighteen", "nineteen")
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_NUMBERS = (
+    {word: str(value) for value, word in enumerate(_UNITS)}
+    | {word: str(10 * (index + 2)) for index, word in enumerate(_TENS)}
+    | {"oh": "0"}
+)
+"""A spelled number and a recogniser's numeral read alike: both become their digits."""
+
+
+def _words(text: str) -> list[str]:
+    words: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        word = _NUMBERS.get(word, word)
+        words.extend(word if word.isdigit() else [word])
+    return words
 
 
 @dataclass
@@ -95,10 +113,11 @@ class Lived:
 
 
 def covers(transcript: str, sentence: str) -> bool:
-    """Whether ``transcript`` holds at least half the words of each part of ``sentence``."""
-    heard = set(_WORD.findall(transcript.lower()))
+    """Whether ``transcript`` holds at least half the words of each part of ``sentence``
+    (numbers compared digit by digit: "four seven" is "47")."""
+    heard = set(_words(transcript))
     for part in sentence.split(PAUSE_MARK):
-        words = _WORD.findall(part.lower())
+        words = _words(part)
         if words and sum(w in heard for w in words) * 2 < len(words):
             return False
     return True
