@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from vocero.contracts import values
 from vocero.contracts.builtins import zone_of
 from vocero.followups import lexicon as lx
 from vocero.followups.timewords import Clock, Reading, read
@@ -97,8 +98,7 @@ def _day(reading: Reading, today: date) -> date | None:
     if word.startswith("in_days:"):
         return today + timedelta(days=max(int(word.removeprefix("in_days:")), 1))
     if word in lx.WEEKDAY_ORDER:
-        ahead = (lx.WEEKDAY_ORDER.index(word) - today.weekday()) % 7
-        return today + timedelta(days=ahead or 7)
+        return values.weekday_date(today, lx.WEEKDAY_ORDER.index(word))
     if word.startswith("date:"):
         year = reading.years[-1] if reading.years else None
         return _date(word.removeprefix("date:"), today, year)
@@ -107,16 +107,7 @@ def _day(reading: Reading, today: date) -> date | None:
 
 def _date(month_day: str, today: date, year: int | None) -> date | None:
     month, day = (int(p) for p in month_day.split("-"))
-    try:
-        found = date(year or today.year, month, day)
-    except ValueError:
-        return None
-    if year is None and found < today:
-        try:
-            found = found.replace(year=today.year + 1)
-        except ValueError:  # 29 February
-            return None
-    return found
+    return values.next_date(today, month, day, year)
 
 
 # ---------------------------------------------------------------------------------- clock
@@ -132,20 +123,6 @@ def _clock(reading: Reading) -> tuple[int, int] | None:
 
 
 def hour_of(clock: Clock, part: str = "") -> int:
-    """The 24-hour hour of a clock time as said."""
-    hour = clock.hour
-    if clock.meridiem == "24h":
-        return hour
-    if clock.meridiem:
-        return hour % 12 + (12 if clock.meridiem == "pm" else 0)
-    if hour == 0 or hour > 12:
-        return hour
-    if part == "morning":
-        return hour % 12
-    if part in ("afternoon", "evening"):
-        return hour % 12 + 12
-    if part == "night":
-        return hour % 12 if hour in (12, 1, 2, 3, 4) else hour + 12
-    if part in ("noon", "midnight"):
-        return 12 if part == "noon" else 0
-    return hour + 12 if 1 <= hour <= 7 else hour
+    """The 24-hour hour of a clock time as said: the one clock rule of every reader of spoken
+    times (:func:`vocero.contracts.values.hour_of`)."""
+    return values.hour_of(clock.hour, meridiem=clock.meridiem, part=part)

@@ -5,10 +5,10 @@ explicit in application terms (docs/adr/0009-policy-outside-the-llm.md: argument
 before they are hashed; an ambiguous spoken date or amount is resolved before it can become a
 proposal): dates become ISO dates in the caller's IANA timezone, times ``HH:MM`` (24 h), amounts a
 decimal string with an ISO 4217 currency, ids are trimmed, upper-cased and matched against the
-tool's pinned schema, strings have their whitespace collapsed. Month, weekday, relative-day and
-named-time words are the English lexicon's (:mod:`vocero.contracts.lexicon`). A value that cannot be
-resolved without guessing raises :class:`CanonicalError` with a question the conversation can ask;
-nothing is proposed.
+tool's pinned schema, strings have their whitespace collapsed. Dates and times are read by the
+one reader of spoken dates and times (:mod:`vocero.contracts.values`, ADR-0039), the one the
+dialogue manager reads them with. A value that cannot be resolved without guessing raises
+:class:`CanonicalError` with a question the conversation can ask; nothing is proposed.
 
 The principal never comes from here: keys naming a subject, scopes or ``_meta`` are dropped (the
 model can never set them), and a tenant key naming another tenant is reported as a claim the gate
@@ -19,30 +19,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from vocero.contracts import english
+from vocero.contracts import english, values
 from vocero.contracts.builtins import Canonical, CanonicalError, Context, zone_of
-from vocero.contracts.lexicon.en import LEXICON
 
 __all__ = [
     "Canonical", "CanonicalError", "Context", "canonicalize", "observed_versions",
     "zone_of",
 ]
 
-WEEKDAYS = LEXICON.calendar.weekdays
-"""Weekday names → 0 (Monday) … 6: the English lexicon's (:mod:`vocero.contracts.lexicon`)."""
-MONTHS = LEXICON.calendar.months
-"""Month names → 1 … 12; a prefix of three letters or more names a month too ("sept")."""
-RELATIVE_DAYS = {
-    **{word: ahead for word, ahead in LEXICON.calendar.relative_days.items() if ahead >= 0},
-    "the day after tomorrow": 2,
-}
-"""Days named from today; a proposal's date is never resolved from "yesterday": it is asked."""
-NAMED_TIMES = {word: f"{h:02d}:{m:02d}" for word, (h, m) in LEXICON.clock.named_times.items()}
 TENANT_KEYS = frozenset({"tenant", "tenant_id"})
 PRINCIPAL_KEYS = frozenset({"subject", "subject_ref", "principal", "scopes", "_meta", "caller"})
 VERSION_KEYS = ("expected_version", "version")
@@ -51,11 +40,6 @@ ZERO_DECIMAL_CURRENCIES = frozenset({"JPY", "KRW", "CLP", "ISK"})
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _HHMM = re.compile(r"^([01]?\d|2[0-3])[:h.]([0-5]\d)$")
-_AMPM = re.compile(r"^(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s*m\.?$")
-_MONTH_DAY = re.compile(
-    r"^(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+([a-z]+)(?:,?\s+(\d{4}))?$"
-)
-_DAY_MONTH = re.compile(r"^([a-z]+)\s+(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(\d{4}))?$")
 _AMOUNT = re.compile(r"^([€$£¥])?\s*(-?\d+(?:[.,]\d{1,2})?)\s*([A-Za-z]{3})?$")
 
 
@@ -230,26 +214,16 @@ def _target(out: Mapping[str, Any], server: str) -> str:
 
 
 def resolve_date(key: str, value: Any, ctx: Context) -> date:
-    text = " ".join(str(value).strip().lower().replace(",", " ").split())
-    text = re.sub(r"^(on|for|the)\s+", "", text)
-    today = ctx.today
-    if _ISO_DATE.match(text):
-        try:
-            return date.fromisoformat(text[:10])
-        except ValueError:
-            pass
-    if text in RELATIVE_DAYS:
-        return today + timedelta(days=RELATIVE_DAYS[text])
-    words = text.split()
-    if words and words[-1] in WEEKDAYS and len(words) <= 2 and words[0] in (
-        words[-1], "this", "next", "coming"
-    ):
-        ahead = (WEEKDAYS[words[-1]] - today.weekday()) % 7
-        return today + timedelta(days=ahead or 7)
-    found = _month_date(text, today)
-    if found is not None:
-        return found
-    raise CanonicalError(key, "unrecognised date", "Which date would you like, exactly?")
+    """A date as the caller said it, read by the one reader of spoken dates
+    (:func:`vocero.contracts.values.date_in`, ADR-0039): the agent that read it back and the
+    policy that sends it read the same day."""
+    found = values.date_in(" ".join(str(value).split()), ctx.today)
+    try:
+        return date.fromisoformat(found or "")
+    except ValueError:
+        raise CanonicalError(
+            key, "unrecognised date", "Which date would you like, exactly?"
+        ) from None
 
 
 def resolve_datetime(key: str, value: Any, ctx: Context) -> str:
@@ -262,61 +236,32 @@ def resolve_datetime(key: str, value: Any, ctx: Context) -> str:
     except ValueError:
         moment = None
     if moment is None:
-        match = re.match(r"^(.*?)\s*(?:,\s*|\s)at\s+(.+)$", text, re.IGNORECASE)
-        question = "When would you like it, exactly? Please tell me the day and the time."
-        if match is None:
+        said = values.moment_in(text, ctx.now.astimezone(ctx.zone))
+        if said is None:
+            question = "When would you like it, exactly? Please tell me the day and the time."
             raise CanonicalError(key, "unrecognised date-time", question)
-        try:
-            day = resolve_date(key, match.group(1), ctx)
-            clock = resolve_time(key, match.group(2))
-        except CanonicalError as exc:
-            raise CanonicalError(key, "unrecognised date-time", question) from exc
-        moment = datetime.fromisoformat(f"{day.isoformat()}T{clock}")
+        moment = datetime.fromisoformat(said)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=ctx.zone)
     return moment.isoformat()
 
 
-def _month_date(text: str, today: date) -> date | None:
-    match = _MONTH_DAY.match(text)
-    if match:
-        day, month_word, year = match.group(1), match.group(2), match.group(3)
-    else:
-        match = _DAY_MONTH.match(text)
-        if not match:
-            return None
-        month_word, day, year = match.group(1), match.group(2), match.group(3)
-    month = _month(month_word)
-    if month is None:
-        return None
-    try:
-        found = date(int(year) if year else today.year, month, int(day))
-    except ValueError:
-        return None
-    if not year and found < today:
-        found = found.replace(year=today.year + 1)
+def resolve_time(key: str, value: Any) -> str:
+    """A clock time as the caller said it, read by the one reader of spoken times
+    (:func:`vocero.contracts.values.time_in`, ADR-0039); a bare number ("3": morning or
+    afternoon?) is asked for."""
+    text = " ".join(str(value).split())
+    found = values.time_in(text) or _written_clock(text)
+    if found is None:
+        raise CanonicalError(key, "unrecognised time", "What time would suit you, exactly?")
     return found
 
 
-def _month(word: str) -> int | None:
-    for name, month in MONTHS.items():
-        if len(word) >= 3 and name.startswith(word):
-            return month
-    return None
-
-
-def resolve_time(key: str, value: Any) -> str:
-    text = str(value).strip().lower().removeprefix("at ").strip()
-    if text in NAMED_TIMES:
-        return NAMED_TIMES[text]
-    match = _HHMM.match(text)
-    if match:
-        return f"{int(match.group(1)):02d}:{match.group(2)}"
-    match = _AMPM.match(text)
-    if match and 1 <= int(match.group(1)) <= 12:
-        hour = int(match.group(1)) % 12 + (12 if match.group(3) == "p" else 0)
-        return f"{hour:02d}:{match.group(2) or '00'}"
-    raise CanonicalError(key, "unrecognised time", "What time would suit you, exactly?")
+def _written_clock(text: str) -> str | None:
+    """A value written on a 24-hour clock with a dot or an "h" ("10.30", "10h30"), the way a
+    model or a server writes it; spoken words never take this path."""
+    match = _HHMM.match(text.lower())
+    return f"{int(match.group(1)):02d}:{match.group(2)}" if match else None
 
 
 def resolve_timezone(key: str, value: Any) -> str:

@@ -1,8 +1,13 @@
 """Calendar dates and moments in an utterance: month days ("March 10", "the fourteenth of
-March"), "the 14th" alone, relative days ("tomorrow", "tmrw"), weekdays ("next Tuesday") and
-"in 3 days", resolved against the caller's today; a moment is a date and a clock time in the
-caller's zone. Month, weekday and relative-day words are the English lexicon's
+March", "jan 5, 2027"), "the 14th" alone, relative days ("tomorrow", "tmrw"), weekdays ("next
+Tuesday") and "in 3 days", resolved against the caller's today; a moment is a date and a clock
+time in the caller's zone. Month, weekday and relative-day words are the English lexicon's
 (:mod:`vocero.contracts.lexicon`).
+
+The one reader of spoken dates (ADR-0039): the dialogue's slots, the orchestrator's spoken
+answers and policy's canonical arguments read a date with :func:`date_in` and a moment with
+:func:`moment_in`; the follow-ups' due time, which reads its own (multilingual) time words, does
+its calendar arithmetic with :func:`weekday_date` and :func:`next_date`.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ _BARE_DAY = re.compile(
     r"|instead|then|would|works|is|if|or|and|for|of\s+(?:this|next|the)\s+month)\b))",
     re.IGNORECASE,
 )
+_YEAR_AFTER = re.compile(r",?\s+((?:19|20|21)\d{2})\b")
+"""A year said right after a month and day ("March 10, 2027", "the 5th of January 2027")."""
 _WEEKDAY = re.compile(rf"\b(next\s+|this\s+|on\s+)?({alternation(WEEKDAYS)})\b", re.IGNORECASE)
 _IN_DAYS = re.compile(r"\bin\s+(\d+|[a-z]+)\s+days?\b", re.IGNORECASE)
 
@@ -49,8 +56,9 @@ def date_in(text: str, today: dt.date) -> str | None:
     """The first calendar date the utterance names, as ``YYYY-MM-DD``.
 
     Month names with a day in digits or ordinal words ("March 10", "the fourteenth of March"),
-    "the 14th" alone (the next such day of a month), relative days, weekdays ("next Tuesday",
-    "Friday morning" is Friday) and "in 3 days".
+    with the year when one is said right after it ("March 10, 2027"), "the 14th" alone (the
+    next such day of a month), relative days, weekdays ("next Tuesday", "Friday morning" is
+    Friday) and "in 3 days".
     """
     found = ISO_DATE.search(text)
     if found:
@@ -59,7 +67,14 @@ def date_in(text: str, today: dt.date) -> str | None:
     for pattern, month_group, day_group in ((MONTH_DAY, 1, 2), (DAY_OF_MONTH, 2, 1)):
         match = pattern.search(lowered)
         if match:
-            return _next_date(today, MONTHS[match.group(month_group)], int(match.group(day_group)))
+            year = _YEAR_AFTER.match(lowered, match.end())
+            day = next_date(
+                today,
+                MONTHS[match.group(month_group)],
+                int(match.group(day_group)),
+                int(year.group(1)) if year else None,
+            )
+            return day.isoformat() if day else None
     bare = _BARE_DAY.search(lowered)
     if bare:
         return _next_day_of_month(today, int(bare.group(1)))
@@ -70,7 +85,7 @@ def date_in(text: str, today: dt.date) -> str | None:
         return today.isoformat()
     weekday = _WEEKDAY.search(lowered)
     if weekday:
-        return _weekday_date(today, WEEKDAYS[weekday.group(2)], weekday.group(1) or "")
+        return weekday_date(today, WEEKDAYS[weekday.group(2)], weekday.group(1) or "").isoformat()
     days = _IN_DAYS.search(lowered)
     if days:
         count = small_number(days.group(1))
@@ -125,14 +140,24 @@ def moment_in(text: str, now: dt.datetime) -> str | None:
 # ------------------------------------------------------------------ calendar arithmetic
 
 
-def _next_date(today: dt.date, month: int, day: int) -> str | None:
-    for year in (today.year, today.year + 1):
+def next_date(
+    today: dt.date, month: int, day: int, year: int | None = None
+) -> dt.date | None:
+    """A month and day as said: in ``year`` when one was said, else the next such day from
+    ``today`` on (this year's, or next year's once it has passed); ``None`` when that day does
+    not exist (the 30th of February, the 29th in a year without one)."""
+    if year is not None:
         try:
-            candidate = dt.date(year, month, day)
+            return dt.date(year, month, day)
+        except ValueError:
+            return None
+    for candidate_year in (today.year, today.year + 1):
+        try:
+            candidate = dt.date(candidate_year, month, day)
         except ValueError:
             return None
         if candidate >= today:
-            return candidate.isoformat()
+            return candidate
     return None
 
 
@@ -151,9 +176,12 @@ def _next_day_of_month(today: dt.date, day: int) -> str | None:
     return None
 
 
-def _weekday_date(today: dt.date, weekday: int, qualifier: str) -> str:
+def weekday_date(today: dt.date, weekday: int, qualifier: str = "") -> dt.date:
+    """The day a weekday (0 Monday ... 6 Sunday) names, said on ``today``: the next such day
+    after today (today's own weekday is next week's); "next" said of a day still in this week
+    is the one of the week after ("next Friday" on a Monday)."""
     ahead = (weekday - today.weekday()) % 7 or 7
     target = today + dt.timedelta(days=ahead)
     if qualifier.strip() == "next" and target.isocalendar()[1] == today.isocalendar()[1]:
         target += dt.timedelta(days=7)
-    return target.isoformat()
+    return target

@@ -110,7 +110,7 @@ def _meridiem_clock(lowered: str) -> str | None:
     hour, minute = int(match.group(1)), int(match.group(2) or 0)
     if not 1 <= hour <= 12 or minute > 59:
         return ""
-    return _hhmm(hour % 12 + (12 if match.group(3).startswith("p") else 0), minute)
+    return _hhmm(hour_of(hour, meridiem=match.group(3)[0] + "m"), minute)
 
 
 def _part_clock(lowered: str) -> str | None:
@@ -120,7 +120,7 @@ def _part_clock(lowered: str) -> str | None:
     hour, minute = int(match.group(1)), int(match.group(2) or 0)
     if not 1 <= hour <= 12 or minute > 59:
         return ""
-    return _hhmm(hour % 12 + (0 if match.group(3) == "morning" else 12), minute)
+    return _hhmm(hour_of(hour, part=match.group(3).lower()), minute)
 
 
 def _named_time(lowered: str) -> str | None:
@@ -145,10 +145,31 @@ def _plain_clock(lowered: str) -> str | None:
     written = match.group(1)
     if written.startswith("0"):  # "09:30" is already on a 24-hour clock
         return _hhmm(hour, minute)
-    later = hint in ("afternoon", "evening") and 1 <= hour < 12
-    office = hint is None and len(written) == 1 and 1 <= hour <= 7
-    hour += 12 if later or office else 0
+    if hint in ("afternoon", "evening") or (hint is None and len(written) == 1):
+        hour = hour_of(hour, part=hint or "")
     return _hhmm(hour, minute)
+
+
+def hour_of(hour: int, *, meridiem: str = "", part: str = "") -> int:
+    """The 24-hour hour of an hour as said: with ``am``/``pm``; with a part of the day
+    ("morning", "afternoon", "evening", "night", "noon", "midnight"); else 1-7 are afternoon
+    hours and 8-12 as said (office and call-back hours). ``meridiem="24h"``: already on a
+    24-hour clock. The one clock rule of every reader of spoken times (ADR-0039)."""
+    if meridiem == "24h":
+        return hour
+    if meridiem:
+        return hour % 12 + (12 if meridiem == "pm" else 0)
+    if hour == 0 or hour > 12:
+        return hour
+    if part == "morning":
+        return hour % 12
+    if part in ("afternoon", "evening"):
+        return hour % 12 + 12
+    if part == "night":
+        return hour % 12 if hour in (12, 1, 2, 3, 4) else hour + 12
+    if part in ("noon", "midnight"):
+        return 12 if part == "noon" else 0
+    return hour + 12 if 1 <= hour <= 7 else hour
 
 
 def _hhmm(hour: int, minute: int) -> str:

@@ -1,0 +1,124 @@
+"""One reader of spoken dates and times (ADR-0039): the same phrase reads as the same day and the
+same clock time wherever it is read - the dialogue's slots, the orchestrator's spoken answers,
+policy's canonical arguments and the follow-ups' due time. Before, each of the four had its own
+weekday, month and clock arithmetic, so a day the agent read back could reach the server as
+another one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from vocero.contracts import values
+from vocero.contracts.builtins import Context
+from vocero.contracts.domain import ToolDefinition
+from vocero.followups.due import resolve_due
+from vocero.inference.dialogue import router
+from vocero.orchestrator.spoken_answers import values_in
+from vocero.policy.canonical import canonicalize
+
+ZONE = "Europe/Madrid"
+NOW = dt.datetime(2026, 12, 7, 8, 0, tzinfo=dt.UTC)
+"""A Monday morning in the caller's zone."""
+TODAY = NOW.date()
+CTX = Context(tenant="t", timezone=ZONE, now=NOW)
+DATE = {"type": "string", "format": "date"}
+TIME = {"type": "string", "format": "time"}
+
+
+def _dialogue(prop: dict[str, Any], key: str) -> Callable[[str], Any]:
+    tool = ToolDefinition(
+        name="things.arrange", description="Arrange a thing.",
+        input_schema={"type": "object", "properties": {key: prop}, "required": [key]},
+    )
+    return lambda said: router.fill_arguments(tool, said, TODAY)[0].get(key)
+
+
+def _policy(key: str) -> Callable[[str], Any]:
+    schema = {"type": "object", "properties": {key: {"type": "string"}}}
+    return lambda said: canonicalize({key: said}, schema, CTX).arguments[key]
+
+
+DATE_READERS: dict[str, Callable[[str], Any]] = {
+    "slots": lambda said: values.date_in(said, TODAY),
+    "dialogue": _dialogue(DATE, "day"),
+    "spoken answers": lambda said: values_in({"day": DATE}, said, TODAY).get("day"),
+    "canonical arguments": _policy("visit_date"),
+    "follow-up due time": lambda said: resolve_due(said, NOW, ZONE).at.date().isoformat(),
+}
+TIME_READERS: dict[str, Callable[[str], Any]] = {
+    "slots": values.time_in,
+    "dialogue": _dialogue(TIME, "at"),
+    "spoken answers": lambda said: values_in({"at": TIME}, said, TODAY).get("at"),
+    "canonical arguments": _policy("start_time"),
+    "follow-up due time": (
+        lambda said: resolve_due(f"tomorrow {said}", NOW, ZONE).at.strftime("%H:%M")
+    ),
+}
+
+DATES = [
+    ("friday", "2026-12-11"),
+    ("on Wednesday", "2026-12-09"),
+    ("Monday", "2026-12-14"),  # today's weekday: next week's
+    ("tomorrow", "2026-12-08"),
+    ("day after tomorrow", "2026-12-09"),
+    ("December 24", "2026-12-24"),
+    ("the 5th of January", "2027-01-05"),  # already past this year: next year's
+    ("March 3, 2027", "2027-03-03"),
+    ("2026-12-21", "2026-12-21"),
+]
+TIMES = [
+    ("3pm", "15:00"),
+    ("at 4", "16:00"),  # an hour 1-7 without am/pm: the afternoon
+    ("at 10", "10:00"),
+    ("10:30", "10:30"),
+    ("4:30 pm", "16:30"),
+    ("9 in the morning", "09:00"),
+    ("noon", "12:00"),
+]
+
+
+@pytest.mark.parametrize("reader", sorted(DATE_READERS))
+@pytest.mark.parametrize(("said", "day"), DATES)
+def test_a_spoken_date_is_the_same_day_to_every_reader(reader: str, said: str, day: str) -> None:
+    assert DATE_READERS[reader](said) == day
+
+
+@pytest.mark.parametrize("reader", sorted(TIME_READERS))
+@pytest.mark.parametrize(("said", "clock"), TIMES)
+def test_a_spoken_time_is_the_same_clock_time_to_every_reader(
+    reader: str, said: str, clock: str
+) -> None:
+    assert TIME_READERS[reader](said) == clock
+
+
+@pytest.mark.parametrize("reader", ["slots", "dialogue", "spoken answers", "canonical arguments"])
+@pytest.mark.parametrize(
+    ("said", "day"),
+    [
+        ("next friday", "2026-12-18"),  # on a Monday: next week's (policy sent this week's)
+        ("March 3, 2028", "2028-03-03"),  # the year said is kept (slots read the next March 3rd)
+    ],
+)
+def test_what_a_call_back_cannot_be_reads_the_same_to_the_other_readers(
+    reader: str, said: str, day: str
+) -> None:
+    """A follow-up is never due in a later week's qualifier or a year ahead (its due time has
+    its own horizon and reads "next" as a lead word), so these phrases are checked on the other
+    four readers."""
+    assert DATE_READERS[reader](said) == day
+
+
+def test_a_day_and_time_is_one_moment_to_the_dialogue_and_to_policy() -> None:
+    now = NOW.astimezone(CTX.zone)
+    said = "friday at 4:30 pm"
+    moment = {"type": "string", "format": "date-time"}
+    schema = {"type": "object", "properties": {"starts": moment}}
+    assert values.moment_in(said, now) == "2026-12-11T16:30:00+01:00"
+    assert canonicalize({"starts": said}, schema, CTX).arguments["starts"] == (
+        "2026-12-11T16:30:00+01:00"
+    )
