@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -254,9 +255,11 @@ async def run_vocero(
         result["server_log"] = str(workdir / "server.log")
         return result
     finally:
-        server.terminate()
-        with anyio.move_on_after(15):
-            await server.wait()
+        if server.returncode is None:  # a server killed under the bench is gone already
+            with contextlib.suppress(ProcessLookupError):
+                server.terminate()
+            with anyio.move_on_after(15):
+                await server.wait()
         log.close()
 
 
