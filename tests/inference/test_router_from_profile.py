@@ -9,8 +9,8 @@ import datetime as dt
 from typing import Any
 
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.lexicon.synonyms import NOUN_SYNONYMS
 from vocero.inference.dialogue import router
-from vocero.inference.dialogue.intent_lines import NOUN_SYNONYMS
 
 TODAY = dt.date(2026, 3, 2)
 

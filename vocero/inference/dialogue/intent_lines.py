@@ -74,31 +74,6 @@ VERB_WORDS: dict[str, str] = {
 }  # fmt: skip
 """A name or description word and the action family it names."""
 
-NOUN_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "order": ("order", "purchase", "package", "parcel", "delivery", "shipment"),
-    "parcel": ("parcel", "package", "delivery", "shipment"),
-    "package": ("package", "parcel", "delivery", "shipment"),
-    "delivery": ("delivery", "package", "parcel", "shipment"),
-    "shipment": ("shipment", "package", "parcel", "delivery"),
-    "appointment": ("appointment", "booking", "visit", "reservation", "slot"),
-    "booking": ("booking", "appointment", "reservation", "visit"),
-    "reservation": ("reservation", "booking", "table", "slot"),
-    "visit": ("visit", "appointment", "call out", "booking"),
-    "invoice": ("invoice", "bill", "statement", "payment"),
-    "bill": ("bill", "invoice", "statement", "payment"),
-    "subscription": ("subscription", "plan", "membership", "contract"),
-    "plan": ("plan", "subscription", "package", "tariff"),
-    "membership": ("membership", "subscription", "plan"),
-    "ticket": ("ticket", "case", "request", "issue", "complaint"),
-    "case": ("case", "ticket", "claim", "request"),
-    "claim": ("claim", "case", "request"),
-    "account": ("account", "profile", "details"),
-    "address": ("address", "details", "location"),
-    "prescription": ("prescription", "medication", "refill"),
-    "repair": ("repair", "fix", "service job"),
-}  # fmt: skip
-"""Everyday English words for common customer-service nouns (used only for a noun a tool's own
-material names)."""
 
 TIMES = (
     "tomorrow", "next monday", "friday at 3 pm", "tomorrow morning", "next week",

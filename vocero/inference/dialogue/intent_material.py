@@ -14,6 +14,7 @@ from typing import Any
 
 from vocero.contracts.builtins import FOLLOWUPS_TOOL, KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.lexicon.synonyms import NOUN_SYNONYMS
 from vocero.contracts.ports import ClaimTopic
 from vocero.inference.dialogue.intent_lines import (
     ACT_LINES,
@@ -21,7 +22,6 @@ from vocero.inference.dialogue.intent_lines import (
     CODE_WORDS,
     FAMILY_TEMPLATES,
     GENERIC_QUESTIONS,
-    NOUN_SYNONYMS,
     OFF_TOPICS,
     OUT_OF_SCOPE,
     QUESTION_TEMPLATES,

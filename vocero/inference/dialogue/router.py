@@ -6,7 +6,8 @@ tool *names* the profile exposes. A name such as ``rooms.reschedule`` splits int
 those concepts ("push", "move", "rebook" → reschedule). Name words match literally, so a new
 profile's tools route without code changes. The lexicon knows actions only, never a domain's
 nouns: what else a tool's things are called comes from the profile, the nouns of the tool's
-description and their everyday synonyms (:data:`~.intent_lines.NOUN_SYNONYMS`); an action the
+description and their everyday synonyms (the English lexicon's
+thesaurus, :mod:`vocero.contracts.lexicon.synonyms`); an action the
 name does not say ("schedule.mine") is the description's leading verb ("List ...").
 
 Ranking is lexicographic: first how many of the tool's concepts the caller said, then whether the
@@ -27,9 +28,9 @@ from typing import Any
 
 from vocero.contracts import values
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.lexicon.synonyms import NOUN_SYNONYMS
 from vocero.contracts.values.numbers import NUMBER_RUN, number_run
 from vocero.inference.dialogue import schema
-from vocero.inference.dialogue.intent_lines import NOUN_SYNONYMS
 
 # action concept -> phrases that say it (lower case, matched on word boundaries); actions only,
 # never a domain's nouns (those come from the profile's tools)
