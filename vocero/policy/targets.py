@@ -8,6 +8,7 @@ authorized, or nothing is sent.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +18,10 @@ from vocero.policy.gate import ResolvedTool, resolve
 from vocero.policy.ports import BuiltinTools
 from vocero.policy.records import OperationRecord
 from vocero.policy.repository import ActionRepository
+
+MAX_RECOVERED = 256
+"""Ended sessions whose profile and gateway are kept for their operations (the most recently
+used): an executor that recovers a session again after it was let go rebuilds them."""
 
 ProfileLookup = Callable[[str, str], AgentProfile | None]
 GatewayFactory = Callable[[AgentProfile], ToolGateway | None]
@@ -54,7 +59,7 @@ class Targets:
         self._gateway_for = gateway_for
         self._live: dict[str, tuple[AgentProfile, ToolGateway | None]] = {}
         self._askers: dict[str, InputHandler] = {}
-        self._recovered: dict[str, tuple[AgentProfile, ToolGateway | None]] = {}
+        self._recovered: OrderedDict[str, tuple[AgentProfile, ToolGateway | None]] = OrderedDict()
 
     def attach(self, session_id: str, profile: AgentProfile, gateway: ToolGateway | None) -> None:
         self._live[session_id] = (profile, gateway)
@@ -86,6 +91,7 @@ class Targets:
 
     async def _recover(self, session_id: str) -> tuple[AgentProfile, ToolGateway | None] | None:
         if session_id in self._recovered:
+            self._recovered.move_to_end(session_id)
             return self._recovered[session_id]
         if self._profiles is None:
             return None
@@ -95,4 +101,6 @@ class Targets:
             return None
         gateway = self._gateway_for(profile) if self._gateway_for is not None else None
         self._recovered[session_id] = (profile, gateway)
+        while len(self._recovered) > MAX_RECOVERED:  # a long-running node recovers without end
+            self._recovered.popitem(last=False)
         return profile, gateway
