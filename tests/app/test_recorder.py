@@ -213,7 +213,7 @@ async def test_past_the_queue_only_sheddable_writes_are_refused_and_counted(
 ) -> None:
     """Turns, heard text, closes and audit events are kept past the bound (the backlog is held
     back by refusing new sessions instead); intermediate states are shed, and counted."""
-    monkeypatch.setattr("vocero.app.adapters.recorder.QUEUE", 2)
+    monkeypatch.setattr("vocero.app.adapters.write_queue.QUEUE", 2)
     flaky = Flaky(store)
     drops: list[str] = []
     recorder = StoreRecorder(flaky, drops.append, retry=FAST)

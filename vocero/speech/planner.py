@@ -205,8 +205,8 @@ class UnitPlanner:
             while not self.exhausted and (cut := self._next_cut()) is not None:
                 sentence, self._buffer = self._buffer[:cut], self._buffer[cut:]
                 planned.extend(self._sentence(sentence))
-        if not self.exhausted and _SPACE.search(text) and self._over_budget(self._buffer):
-            planned.extend(self._refuse_over_budget(self._buffer))
+        if not self.exhausted and _SPACE.search(text):
+            planned.extend(self._over_budget(self._buffer))
         return planned
 
     def flush(self) -> list[PlannedUnit]:
@@ -219,8 +219,8 @@ class UnitPlanner:
     # ------------------------------------------------------------------------ claims
 
     def _claim_unit(self, claim: CatalogClaim) -> list[PlannedUnit]:
-        if self._over_budget(claim.text):
-            return self._refuse_over_budget(claim.text, keys=(claim.key,))
+        if refused := self._over_budget(claim.text, keys=(claim.key,)):
+            return refused
         self._model_words += len(claim.text.split())
         return [self._unit("claim", claim.text, keys=(claim.key,), evidence=claim.evidence)]
 
@@ -233,8 +233,8 @@ class UnitPlanner:
         evidence = tuple(ref for c in claims for ref in c.evidence)
         if self._settings.grounding == "strict":
             return [self._refused("strict_grounding", text, keys=keys)], True
-        if self._over_budget(text):
-            return self._refuse_over_budget(text, keys=keys), False
+        if over := self._over_budget(text, keys=keys):
+            return over, False
         verdict = check_paraphrase(text, claims, self.evidence)
         if not verdict.ok:
             refused = self._refused(verdict.reason, text, keys=keys)
@@ -255,8 +255,8 @@ class UnitPlanner:
         text = " ".join(sentence.split())
         if not text:
             return []
-        if self._over_budget(text):
-            return self._refuse_over_budget(text)
+        if refused := self._over_budget(text):
+            return refused
         verdict: Verdict
         kind: UnitKind
         if is_promise(text):
@@ -272,10 +272,12 @@ class UnitPlanner:
 
     # ------------------------------------------------------------------------ budget
 
-    def _over_budget(self, text: str) -> bool:
-        return self._model_words + len(text.split()) > self._settings.word_budget
-
-    def _refuse_over_budget(self, text: str, keys: tuple[str, ...] = ()) -> list[PlannedUnit]:
+    def _over_budget(self, text: str, keys: tuple[str, ...] = ()) -> list[PlannedUnit]:
+        """Nothing while ``text`` fits the answer's word budget; past it, the answer is
+        exhausted and ``text`` refused: the refusal's units (and a fallback if nothing was
+        said yet)."""
+        if self._model_words + len(text.split()) <= self._settings.word_budget:
+            return []
         self.exhausted = True
         self._buffer = ""
         refused = self._refused("over_budget", " ".join(text.split()), keys=keys)
