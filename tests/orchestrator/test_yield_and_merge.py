@@ -110,6 +110,28 @@ async def test_a_caller_who_resumes_after_the_window_starts_a_turn_of_their_own(
         assert [m.content for m in h.session.history if m.role == "user"] == [HALF, REST]
 
 
+async def test_a_caller_who_heard_more_than_a_second_interrupts_the_answer() -> None:
+    """Inside the window, but after more than a second of the answer played: the caller reacted
+    to it ("stop please" over its second sentence), so the barge-in is a turn of its own."""
+    runners, *_ = fake_runners(stt=[HALF, REST], rules=RULES, ms_per_char=20)
+    async with running(runners) as h:
+        h.auto_ack = False
+        await push(h, tone_frames(600) + silence_frames(420))
+        first = await h.until_frame("AudioOut")
+        for played in (200, 400, 600, 800, 1_000, 1_100):  # playout reports, as it plays
+            await h.advance(0.2)
+            h.session.on_playout(first.generation_id, played)
+        assert h.session.core.out.acknowledged_ms(first.generation_id) == 1_100
+        assert not h.received.of("ResponseCompleted"), "the answer (1.2 s) is still playing"
+        await push(h, tone_frames(400))  # 1.2 s after the commit: inside the window
+        await h.until_frame("ResponseCompleted")
+        h.auto_ack = True
+        await push(h, silence_frames(420))
+        await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF, REST]
+        assert [m.content for m in h.session.history if m.role == "user"] == [HALF, REST]
+
+
 MOVE = "move APT-1 to friday at 3pm"
 MOVE_REST = "for my daughter not for me"
 MOVE_RULES = [

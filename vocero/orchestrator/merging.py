@@ -9,8 +9,8 @@ a new request: it is joined to the turn it continues, and the whole request is a
   message, when, and whether a question was already open then: the answer to one is never
   joined, its "yes" may already bind);
 * :meth:`TurnMerge.interrupted` is told of every barge-in by speech: a stop of that turn's
-  answer by speech that began inside the window marks the interrupting utterance as a
-  continuation;
+  answer by speech that began inside the window, before the caller heard more than
+  :data:`MAX_HEARD_MS` of it, marks the interrupting utterance as a continuation;
 * :meth:`TurnMerge.join` is asked with each audio turn's words before they are committed: for
   the marked utterance, the first part's message leaves the history (what the agent was heard
   saying stays), the question its answer opened (a read-back of the cut-off half) is dropped
@@ -49,10 +49,19 @@ class Yielded:
     """What the caller heard of the answer that yielded (empty: none of it played)."""
 
 
+MAX_HEARD_MS = 1_000.0
+"""A caller who heard more of the answer than this before the stop reacted to it: a real
+interruption ("stop please" over the agent's second sentence), not the rest of their own
+sentence, whatever the window says."""
+
+
 class TurnMerge:
-    def __init__(self, core: SessionCore, *, window_ms: float) -> None:
+    def __init__(
+        self, core: SessionCore, *, window_ms: float, max_heard_ms: float = MAX_HEARD_MS
+    ) -> None:
         self.core = core
         self.window_ms = window_ms
+        self.max_heard_ms = max_heard_ms
         self.last: CommittedTurn | None = None
         self.pending: Yielded | None = None
         self.merged = 0
@@ -80,12 +89,12 @@ class TurnMerge:
         if stopped is None or stopped.turn_id != last.turn_id:
             return
         after_ms = (speech_at - last.at) * 1000.0
-        if after_ms > self.window_ms:
+        heard_ms = core.out.acknowledged_ms(stopped.generation_id)
+        if after_ms > self.window_ms or heard_ms > self.max_heard_ms:
             return
         self.pending = Yielded(utterance_id, last, stopped.heard)
         core.metrics.count("turn_yields")
-        core.metrics.observe_ms("turn_yield_heard_ms", core.out.acknowledged_ms(
-            stopped.generation_id))
+        core.metrics.observe_ms("turn_yield_heard_ms", heard_ms)
         log.info("turn.yielded", session_id=core.ctx.session_id, turn_id=last.turn_id,
                  after_ms=round(after_ms, 1), heard=bool(stopped.heard))
 
