@@ -112,6 +112,9 @@ def test_the_session_list_and_one_sessions_timeline(console: Console, call: Call
     proposals = console.texts("#proposals > li")
     assert any(t.startswith("appointments.reschedule") for t in proposals)
     assert any("confirm" in t and "used" in t for t in proposals), proposals
+    listed = console.server.get(f"/v1/proposals?session_id={call.session_id}")["items"]
+    asked = {(p["tool"], r["revision"]): r["asked"] for p in listed for r in p["revisions"]}
+    assert asked[("appointments.reschedule", 1)] is True, "its read-back was asked"
     operations = console.server.get(f"/v1/operations?session_id={call.session_id}")["items"]
     rows = page.locator("#operations tbody tr")
     assert rows.count() == len(operations)

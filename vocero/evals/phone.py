@@ -435,11 +435,12 @@ class PhoneCaller:
 
     def _read_confirmations(self, turn: TurnResult) -> None:
         """The read-backs this turn asked to confirm: revisions ``GET /v1/proposals`` had not
-        listed before it."""
+        listed before it and says were ``asked`` (a tool that needs no confirmation has a
+        proposal too, never read back)."""
         for proposal in self.server.get("/v1/proposals", session_id=self.session_id):
             for revision in proposal.get("revisions") or []:
                 key = (str(proposal.get("proposal_id")), int(revision.get("revision", 0)))
-                if key in self._revisions:
+                if key in self._revisions or not revision.get("asked", True):
                     continue
                 self._revisions.add(key)
                 turn.confirmations.append({

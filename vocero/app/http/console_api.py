@@ -8,7 +8,7 @@ needs ``admin``, ``security`` or ``business_owner`` (``legal`` too for voices). 
 * ``GET /v1/sessions`` (``?live=true``, ``&limit=``, default 50): the newest sessions, live
   ones with their state now, each with its effective configuration.
 * ``GET /v1/proposals?session_id=``: the session's proposals, every revision with its
-  read-back, expiry and confirmations.
+  read-back, expiry, whether it was ``asked`` (read back to the caller) and confirmations.
 * ``GET /v1/latency``: per stage, the count and the p50/p90/p95/p99 estimated from the
   Prometheus histogram of this process (as PromQL's ``histogram_quantile`` does), and the
   buckets; tool latency per tool and outcome.
@@ -37,9 +37,11 @@ from vocero.app.http.queries import integer
 from vocero.app.http.voice_api import READERS as VOICE_READERS
 from vocero.app.runtime import Runtime
 from vocero.observability.metrics import LATENCY_STAGES
+from vocero.policy.evidence import READBACK_STEP
 from vocero.store.models import (
     AuditEventRow,
     ConfirmationRow,
+    EvidenceStepRow,
     ProposalRevisionRow,
     ProposalRow,
     SessionRow,
@@ -108,6 +110,10 @@ async def list_proposals(request: Request, runtime: Runtime, operator: Operator)
             select(ConfirmationRow).where(ConfirmationRow.proposal_id.in_(ids))
             .order_by(ConfirmationRow.created_at)
         )).all()
+        read_back = {(proposal_id, step) for proposal_id, step in (await session.execute(
+            select(EvidenceStepRow.proposal_id, EvidenceStepRow.step)
+            .where(EvidenceStepRow.proposal_id.in_(ids))
+        )).all()}
     items = [
         {
             "proposal_id": p.id, "tool": p.tool, "action_class": p.action_class,
@@ -116,6 +122,7 @@ async def list_proposals(request: Request, runtime: Runtime, operator: Operator)
             "revisions": [
                 {"revision": r.revision, "summary": r.summary, "expires_at": r.expires_at,
                  "invalidated_at": r.invalidated_at, "arguments_hash": r.arguments_hash,
+                 "asked": (p.id, f"{READBACK_STEP}@r{r.revision}") in read_back,
                  "confirmations": [
                      {"status": c.status, "decision": c.decision, "turn_id": c.turn_id,
                       "created_at": c.created_at, "used_at": c.used_at}
