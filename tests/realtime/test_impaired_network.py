@@ -30,8 +30,8 @@ received) are printed per case as the caller experiences them (docs/slo.md).
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,6 @@ import anyio
 import httpx
 import pytest
 import uvicorn
-from websockets.asyncio.client import connect
 
 from tests.scaling.support import ADMIN, ADMIN_TOKEN, SCRIPT, Appointments, Config
 from tests.support.db import migrated_copy
@@ -50,6 +49,7 @@ from tests.support.polling import wait_for
 from tests.support.servers import free_port
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
+from vocero.bench import network
 from vocero.contracts.secrets import Secret
 
 pytestmark = [pytest.mark.anyio, pytest.mark.process]
@@ -126,18 +126,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                 print(f"  {name}: " + ", ".join(f"{k}={v:.0f}" for k, v in figures.items()))
 
 
-@asynccontextmanager
-async def caller(proxy: NetProxy, resume_token: str = "") -> AsyncIterator[Player]:
-    """A player connected (or resumed) through ``proxy``, reading and playing in the
-    background until the block ends or the connection is cut."""
-    async with connect(f"ws://127.0.0.1:{proxy.port}/v1/realtime", max_size=2**22,
-                       compression=None, ping_interval=None, open_timeout=15) as ws, \
-            anyio.create_task_group() as tg:
-        player = Player(ws)
-        tg.start_soon(player.run)
-        await player.connect(TOKEN, resume_token)
-        yield player
-        tg.cancel_scope.cancel()
+def caller(proxy: NetProxy, resume_token: str = "") -> AbstractAsyncContextManager[Player]:
+    """A player connected (or resumed) through ``proxy`` as Alice (the bench's caller)."""
+    return network.caller(proxy, resume_token, token=TOKEN)
 
 
 async def api(served: Served, path: str) -> Any:

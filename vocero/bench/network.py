@@ -132,14 +132,17 @@ def sim_script(folder: Path) -> Path:
 
 
 @asynccontextmanager
-async def caller(proxy: NetProxy, resume_token: str = "") -> AsyncIterator[Player]:
-    """A player connected (or resumed) through ``proxy``, playing in the background."""
+async def caller(
+    proxy: NetProxy, resume_token: str = "", *, token: str = TOKEN
+) -> AsyncIterator[Player]:
+    """A player connected (or resumed) through ``proxy`` as ``token``'s caller, playing in the
+    background until the block ends or the connection is cut."""
     async with connect(f"ws://127.0.0.1:{proxy.port}/v1/realtime", max_size=2**22,
                        compression=None, ping_interval=None, open_timeout=15) as ws, \
             anyio.create_task_group() as tg:
         player = Player(ws)
         tg.start_soon(player.run)
-        await player.connect(TOKEN, resume_token)
+        await player.connect(token, resume_token)
         yield player
         tg.cancel_scope.cancel()
 
