@@ -41,7 +41,7 @@ class SlowLlm(FakeLlm):
 
     async def generate(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
         self.requests.append(request)
-        await self.clock.sleep(MODEL_S)
+        await self.clock.sleep(MODEL_S)  # the model's thinking time, on the virtual clock
         async for output in super().generate(request):
             yield output
 

@@ -74,7 +74,6 @@ CAPPED = Impairment("rtt150_jitter40_cap40kBps", one_way_ms=75, jitter_ms=40,
                     rate_bytes_s=40_000)
 """40 kB/s: below the answer's real-time rate (16 kHz PCM16 in base64 JSON, about 47 kB/s)."""
 STALL_S = 2.0
-BARGE_AT_MS = 1000
 WRITE_DELAY_MS = 600
 """How long the appointments server takes over a write: the cut falls while it is in flight."""
 FIGURES: dict[str, dict[str, float]] = {}
@@ -189,22 +188,13 @@ async def ask_story(player: Player) -> tuple[str, Played, float]:
 
 
 async def barge_in(player: Player, generation_id: str, played: Played) -> float:
-    """Interrupt once ``BARGE_AT_MS`` was played; check the stop; its time in ms."""
-    mark = len(player.frames)
-    await player.until(lambda: played.played_ms >= BARGE_AT_MS)
-    await player.interrupt(generation_id)
-    hinted = player.sent_at["input.speech_started.v1"]
-    await player.expect("output.stop_and_flush.v1",
-                        lambda p: p["generation_id"] == generation_id, after=mark)
-    stopped = player.arrived("output.stop_and_flush.v1",
-                             lambda p: p["generation_id"] == generation_id)
-    done = await player.expect("response.completed.v1",
-                               lambda p: p["generation_id"] == generation_id, after=mark)
+    """Interrupt once the bench's ``BARGE_AT_MS`` was played; check the stop; its time in ms."""
+    stop_ms, done = await network.interrupt(player, generation_id, played)
     assert done["status"] == "interrupted"
     assert_nothing_after_stop(player, generation_id)
     assert_heard_within_played(done["heard_text"], played)
     assert done["heard_text"], "something was played and reported before the barge-in"
-    return (stopped - hinted) * 1000
+    return stop_ms
 
 
 @pytest.mark.parametrize("impairment", [LAGGY, CAPPED], ids=lambda i: i.name)

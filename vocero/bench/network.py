@@ -187,8 +187,12 @@ async def ask_story(player: Player, tally: Tally) -> tuple[str, Played]:
     return generation_id, played
 
 
-async def barge_in(player: Player, generation_id: str, played: Played, tally: Tally,
-                   impairment: Impairment) -> None:
+async def interrupt(
+    player: Player, generation_id: str, played: Played
+) -> tuple[float, dict[str, Any]]:
+    """Speak over the answer once ``BARGE_AT_MS`` of it was played: the ms from the speech
+    hint to the server's ``stop_and_flush`` as the caller sees it, and the answer's
+    ``response.completed.v1``."""
     mark = len(player.frames)
     await player.until(lambda: played.played_ms >= BARGE_AT_MS)
     await player.interrupt(generation_id)
@@ -197,9 +201,15 @@ async def barge_in(player: Player, generation_id: str, played: Played, tally: Ta
                         lambda p: p["generation_id"] == generation_id, after=mark)
     stopped = player.arrived("output.stop_and_flush.v1",
                              lambda p: p["generation_id"] == generation_id)
-    tally.stop_ms.append((stopped - hinted) * 1000)
     done = await player.expect("response.completed.v1",
                                lambda p: p["generation_id"] == generation_id, after=mark)
+    return (stopped - hinted) * 1000, done
+
+
+async def barge_in(player: Player, generation_id: str, played: Played, tally: Tally,
+                   impairment: Impairment) -> None:
+    stop_ms, done = await interrupt(player, generation_id, played)
+    tally.stop_ms.append(stop_ms)
     stale = stale_after_stop(player, generation_id)
     tally.stale += stale
     tally.check("barge_in_stops", done["status"] == "interrupted" and stale == 0)
