@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from vocero.store import Store, create_engine
-from vocero.store.engine import async_url, sqlite_file, unreachable
+from vocero.store.engine import async_url, conflicted, sqlite_file, unreachable
 from vocero.store.repositories import SessionTakenOverError
 
 pytestmark = pytest.mark.anyio
@@ -158,3 +158,21 @@ async def test_a_refused_connection_and_a_missing_table_are_told_apart(tmp_path:
                                 "INSERT INTO turns (id) VALUES ('t')")
     assert isinstance(missing, sa.exc.OperationalError) and "no such table" in str(missing)
     assert not unreachable(missing)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (_raised_from(sa.exc.DBAPIError("UPDATE", None, Exception("x")),
+                      asyncpg_errors.DeadlockDetectedError("deadlock detected")), True),
+        (asyncpg_errors.SerializationError("could not serialize access"), True),
+        # the store is away, or the write is wrong: not a conflict to run again at once
+        (ConnectionRefusedError(111, "Connect call failed"), False),
+        (asyncpg_errors.AdminShutdownError("administrator command"), False),
+        (asyncpg_errors.UniqueViolationError("duplicate key"), False),
+    ],
+)
+def test_conflicted_is_only_a_transaction_rolled_back_for_another(
+    error: BaseException, expected: bool
+) -> None:
+    assert conflicted(error) is expected

@@ -11,18 +11,21 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from functools import partial
 
 import anyio
 import msgspec
 import pytest
+import sqlalchemy as sa
 from sqlalchemy import select
 
+from tests.support.pg import clean_pg, requires_pg
 from vocero.contracts.clock import VirtualClock
 from vocero.contracts.domain import Caller, Principal
 from vocero.policy.repository import ActionRepository
 from vocero.store import Store
 from vocero.store.leases import LeaseLostError, LeaseSettings, NodeLease
-from vocero.store.models import NodeRow, OperationRow, OutboxRow
+from vocero.store.models import NodeRow, OperationRow, OutboxRow, SessionRow
 from vocero.store.repositories import Conversations, SessionTakenOverError
 
 pytestmark = pytest.mark.anyio
@@ -290,3 +293,65 @@ async def test_a_dead_holders_retry_wait_is_not_the_takers(db_url: str) -> None:
         clock.advance(TTL + 1)
         [taken] = await repo_b.outbox.claim_due(b.id, 1)  # A is gone: B tries now, not in 10 min
         assert (taken.id, taken.status) == (operation_id, "dispatch_pending")
+
+
+@pytest.fixture
+def pg_db() -> str:
+    return clean_pg()
+
+
+@requires_pg
+async def test_a_renewal_chosen_as_a_deadlock_victim_runs_again_and_is_no_outage(
+    pg_db: str,
+) -> None:
+    """Another transaction of the process holds one session row the renewal needs and then
+    asks for one the renewal already updated: PostgreSQL breaks the deadlock by rolling the
+    renewal back (the other waits longer before it checks). That is a conflict, not a store
+    outage: the renewal runs again once the other commits, and ``on_failure`` (which tells
+    every live caller the store is away) is not called."""
+    url, clock = pg_db, VirtualClock()
+    async with process(url, clock) as node:
+        conv = conversations(node, clock)
+        first, second = await a_session(conv, "ses_first"), await a_session(conv, "ses_second")
+        other = Store.open(url)
+        failures: list[str] = []
+        beat = anyio.Event()
+
+        async def failed() -> None:
+            failures.append("store unavailable")
+            beat.set()  # the beat is over either way
+
+        async def beaten() -> None:
+            beat.set()
+
+        async def renewal_waits_on_a_lock() -> None:
+            async with other.engine.connect() as watcher:
+                while not (await watcher.execute(sa.text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND query LIKE 'UPDATE sessions SET lease_expires_at%'"))).scalar():
+                    await watcher.commit()
+                    await anyio.sleep(0.02)  # the server's own view: nothing to wait on instead
+
+        try:
+            async with other.engine.connect() as rival, anyio.create_task_group() as tg:
+                # autobegun: this waits longer than the renewal before it looks for a deadlock
+                await rival.execute(sa.text("SET LOCAL deadlock_timeout = '30s'"))
+                await rival.execute(sa.text("UPDATE sessions SET state = 'LISTENING' "
+                                            "WHERE id = :id"), {"id": second})
+                await tg.start(partial(node.run, on_beat=beaten, on_failure=failed))
+                clock.advance(node.settings.renew_every_s)
+                await renewal_waits_on_a_lock()  # it updated the first row, waits on the second
+                await rival.execute(sa.text("UPDATE sessions SET state = 'LISTENING' "
+                                            "WHERE id = :id"), {"id": first})
+                await rival.commit()
+                await beat.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            await other.close()
+        assert failures == []
+        async with node.store.read() as session:
+            held = (await session.execute(select(SessionRow.id, SessionRow.lease_expires_at,
+                                                 SessionRow.state))).all()
+        assert {row.id for row in held} == {first, second}
+        assert all(row.state == "LISTENING" for row in held)  # the rival's commit stands
+        assert all(row.lease_expires_at == node.renewed_until for row in held)

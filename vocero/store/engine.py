@@ -144,6 +144,19 @@ def unreachable(exc: BaseException) -> bool:
     return False
 
 
+def conflicted(exc: BaseException) -> bool:
+    """Whether the database rolled a transaction back for a conflict with another one
+    (deadlock, serialization failure): the store answers, and running it again may succeed."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if str(getattr(cause, "sqlstate", "") or "") in _RETRYABLE_STATES:
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 class Store:
     """The engine and its session factories; one per process, closed on shutdown."""
 

@@ -39,10 +39,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.ports import Clock, Timers
-from vocero.store.engine import Store
+from vocero.store.engine import Store, conflicted
 from vocero.store.models import LeaseRow, NodeRow, OutboxRow, SessionRow
 
 log = structlog.get_logger("vocero.store.leases")
+
+CONFLICT_ATTEMPTS = 3
+"""Tries of one renewal that conflicts with another transaction before it counts as failed."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -224,10 +227,10 @@ class NodeLease:
         while True:
             await self.clock.sleep(self.settings.renew_every_s)
             try:
-                await self.renew()
-                await self.sweep()
+                await self._beat()
             except Exception as exc:
-                log.warning("node.renew_failed", node_id=self.id, error=type(exc).__name__)
+                log.warning("node.renew_failed", node_id=self.id, error=type(exc).__name__,
+                            detail=str(exc)[:300])
                 if on_failure is not None:
                     await on_failure()
                 continue
@@ -236,6 +239,21 @@ class NodeLease:
                     await on_beat()
                 except Exception:
                     log.exception("node.beat_failed", node_id=self.id)
+
+    async def _beat(self) -> None:
+        """Renew and sweep. A renewal chosen as a deadlock's victim (it updates every row this
+        node holds while other transactions of this process update some of them, in another
+        order) was rolled back by a store that answers: it runs again at once, and an outage
+        is declared only if the store is away or the conflict persists."""
+        for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+            try:
+                await self.renew()
+                break
+            except Exception as exc:
+                if attempt == CONFLICT_ATTEMPTS or not conflicted(exc):
+                    raise
+                log.info("node.renew_conflict", node_id=self.id, attempt=attempt)
+        await self.sweep()
 
     def holds(self) -> bool:
         """The last renewal that reached the store is still good."""
