@@ -1,18 +1,32 @@
 """Helpers of the tests against ``fixtures/mcp_servers/bookings_server.py``: its tools as a
-profile declares them, a caller allowed to use them, and recorded answers of a fake caller."""
+profile declares them, a caller allowed to use them, recorded answers of a fake caller, and the
+server behind a local identity provider for delegated credentials."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
-from gateway_support import ServerDef, request
+from gateway_support import (
+    HttpServer,
+    RecordingAudit,
+    ServerDef,
+    http_servers,
+    profile,
+    records,
+    request,
+)
 
-from vocero.contracts.domain import Principal, ToolSpec
+from tests.support.idp import IdentityProvider, identity_provider
+from vocero.contracts.domain import McpServerAuth, McpServerSpec, Principal, ToolSpec
 from vocero.contracts.ports import InputRequest, InputResponse, ToolCallRequest
+from vocero.contracts.secrets import Secret
+from vocero.identity.caller_jwt import expires_at
+from vocero.mcp_gateway import CallerCredentials, McpConnections, McpGateway
 
 BOOKER = Principal(
     subject_ref="sub_bob", tenant_id="acme", scopes=["bookings:read", "bookings:write"]
@@ -101,12 +115,56 @@ class FakeCaller:
 
 def inputs(path: Path) -> list[dict[str, Any]]:
     """The answers the server received (``kind: input`` lines of its record)."""
-    from gateway_support import records
-
     return [line for line in records(path) if line.get("kind") == "input"]
 
 
 def calls(path: Path, tool: str) -> list[dict[str, Any]]:
-    from gateway_support import records
-
     return [line for line in records(path) if line.get("tool") == tool and "kind" not in line]
+
+
+@dataclass
+class IdpBookings:
+    """A real local identity provider (``tests/support/idp.py``) and a bookings server over HTTP
+    that checks every call's bearer by introspection at it and records the bearer it received
+    (``VOCERO_MCP_CALL_INTROSPECT``, ``folder/headers.jsonl``)."""
+
+    idp: IdentityProvider
+    server: HttpServer
+    folder: Path
+
+    def calls(self) -> list[dict[str, Any]]:
+        lines = records(self.folder / "headers.jsonl")
+        return [line for line in lines if line["body_method"] == "tools/call"]
+
+
+@contextmanager
+def idp_bookings(folder: Path) -> Iterator[IdpBookings]:
+    with identity_provider() as idp:
+        env = {
+            "VOCERO_MCP_RECORD": str(folder / "bookings.jsonl"),
+            "VOCERO_MCP_STATE": str(folder / "bookings.json"),
+            "VOCERO_MCP_HEADERS": str(folder / "headers.jsonl"),
+            "VOCERO_MCP_CALL_INTROSPECT": idp.introspection_url,
+        }
+        with http_servers({"bookings": (SCRIPT, env)}) as running:
+            yield IdpBookings(idp, running["bookings"], folder)
+
+
+@asynccontextmanager
+async def delegated_gateway(
+    w: IdpBookings, auth: McpServerAuth, credentials: CallerCredentials, session_id: str
+) -> AsyncIterator[tuple[McpGateway, RecordingAudit]]:
+    """A running gateway to ``w``'s server with ``auth``, its tool calls made for the callers in
+    ``credentials``; it has connected (listing needs no caller token)."""
+    spec = McpServerSpec(url=w.server.url, auth=auth)
+    chosen = profile({"bookings": spec}, booking_tools())
+    audit = RecordingAudit()
+    connections = McpConnections.from_profiles([chosen], audit=audit, subjects=credentials)
+    async with connections.running():
+        conn = connections.connection("bookings")
+        assert conn is not None and conn.state == "connected"
+        yield McpGateway(connections, chosen, session_id=session_id), audit
+
+
+def remember(credentials: CallerCredentials, principal: Principal, jwt: str) -> None:
+    credentials.remember(principal.tenant_id, principal.subject_ref, Secret(jwt), expires_at(jwt))

@@ -7,21 +7,18 @@ at the provider and records the bearer it received (``VOCERO_MCP_CALL_INTROSPECT
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bookings_support import booking_request, booking_tools
-from gateway_support import HttpServer, RecordingAudit, profile, records
+from bookings_support import IdpBookings, booking_request, delegated_gateway, idp_bookings, remember
+from gateway_support import RecordingAudit, records
 
-from tests.support.idp import CLIENT_ID, CLIENT_SECRET, IdentityProvider, identity_provider
-from vocero.contracts.domain import McpServerAuth, McpServerSpec, Principal, TokenExchangeSpec
-from vocero.contracts.secrets import Secret
-from vocero.identity.caller_jwt import expires_at
-from vocero.mcp_gateway import CallerCredentials, DelegationUnavailable, McpConnections, McpGateway
+from tests.support.idp import CLIENT_ID, CLIENT_SECRET
+from vocero.contracts.domain import McpServerAuth, Principal, TokenExchangeSpec
+from vocero.mcp_gateway import CallerCredentials, DelegationUnavailable, McpGateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
@@ -32,63 +29,28 @@ BRUNO = Principal(subject_ref="sub_bruno", tenant_id="acme",
                   scopes=["bookings:read", "bookings:write"])  # fmt: skip
 
 
-@dataclass
-class World:
-    idp: IdentityProvider
-    server: HttpServer
-    folder: Path
-
-    def calls(self) -> list[dict[str, Any]]:
-        lines = records(self.folder / "headers.jsonl")
-        return [line for line in lines if line["body_method"] == "tools/call"]
-
-
 @pytest.fixture(scope="module")
-def w(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+def w(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdpBookings]:
     """One provider and one server for the module (a server takes a second or more to start);
     each test uses operation ids of its own."""
-    tmp_path = tmp_path_factory.mktemp("delegation")
-    with identity_provider() as idp:
-        env = {
-            "VOCERO_MCP_RECORD": str(tmp_path / "bookings.jsonl"),
-            "VOCERO_MCP_STATE": str(tmp_path / "bookings.json"),
-            "VOCERO_MCP_HEADERS": str(tmp_path / "headers.jsonl"),
-            "VOCERO_MCP_CALL_INTROSPECT": idp.introspection_url,
-        }
-        server = HttpServer("bookings_server.py", env)
-        server.start()
-        try:
-            server.wait_ready()
-            yield World(idp, server, tmp_path)
-        finally:
-            server.stop()
+    with idp_bookings(tmp_path_factory.mktemp("delegation")) as world:
+        yield world
 
 
-@asynccontextmanager
-async def gateway(
-    w: World, credentials: CallerCredentials, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[tuple[McpGateway, RecordingAudit]]:
+def gateway(
+    w: IdpBookings, credentials: CallerCredentials, monkeypatch: pytest.MonkeyPatch
+) -> AbstractAsyncContextManager[tuple[McpGateway, RecordingAudit]]:
     monkeypatch.setenv(SECRET_ENV, CLIENT_SECRET)
     exchange = TokenExchangeSpec(
         token_url=w.idp.token_url, audience="bookings-api", scope="bookings:read bookings:write",
         client_id=CLIENT_ID, client_secret_env=SECRET_ENV,
     )
-    spec = McpServerSpec(url=w.server.url, auth=McpServerAuth(token_exchange=exchange))
-    chosen = profile({"bookings": spec}, booking_tools())
-    audit = RecordingAudit()
-    connections = McpConnections.from_profiles([chosen], audit=audit, subjects=credentials)
-    async with connections.running():
-        conn = connections.connection("bookings")
-        assert conn is not None and conn.state == "connected"  # listing needs no caller token
-        yield McpGateway(connections, chosen, session_id="ses_delegation"), audit
-
-
-def remember(credentials: CallerCredentials, principal: Principal, jwt: str) -> None:
-    credentials.remember(principal.tenant_id, principal.subject_ref, Secret(jwt), expires_at(jwt))
+    auth = McpServerAuth(token_exchange=exchange)
+    return delegated_gateway(w, auth, credentials, session_id="ses_delegation")
 
 
 async def test_two_callers_calls_carry_their_own_exchanged_tokens(
-    w: World, monkeypatch: pytest.MonkeyPatch
+    w: IdpBookings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     w.idp.fail_exchange = ""
     exchanged_before = len(w.idp.exchanges)
@@ -120,7 +82,7 @@ async def test_two_callers_calls_carry_their_own_exchanged_tokens(
 
 @pytest.mark.parametrize("failure", ["http_error", "bad_json", "no_token", "no_caller_jwt"])
 async def test_a_failed_exchange_sends_nothing_to_the_server(
-    w: World, monkeypatch: pytest.MonkeyPatch, failure: str
+    w: IdpBookings, monkeypatch: pytest.MonkeyPatch, failure: str
 ) -> None:
     credentials = CallerCredentials()
     w.idp.fail_exchange = ""
@@ -144,7 +106,7 @@ async def test_a_failed_exchange_sends_nothing_to_the_server(
 
 
 def test_a_jwt_callers_session_calls_with_its_exchanged_token_and_a_file_caller_fails_closed(
-    w: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    w: IdpBookings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The whole path through ``serve``'s composition root: the JWT a caller connected with is
     what the gateway exchanges for its session's tool call."""

@@ -12,17 +12,16 @@ resource server, authorization server and IdP (``httpx2.MockTransport``).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qsl
 
 import httpx2
 import pytest
-from bookings_support import booking_request, booking_tools
-from gateway_support import HttpServer, RecordingAudit, profile, records
+from bookings_support import IdpBookings, booking_request, delegated_gateway, idp_bookings, remember
+from gateway_support import RecordingAudit, records
 
 from tests.support.idp import (
     AS_CLIENT_ID,
@@ -32,8 +31,6 @@ from tests.support.idp import (
     CLIENT_SECRET,
     ID_JAG,
     JWT_BEARER,
-    IdentityProvider,
-    identity_provider,
 )
 from vocero.contracts.domain import (
     EnterpriseAuthSpec,
@@ -42,9 +39,7 @@ from vocero.contracts.domain import (
     McpServerSpec,
     Principal,
 )
-from vocero.contracts.secrets import Secret
-from vocero.identity.caller_jwt import expires_at
-from vocero.mcp_gateway import CallerCredentials, DelegationUnavailable, McpConnections, McpGateway
+from vocero.mcp_gateway import CallerCredentials, DelegationUnavailable, McpGateway
 from vocero.mcp_gateway.oauth import (
     AuthGuard,
     InMemoryOAuthTokenRepository,
@@ -61,40 +56,15 @@ ALICE = Principal(subject_ref="sub_alice", tenant_id="acme", scopes=["bookings:r
 BRUNO = Principal(subject_ref="sub_bruno", tenant_id="acme", scopes=["bookings:read"])
 
 
-@dataclass
-class World:
-    idp: IdentityProvider
-    server: HttpServer
-    folder: Path
-
-    def calls(self) -> list[dict[str, Any]]:
-        lines = records(self.folder / "headers.jsonl")
-        return [line for line in lines if line["body_method"] == "tools/call"]
-
-
 @pytest.fixture(scope="module")
-def w(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    tmp_path = tmp_path_factory.mktemp("enterprise")
-    with identity_provider() as idp:
-        env = {
-            "VOCERO_MCP_RECORD": str(tmp_path / "bookings.jsonl"),
-            "VOCERO_MCP_STATE": str(tmp_path / "bookings.json"),
-            "VOCERO_MCP_HEADERS": str(tmp_path / "headers.jsonl"),
-            "VOCERO_MCP_CALL_INTROSPECT": idp.introspection_url,
-        }
-        server = HttpServer("bookings_server.py", env)
-        server.start()
-        try:
-            server.wait_ready()
-            yield World(idp, server, tmp_path)
-        finally:
-            server.stop()
+def w(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdpBookings]:
+    with idp_bookings(tmp_path_factory.mktemp("enterprise")) as world:
+        yield world
 
 
-@asynccontextmanager
-async def gateway(
-    w: World, credentials: CallerCredentials, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[tuple[McpGateway, RecordingAudit]]:
+def gateway(
+    w: IdpBookings, credentials: CallerCredentials, monkeypatch: pytest.MonkeyPatch
+) -> AbstractAsyncContextManager[tuple[McpGateway, RecordingAudit]]:
     monkeypatch.setenv(IDP_ENV, CLIENT_SECRET)
     monkeypatch.setenv(AS_ENV, AS_CLIENT_SECRET)
     enterprise = EnterpriseAuthSpec(
@@ -102,22 +72,12 @@ async def gateway(
         issuer=AS_ISSUER, token_url=w.idp.as_token_url, scope="bookings:read",
         client_id=AS_CLIENT_ID, client_secret_env=AS_ENV,
     )  # fmt: skip
-    spec = McpServerSpec(url=w.server.url, auth=McpServerAuth(enterprise=enterprise))
-    chosen = profile({"bookings": spec}, booking_tools())
-    audit = RecordingAudit()
-    connections = McpConnections.from_profiles([chosen], audit=audit, subjects=credentials)
-    async with connections.running():
-        conn = connections.connection("bookings")
-        assert conn is not None and conn.state == "connected"
-        yield McpGateway(connections, chosen, session_id="ses_enterprise"), audit
-
-
-def remember(credentials: CallerCredentials, principal: Principal, jwt: str) -> None:
-    credentials.remember(principal.tenant_id, principal.subject_ref, Secret(jwt), expires_at(jwt))
+    auth = McpServerAuth(enterprise=enterprise)
+    return delegated_gateway(w, auth, credentials, session_id="ses_enterprise")
 
 
 async def test_each_caller_gets_its_own_id_jag_and_access_token(
-    w: World, monkeypatch: pytest.MonkeyPatch
+    w: IdpBookings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     w.idp.fail_exchange = w.idp.fail_grant = ""
     legs1, legs2 = len(w.idp.exchanges), len(w.idp.grants)
@@ -161,7 +121,7 @@ async def test_each_caller_gets_its_own_id_jag_and_access_token(
     "failure", ["idp_refused", "as_refused", "no_caller_jwt", "as_secret_missing"]
 )
 async def test_a_failed_enterprise_flow_sends_nothing_to_the_server(
-    w: World, monkeypatch: pytest.MonkeyPatch, failure: str
+    w: IdpBookings, monkeypatch: pytest.MonkeyPatch, failure: str
 ) -> None:
     credentials = CallerCredentials()
     if failure != "no_caller_jwt":
