@@ -64,7 +64,8 @@ def b64(data: bytes) -> str:
 class Exchange:
     """One token-exchange request as the provider saw it."""
 
-    client: str
+    client: tuple[str, str] | None
+    """(client id, secret) of its ``client_secret_basic`` authorization; ``None`` without one."""
     form: dict[str, str]
     issued: str = ""
 
@@ -182,10 +183,8 @@ class IdentityProvider:
         return 404, {"error": "not_found"}
 
     def _exchange(self, authorization: str, form: dict[str, str]) -> tuple[int, Any]:
-        client = _basic_client(authorization)
-        record = Exchange(client, form)
-        self.exchanges.append(record)
-        if client != (CLIENT_ID, CLIENT_SECRET):
+        record = _received(self.exchanges, authorization, form)
+        if record.client != (CLIENT_ID, CLIENT_SECRET):
             return 401, {"error": "invalid_client"}
         if form.get("requested_token_type") == ID_JAG:
             return self._id_jag(record, form)
@@ -201,13 +200,8 @@ class IdentityProvider:
             return 200, b"<html>not json</html>"
         if self.fail_exchange == "no_token":
             return 200, {"token_type": "Bearer", "expires_in": 300}
-        issued = "xt_" + secrets.token_urlsafe(24)
-        record.issued = issued
-        self.issued[issued] = {"sub": subject["sub"], "aud": form.get("audience", ""),
-                               "scope": form.get("scope", "")}
-        return 200, {"access_token": issued, "token_type": "Bearer",
-                     "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
-                     "expires_in": self.expires_in}
+        answer = self._access_token(record, "xt_", subject["sub"], form.get("audience", ""))
+        return 200, {**answer, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}
 
     def _id_jag(self, record: Exchange, form: dict[str, str]) -> tuple[int, Any]:
         """SEP-990 leg 1: an ID-JAG for the authorization server ``audience`` names."""
@@ -235,8 +229,7 @@ class IdentityProvider:
 
     def _jwt_bearer(self, authorization: str, form: dict[str, str]) -> tuple[int, Any]:
         """SEP-990 leg 2 at the MCP server's authorization server (RFC 7523 §2.1)."""
-        record = Exchange(_basic_client(authorization), form)
-        self.grants.append(record)
+        record = _received(self.grants, authorization, form)
         if record.client != (AS_CLIENT_ID, AS_CLIENT_SECRET):
             return 401, {"error": "invalid_client"}
         if form.get("grant_type") != JWT_BEARER:
@@ -251,12 +244,15 @@ class IdentityProvider:
                 claims.get("aud") != AS_ISSUER or claims.get("client_id") != AS_CLIENT_ID or \
                 claims.get("resource") != form.get("resource") or self.fail_grant:
             return 400, {"error": "invalid_grant"}
-        issued = "at_" + secrets.token_urlsafe(24)
+        return 200, self._access_token(record, "at_", claims["sub"], claims["resource"])
+
+    def _access_token(self, record: Exchange, prefix: str, sub: str, aud: str) -> dict[str, Any]:
+        """A new access token for ``record``'s request, known to introspection (for ``sub``, at
+        ``aud``, with the scope the request asked for); the token endpoint's answer."""
+        issued = prefix + secrets.token_urlsafe(24)
         record.issued = issued
-        self.issued[issued] = {"sub": claims["sub"], "aud": claims["resource"],
-                               "scope": form.get("scope", "")}
-        return 200, {"access_token": issued, "token_type": "Bearer",
-                     "expires_in": self.expires_in}
+        self.issued[issued] = {"sub": sub, "aud": aud, "scope": record.form.get("scope", "")}
+        return {"access_token": issued, "token_type": "Bearer", "expires_in": self.expires_in}
 
     def _verified(self, token: str) -> dict[str, Any] | None:
         try:
@@ -267,6 +263,13 @@ class IdentityProvider:
                 return dict(jwt.decode(token, key, algorithms=[header["alg"]]).claims)
         except (JoseError, KeyError, ValueError, IndexError):
             return None
+
+
+def _received(seen: list[Exchange], authorization: str, form: dict[str, str]) -> Exchange:
+    """A token-endpoint request, kept in ``seen`` whether or not its client is the right one."""
+    record = Exchange(_basic_client(authorization), form)
+    seen.append(record)
+    return record
 
 
 def _basic_client(authorization: str) -> tuple[str, str] | None:
