@@ -15,8 +15,9 @@ from typing import Any
 
 import anyio
 import pytest
+import yaml
 
-from vocero.bench.dialogue import score_all
+from vocero.bench.dialogue import HELD_OUT, ROOT, score_all, weakest
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic
 from vocero.inference.dialogue.intents import ACTS, OUT_OF_SCOPE, IntentModel
@@ -203,7 +204,14 @@ def test_the_bench_scores_a_held_out_file_with_its_confusion(tmp_path: Path) -> 
     assert 0.0 <= result["accuracy"] <= 1.0
     (scored,) = result["files"]
     assert scored["profile"] == "demo"
+    assert scored["split"] == "tuning"  # the default
     assert scored["lines"] == 3
+    assert result["profiles"]["demo"]["lines"] == 3
+    assert result["splits"]["tuning"] == {
+        "profiles": ["demo"], "lines": 3, "correct": scored["correct"],
+        "accuracy": scored["accuracy"],
+    }  # fmt: skip
+    assert result["splits"]["heldout"]["lines"] == 0
     assert scored["fit_ms"] > 0 and scored["classify_p95_ms"] > 0
     assert set(scored["confusion"]) == {"greet", "orders.status", "thanks"}
     assert sum(n for row in scored["confusion"].values() for n in row.values()) == 3
@@ -215,6 +223,71 @@ def test_the_bench_scores_a_held_out_file_with_its_confusion(tmp_path: Path) -> 
     # Prohibited tools and the follow-up queue's call tool are not the model's to pick.
     assert "account.close" not in scored["intents"]
     assert "calls.place" not in scored["intents"]
+
+
+def test_the_bench_scores_every_line_set_by_profile_and_the_heldout_apart() -> None:
+    """Every file of fixtures/dialogue is scored, its profile found wherever it lives (an id of
+    fixtures/profiles or a folder such as fixtures/profiles-heldout/sunway), one entry per
+    profile with as many lines as its file, and the held-out profile in its own split."""
+    expected = {}
+    for file in sorted(HELD_OUT.glob("*.yaml")):
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        expected[Path(data["profile"]).name] = (len(data["lines"]), data.get("split", "tuning"))
+    assert {"maple", "northwind", "sunway"} <= set(expected)
+    assert expected["sunway"][1] == "heldout"
+    result = anyio.run(partial(score_all, HELD_OUT, PROFILES, servers=False))
+    profiles = result["profiles"]
+    assert {p: (f["lines"], f["split"]) for p, f in profiles.items()} == expected
+    for figures in profiles.values():
+        assert figures["accuracy"] == round(figures["correct"] / figures["lines"], 4)
+        assert all(w["recall"] < 1 for w in figures["weakest"])
+    heldout, tuning = result["splits"]["heldout"], result["splits"]["tuning"]
+    assert "sunway" in heldout["profiles"] and "sunway" not in tuning["profiles"]
+    assert heldout["lines"] == sum(n for n, split in expected.values() if split == "heldout")
+    assert heldout["correct"] == sum(profiles[p]["correct"] for p in heldout["profiles"])
+    assert tuning["lines"] + heldout["lines"] == result["lines"]
+
+
+def test_a_profile_folder_is_relative_to_the_root_and_holds_one_profile(tmp_path: Path) -> None:
+    (tmp_path / "maple.yaml").write_text(
+        "profile: fixtures/profiles-heldout/maple\nsplit: heldout\n"
+        "lines:\n  - {say: 'is my prescription ready', intent: pharmacy.check}\n",
+        encoding="utf-8",
+    )
+    result = anyio.run(partial(score_all, tmp_path, PROFILES, servers=False, root=ROOT))
+    (scored,) = result["files"]
+    assert scored["profile"] == "maple"
+    assert scored["profile_source"] == "fixtures/profiles-heldout/maple"
+    assert "pharmacy.check" in scored["intents"]
+    assert "pharmacy.dose" not in scored["intents"]  # prohibited
+    assert result["splits"]["heldout"]["profiles"] == ["maple"]
+    (tmp_path / "maple.yaml").write_text(
+        "profile: fixtures/profiles\nlines:\n  - {say: 'hello', intent: greet}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(LookupError, match="must hold one profile"):
+        anyio.run(partial(score_all, tmp_path, PROFILES, servers=False, root=ROOT))
+
+
+def test_two_line_sets_for_one_profile_are_refused(tmp_path: Path) -> None:
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text(
+            "profile: demo\nlines:\n  - {say: 'hello', intent: greet}\n", encoding="utf-8"
+        )
+    with pytest.raises(ValueError, match="already has a line set"):
+        anyio.run(partial(score_all, tmp_path, PROFILES, servers=False))
+
+
+def test_the_weakest_intents_are_the_lowest_recall_below_one() -> None:
+    by_intent: dict[str, dict[str, Any]] = {
+        "greet": {"n": 2, "correct": 2, "recall": 1.0, "precision": 1.0},
+        "a.read": {"n": 4, "correct": 2, "recall": 0.5, "precision": 1.0},
+        "b.write": {"n": 2, "correct": 1, "recall": 0.5, "precision": 0.5},
+        "c.ask": {"n": 5, "correct": 1, "recall": 0.2, "precision": 1.0},
+        "out_of_scope": {"n": 0, "correct": 0, "recall": None, "precision": 0.0},
+    }
+    assert [w["intent"] for w in weakest(by_intent)] == ["c.ask", "a.read", "b.write"]
+    assert [w["intent"] for w in weakest(by_intent, 1)] == ["c.ask"]
 
 
 def test_the_bench_refuses_a_label_the_profile_does_not_have(tmp_path: Path) -> None:

@@ -1,12 +1,17 @@
 """``vocero bench dialogue``: how well the CPU dialogue manager tells what a caller asks for.
 
 Every ``*.yaml`` of ``fixtures/dialogue`` is a held-out set for one profile (its README: written
-before the model was evaluated, never tuned on). For each, the profile is loaded with the
-project's loader, the intent model (:mod:`vocero.inference.dialogue.intents`) is fitted on the tools
-the model would see and the profile's claims, and every line is classified with the
-out-of-scope decision applied (:meth:`IntentModel.decide`). Printed per file: accuracy, fit time,
-classification p95, recall and precision by intent, the confusion (true intent -> predicted ->
-count) and the lines it got wrong; then the accuracy over every line of every file.
+before the model was evaluated, never tuned on). Its ``profile:`` is a profile id of
+``fixtures/profiles`` or, when it holds a ``/``, a folder relative to the repository root that
+holds that one profile (``fixtures/profiles-heldout/maple``). Its ``split:`` is ``tuning`` (the
+default) or ``heldout``: a profile nobody tunes on, whose figure is reported apart. For each
+file, the profile is loaded with the project's loader, the intent model
+(:mod:`vocero.inference.dialogue.intents`) is fitted on the tools the model would see and the
+profile's claims, and every line is classified with the out-of-scope decision applied
+(:meth:`IntentModel.decide`). Printed per file: accuracy, fit time, classification p95, recall
+and precision by intent, the confusion (true intent -> predicted -> count) and the lines it got
+wrong; then, by profile, its accuracy and its weakest intents; by
+split, the accuracy over its profiles' lines; and the accuracy over every line of every file.
 
 The tools are those the model sees in a session (``SessionManager._tools``): the profile's MCP
 servers are started and their definitions taken through the gateway (the server's description
@@ -25,7 +30,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import yaml
@@ -44,6 +49,8 @@ from vocero.speech.knowledge import SCHEMA as KNOWLEDGE_SCHEMA
 ROOT = Path(__file__).resolve().parents[2]
 HELD_OUT = ROOT / "fixtures" / "dialogue"
 PROFILES = ROOT / "fixtures" / "profiles"
+SPLITS = ("tuning", "heldout")
+WEAKEST = 3  # intents named per profile: the lowest recall first
 BUILTIN_SCHEMAS: dict[str, dict[str, Any]] = {
     KNOWLEDGE_TOOL: KNOWLEDGE_SCHEMA,
     FOLLOWUPS_TOOL: FOLLOWUPS_SCHEMA,
@@ -58,6 +65,7 @@ class Line(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class HeldOut(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     profile: str
     lines: list[Line]
+    split: Literal["tuning", "heldout"] = "tuning"
 
 
 def model_tools(
@@ -112,12 +120,28 @@ def _read(file: Path) -> HeldOut:
     return msgspec.convert(data, HeldOut)
 
 
-def load_held_out(file: Path, profiles_dir: Path = PROFILES) -> tuple[HeldOut, AgentProfile]:
+def load_held_out(
+    file: Path, profiles_dir: Path = PROFILES, root: Path = ROOT
+) -> tuple[HeldOut, AgentProfile]:
     held = _read(file)
-    profile = load_profiles(profiles_dir).get(held.profile)
-    if profile is None:
-        raise LookupError(f"{file.name}: no profile {held.profile!r} in {profiles_dir}")
-    return held, profile
+    return held, find_profile(file, held.profile, profiles_dir, root)
+
+
+def find_profile(file: Path, name: str, profiles_dir: Path, root: Path) -> AgentProfile:
+    """``name`` without a ``/`` is a profile id of ``profiles_dir``; with one it is a folder,
+    relative to ``root`` (or absolute), whose ``*.yaml`` define exactly one profile id."""
+    if "/" not in name:
+        profile = load_profiles(profiles_dir).get(name)
+        if profile is None:
+            raise LookupError(f"{file.name}: no profile {name!r} in {profiles_dir}")
+        return profile
+    catalog = load_profiles(root / name)
+    ids = sorted({p.id for p in catalog})
+    if len(ids) != 1:
+        raise LookupError(f"{file.name}: {name} must hold one profile, it holds {ids}")
+    found = catalog.get(ids[0])
+    assert found is not None  # the id was just read from the catalog
+    return found
 
 
 def score_file(
@@ -148,7 +172,9 @@ def score_file(
     correct = len(held.lines) - len(errors)
     return {
         "file": file.name,
-        "profile": held.profile,
+        "profile": profile.id,
+        "profile_source": held.profile,
+        "split": held.split,
         "lines": len(held.lines),
         "correct": correct,
         "accuracy": round(correct / max(1, len(held.lines)), 4),
@@ -178,28 +204,72 @@ def _by_intent(confusion: dict[str, Counter[str]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def weakest(by_intent: dict[str, dict[str, Any]], count: int = WEAKEST) -> list[dict[str, Any]]:
+    """The intents with the lowest recall below 1 (the most lines first on a tie)."""
+    missed = [(i, s) for i, s in by_intent.items() if s["n"] and s["recall"] < 1]
+    missed.sort(key=lambda item: (item[1]["recall"], -item[1]["n"], item[0]))
+    return [{"intent": i, "n": s["n"], "recall": s["recall"]} for i, s in missed[:count]]
+
+
+def by_profile(files: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One entry per profile; a profile scored by two files is refused (one set per profile)."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in files:
+        if f["profile"] in out:
+            raise ValueError(f"{f['file']}: profile {f['profile']!r} already has a line set")
+        out[f["profile"]] = {
+            "file": f["file"], "split": f["split"], "lines": f["lines"], "correct": f["correct"],
+            "accuracy": f["accuracy"], "weakest": weakest(f["by_intent"]),
+        }  # fmt: skip
+    return out
+
+
+def by_split(files: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The accuracy of each split over its profiles' lines: held-out apart from tuning."""
+    out: dict[str, dict[str, Any]] = {}
+    for split in SPLITS:
+        mine = [f for f in files if f["split"] == split]
+        out[split] = {"profiles": sorted(f["profile"] for f in mine), **_total(mine)}
+    return out
+
+
+def _total(files: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    lines = sum(f["lines"] for f in files)
+    correct = sum(f["correct"] for f in files)
+    return {
+        "lines": lines,
+        "correct": correct,
+        "accuracy": round(correct / lines, 4) if lines else None,
+    }
+
+
 def held_out_files(held_out: Path) -> list[Path]:
     return sorted(held_out.glob("*.yaml"))
 
 
 async def score_all(
-    held_out: Path = HELD_OUT, profiles_dir: Path = PROFILES, *, servers: bool = True
+    held_out: Path = HELD_OUT,
+    profiles_dir: Path = PROFILES,
+    *,
+    servers: bool = True,
+    root: Path = ROOT,
 ) -> dict[str, Any]:
-    """Every ``*.yaml`` of ``held_out``, and the accuracy over all their lines."""
+    """Every ``*.yaml`` of ``held_out``: by file, by profile, by split and over all lines."""
     files = []
     for file in held_out_files(held_out):
-        held, profile = load_held_out(file, profiles_dir)
+        held, profile = load_held_out(file, profiles_dir, root)
         served = await served_tools(profile) if servers else []
         files.append(score_file(file, held, profile, served))
-    lines = sum(f["lines"] for f in files)
-    correct = sum(f["correct"] for f in files)
+    total = _total(files)
     return {
         "bench": "dialogue",
         "held_out": str(held_out),
         "mcp_servers_started": servers,
         "files": files,
-        "lines": lines,
-        "accuracy": round(correct / lines, 4) if lines else None,
+        "profiles": by_profile(files),
+        "splits": by_split(files),
+        "lines": total["lines"],
+        "accuracy": total["accuracy"],
     }
 
 
