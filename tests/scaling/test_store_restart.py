@@ -66,6 +66,16 @@ def operations(node: Vocero, session_id: str) -> list[dict[str, Any]]:
     return [op for op in items if op["proposal_id"]]
 
 
+def history(node: Vocero, session_id: str) -> list[tuple[str, str]]:
+    return [(h["role"], h["text"]) for h in node.get(f"/v1/sessions/{session_id}")["history"]]
+
+
+def settled(told: list[tuple[str, str]], line: tuple[str, str], times: int
+            ) -> list[tuple[str, str]] | None:
+    """``told`` once ``line`` is in it ``times`` times."""
+    return told if told.count(line) >= times else None
+
+
 def test_store_restart_mid_call_fails_writes_closed_degrades_and_recovers(
     tmp_path: Path, cluster: Cluster
 ) -> None:
@@ -125,17 +135,18 @@ def test_store_restart_mid_call_fails_writes_closed_degrades_and_recovers(
             [op] = operations(node, alice.session_id)  # no operation row of the refused "yes"
             assert (op["proposal_id"], op["status"]) == (question["proposal_id"], "committed")
             # what was said while the store was away is on record, in order, once
-            told = [(h["role"], h["text"]) for h in node.get(
-                f"/v1/sessions/{alice.session_id}")["history"]]
+            # (turns reach the store through the recorder's queue: a live call's record may
+            # trail what was said by a batch)
+            told = wait_for("alice's second yes on record", lambda: settled(
+                history(node, alice.session_id), ("user", "yes"), 2))
             refusal = refused["heard_text"]
             assert told.count(("user", "yes")) == 2 and told.count(("assistant", refusal)) == 1
             during = told.index(("assistant", refusal))
             assert told[during - 1] == ("user", "yes")  # the "yes" the store did not see at once
             assert told[during + 1][0] == "user"  # the move asked again after the store came back
-            bob_told = [(h["role"], h["text"]) for h in node.get(
-                f"/v1/sessions/{bob.session_id}")["history"]]
             # one answered in the outage, one after
-            assert bob_told.count(("assistant", "I found your appointments.")) == 2
+            wait_for("bob's two answers on record", lambda: history(node, bob.session_id).count(
+                ("assistant", "I found your appointments.")) == 2)
         # frank's hang-up is on record once the store is back: his token no longer resumes
         frank_record = node.get(f"/v1/sessions/{frank.session_id}")
         assert frank_record["closed_at"] is not None
