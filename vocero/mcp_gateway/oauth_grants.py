@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import parse_qsl
 
 import httpx2
@@ -48,6 +48,9 @@ class _ClientCredentials(_RestoresExpiry, ClientCredentialsOAuthProvider):
 
 class _PrivateKeyJwt(_RestoresExpiry, PrivateKeyJWTOAuthProvider):
     pass
+
+
+_Flow = TypeVar("_Flow", bound=_ClientCredentials)
 
 
 class _JwtBearerGrant(_ClientCredentials):
@@ -155,17 +158,31 @@ def _machine_provider(
         if oauth.token_endpoint_auth == "none":
             raise ServerRefusedError("oauth_auth_method_unsupported")
         method: Literal["client_secret_basic", "client_secret_post"] = oauth.token_endpoint_auth
-        provider = _ClientCredentials(
-            server_url=spec.url,
-            storage=storage,
-            client_id=oauth.client_id,
-            client_secret=secret,
-            token_endpoint_auth_method=method,
-            scope=scope,
-            issuer=oauth.issuer,
-        )
+        provider = _with_secret(_ClientCredentials, spec, oauth, storage, secret, method, scope)
     provider._storage = storage
     return provider
+
+
+def _with_secret(
+    flow: type[_Flow],
+    spec: McpServerSpec,
+    oauth: McpOAuthSpec,
+    storage: SealedTokenStorage,
+    secret: str,
+    method: Literal["client_secret_basic", "client_secret_post", "none"],
+    scope: str | None,
+) -> _Flow:
+    """The SDK's client-credentials ``flow`` as ``oauth.client_id``, authenticated with
+    ``secret`` by ``method`` (``none``: a public client), at the configured issuer only."""
+    return flow(
+        server_url=spec.url,
+        storage=storage,
+        client_id=oauth.client_id,
+        client_secret=secret,
+        token_endpoint_auth_method=method,  # type: ignore[arg-type]  # "none" works too
+        scope=scope,
+        issuer=oauth.issuer,
+    )
 
 
 def _jwt_bearer_provider(
@@ -185,15 +202,7 @@ def _jwt_bearer_provider(
     method = oauth.token_endpoint_auth if secret else "none"
     if method == "private_key_jwt":
         raise ServerRefusedError("oauth_auth_method_unsupported")
-    provider = _JwtBearerGrant(
-        server_url=spec.url,
-        storage=storage,
-        client_id=oauth.client_id,
-        client_secret=secret,
-        token_endpoint_auth_method=method,  # type: ignore[arg-type]  # "none" works too
-        scope=scope,
-        issuer=oauth.issuer,
-    )
+    provider = _with_secret(_JwtBearerGrant, spec, oauth, storage, secret, method, scope)
     provider._assertion = lambda: read_assertion(oauth, environ)
     provider._storage = storage
     return provider
