@@ -7,13 +7,9 @@ emptied before each test; see ``tests/support/pg.py``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from followup_support import CallsServer, calls_server
-
-from tests.support.db import migrated_copy
-from tests.support.pg import BACKENDS, clean_pg
 
 
 @pytest.fixture
@@ -27,10 +23,7 @@ def calls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CallsServer]:
         yield running
 
 
-@pytest.fixture(params=BACKENDS)
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A database at head with no rows: a fresh SQLite file (as the app names it), or the
-    PostgreSQL one emptied."""
-    if request.param == "sqlite":
-        return migrated_copy(tmp_path / "vocero.db", driver="sqlite+aiosqlite")
-    return clean_pg()
+@pytest.fixture
+def db_url(app_db_url: str) -> str:
+    """A database at head with no rows, as the app names it (``tests/support/db.py``)."""
+    return app_db_url

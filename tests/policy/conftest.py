@@ -12,13 +12,9 @@ tests run on PostgreSQL (``VOCERO_TEST_PG_URL``, emptied before each test; see
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from policy_support import FixtureServers, fixture_servers
-
-from tests.support.db import migrated_copy
-from tests.support.pg import BACKENDS, clean_pg
 
 
 @pytest.fixture
@@ -32,10 +28,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FixtureServers
         yield running
 
 
-@pytest.fixture(params=BACKENDS)
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A database at head with no rows: a fresh SQLite file (as the app names it), or the
-    PostgreSQL one emptied."""
-    if request.param == "sqlite":
-        return migrated_copy(tmp_path / "vocero.db", driver="sqlite+aiosqlite")
-    return clean_pg()
+@pytest.fixture
+def db_url(app_db_url: str) -> str:
+    """A database at head with no rows, as the app names it (``tests/support/db.py``)."""
+    return app_db_url

@@ -8,8 +8,9 @@ database or the shared database emptied (``tests/support/pg.py``). An app starte
 its schema at head, and its own upgrade on start has nothing to do.
 
 ``db_url`` runs a test on both backends (the PostgreSQL variant skipped without a server, except
-in CI); ``empty_url`` is a database with no tables at all; ``store`` is a :class:`Store` opened on
-``db_url``. A suite's conftest only adds what is its own (a store wired to a vault, servers).
+in CI), ``app_db_url`` likewise with the app's SQLite driver; ``empty_url`` is a database with no
+tables at all; ``store`` is a :class:`Store` opened on ``db_url``. A suite's conftest only adds
+what is its own (a store wired to a vault, servers).
 """
 
 from __future__ import annotations
@@ -55,12 +56,25 @@ def migrated_template() -> Path:
     return sqlite_template()
 
 
+def fresh_url(backend: str, folder: Path, *, driver: str = "sqlite") -> str:
+    """A database at head with no rows: a fresh SQLite file in ``folder`` (its URL with
+    ``driver``), or the PostgreSQL one emptied."""
+    if backend == "sqlite":
+        return migrated_copy(folder / "vocero.db", driver=driver)
+    return clean_pg()
+
+
 @pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A database at head with no rows: a fresh SQLite file, or the PostgreSQL one emptied."""
-    if request.param == "sqlite":
-        return migrated_copy(tmp_path / "vocero.db")
-    return clean_pg()
+    return fresh_url(request.param, tmp_path)
+
+
+@pytest.fixture(params=BACKENDS)
+def app_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """``db_url`` as the app names it (``sqlite+aiosqlite``): for suites that run the app or
+    its workers on it."""
+    return fresh_url(request.param, tmp_path, driver="sqlite+aiosqlite")
 
 
 @pytest.fixture(params=BACKENDS)
