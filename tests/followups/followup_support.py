@@ -5,11 +5,10 @@ and the follow-up plane wired to a real action plane on a virtual clock."""
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from tests.support.servers import ServerProcess, free_port
+from tests.support.servers import RecordingServer
 from vocero.app.adapters.followups import builtin_tools, followup_services
 from vocero.contracts.builtins import BuiltinSet, BuiltinTools
 from vocero.contracts.clock import VirtualClock
@@ -35,7 +34,6 @@ from vocero.store.leases import NodeLease
 from vocero.store.repositories import Conversations
 
 REPO = Path(__file__).resolve().parents[2]
-CALLS_SCRIPT = REPO / "fixtures" / "mcp_servers" / "calls_server.py"
 DEMO = REPO / "fixtures" / "profiles" / "demo.yaml"
 SCOPES = ["orders:read", "appointments:read", "followups:write"]
 START = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
@@ -51,43 +49,18 @@ def heard(*lines: tuple[str, str]) -> list[Message]:
 
 
 @dataclass
-class CallsServer:
+class CallsServer(RecordingServer):
     """``fixtures/mcp_servers/calls_server.py`` over HTTP, recording every tools/call."""
 
-    folder: Path
-    port: int = field(default_factory=free_port)
-    process: ServerProcess | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    @property
-    def record(self) -> Path:
-        return self.folder / "calls.jsonl"
-
-    @property
-    def state(self) -> Path:
-        return self.folder / "calls.json"
+    name = "calls"
 
     @property
     def busy(self) -> Path:
         return self.folder / "not_ready"
 
-    def env(self) -> dict[str, str]:
-        return {"VOCERO_MCP_RECORD": str(self.record), "VOCERO_MCP_STATE": str(self.state),
-                "VOCERO_CALLS_NOT_READY": str(self.busy)}
-
     def start(self) -> None:
         self.busy.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, str(CALLS_SCRIPT), "--transport", "http", "--port",
-                   str(self.port)]
-        self.process = ServerProcess("calls server", command, port=self.port, env=self.env())
-        self.process.spawn().wait_ready(timeout_s=30)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop(grace_s=0)
+        self.spawn({"VOCERO_CALLS_NOT_READY": str(self.busy)})
 
     def line_busy(self, phone: str, answers: int = 1) -> None:
         """The next ``answers`` calls to ``phone`` answer ``line_not_ready``."""

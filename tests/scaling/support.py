@@ -29,14 +29,13 @@ import yaml
 from starlette.websockets import WebSocketDisconnect
 from websockets.exceptions import ConnectionClosed
 
-from tests.support.servers import READY_LINE, ServerProcess, free_port
+from tests.support.servers import READY_LINE, RecordingServer, ServerProcess, free_port
 from tests.support.wsclient import ProtocolClient
 from vocero.app.settings import REPO_ROOT
 from vocero.contracts.domain import Caller
 
 ADMIN_TOKEN = "op-admin-token-scaling"
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
-SERVERS = REPO_ROOT / "fixtures" / "mcp_servers"
 PG_SCRIPT = REPO_ROOT / "scripts" / "pg.sh"
 SCRIPT: dict[str, Any] = {
     "tts": {"ms_per_char": 2},
@@ -62,25 +61,11 @@ CALLERS = ("alice", "bob", "frank", "grace")
 
 
 @dataclass
-class Appointments:
+class Appointments(RecordingServer):
     """The fixture appointments server with appointments of its own and optional delays."""
 
-    folder: Path
+    name = "appointments"
     delays: str = ""
-    port: int = field(default_factory=free_port)
-    process: ServerProcess | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    @property
-    def record(self) -> Path:
-        return self.folder / "appointments.jsonl"
-
-    @property
-    def state(self) -> Path:
-        return self.folder / "appointments.json"
 
     def start(self, appointments: int = 4) -> None:
         if not self.state.exists():
@@ -89,17 +74,7 @@ class Appointments:
                 "time": "10:00", "timezone": "Europe/Madrid", "service": "Boiler inspection",
                 "status": "scheduled", "version": 1} for i in range(appointments)}
             self.state.write_text(json.dumps({"appointments": seed, "receipts": {}}))
-        env = {"VOCERO_MCP_RECORD": str(self.record), "VOCERO_MCP_STATE": str(self.state),
-               "VOCERO_MCP_DELAY_MS": self.delays}
-        self.process = ServerProcess(
-            "appointments server", [sys.executable, str(SERVERS / "appointments_server.py"),
-                                    "--transport", "http", "--port", str(self.port)],
-            port=self.port, env=env).spawn()
-        self.process.wait_ready(timeout_s=30)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop(grace_s=0)
+        self.spawn({"VOCERO_MCP_DELAY_MS": self.delays})
 
     def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
         if not self.record.exists():

@@ -19,17 +19,20 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Self
+from typing import IO, ClassVar, Self
 
 from tests.support.polling import wait_for
 from vocero.app.settings import REPO_ROOT
 
 READY_LINE = "vocero listening on "
 """What ``vocero serve`` prints on standard output once it accepts connections."""
+FIXTURE_SERVERS = REPO_ROOT / "fixtures" / "mcp_servers"
 
 
 def free_port() -> int:
@@ -199,3 +202,39 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@dataclass
+class RecordingServer:
+    """A fixture MCP server, ``fixtures/mcp_servers/<name>_server.py``, over HTTP on a port of
+    its own: it records every tools/call in :attr:`record` and keeps its state in :attr:`state`.
+    A subclass names it and starts it with the knobs of its own (:meth:`spawn`)."""
+
+    name: ClassVar[str]
+    folder: Path
+    port: int = field(default_factory=free_port)
+    process: ServerProcess | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    @property
+    def record(self) -> Path:
+        return self.folder / f"{self.name}.jsonl"
+
+    @property
+    def state(self) -> Path:
+        return self.folder / f"{self.name}.json"
+
+    def spawn(self, env: Mapping[str, str]) -> None:
+        """Start it with ``env`` besides its record and state, and wait until it listens."""
+        script = FIXTURE_SERVERS / f"{self.name}_server.py"
+        command = [sys.executable, str(script), "--transport", "http", "--port", str(self.port)]
+        knobs = {"VOCERO_MCP_RECORD": str(self.record), "VOCERO_MCP_STATE": str(self.state), **env}
+        self.process = ServerProcess(f"{self.name} server", command, port=self.port, env=knobs)
+        self.process.spawn().wait_ready(timeout_s=30)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop(grace_s=0)
