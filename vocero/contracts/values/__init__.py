@@ -19,7 +19,13 @@ about, as said). Month, weekday, number and time words are the English lexicon's
 (:mod:`vocero.contracts.lexicon`).
 """
 
-from vocero.contracts.values.dates import date_in, moment_in, next_date, weekday_date
+from vocero.contracts.values.dates import (
+    date_in,
+    moment_in,
+    month_day_in,
+    next_date,
+    weekday_date,
+)
 from vocero.contracts.values.identifiers import bare_identifier, identifier_in, pattern_accepts
 from vocero.contracts.values.phrases import reason_phrase, requested_thing, when_phrase
 from vocero.contracts.values.times import hour_of, part_of_day, spoken_times, time_in
@@ -30,6 +36,7 @@ __all__ = [
     "hour_of",
     "identifier_in",
     "moment_in",
+    "month_day_in",
     "next_date",
     "part_of_day",
     "pattern_accepts",

@@ -7,7 +7,10 @@ time in the caller's zone. Month, weekday and relative-day words are the English
 The one reader of spoken dates (ADR-0039): the dialogue's slots, the orchestrator's spoken
 answers and policy's canonical arguments read a date with :func:`date_in` and a moment with
 :func:`moment_in`; the follow-ups' due time, which reads its own (multilingual) time words, does
-its calendar arithmetic with :func:`weekday_date` and :func:`next_date`.
+its calendar arithmetic with :func:`weekday_date` (its "next" included) and :func:`next_date`;
+the grounding check of spoken facts reads a day of the month alone, a relative day and "next
+<weekday>" with :func:`date_in` and a month day with :func:`month_day_in`. "next Friday" said
+on a day of the same week is the Friday of the week after, everywhere (ADR-0040).
 """
 
 from __future__ import annotations
@@ -41,11 +44,12 @@ ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?=T\d|\b)")
 MONTH_DAY = re.compile(rf"\b({MONTH_RE})\.?\s+(?:the\s+)?{_DAY_RE}\b", re.IGNORECASE)
 DAY_OF_MONTH = re.compile(rf"\b(?:the\s+)?{_DAY_RE}\s+(?:of\s+)?({MONTH_RE})\b", re.IGNORECASE)
 ORDINAL_DAY = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)\b", re.IGNORECASE)
-_BARE_DAY = re.compile(
+BARE_DAY = re.compile(
     r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)\b(?=\s*(?:$|[,.?!;]|(?:at|in|around|by|from|please"
     r"|instead|then|would|works|is|if|or|and|for|of\s+(?:this|next|the)\s+month)\b))",
     re.IGNORECASE,
 )
+"""A day of the month said alone ("the 14th", "on the 3rd at 4"), but not "the 3rd step"."""
 _YEAR_AFTER = re.compile(r",?\s+((?:19|20|21)\d{2})\b")
 """A year said right after a month and day ("March 10, 2027", "the 5th of January 2027")."""
 _WEEKDAY = re.compile(rf"\b(next\s+|this\s+|on\s+)?({alternation(WEEKDAYS)})\b", re.IGNORECASE)
@@ -63,19 +67,12 @@ def date_in(text: str, today: dt.date) -> str | None:
     found = ISO_DATE.search(text)
     if found:
         return found.group(0)
+    month_day = month_day_in(text)
+    if month_day is not None:
+        day = next_date(today, *month_day)
+        return day.isoformat() if day else None
     lowered = _ordinal_days(text.lower())
-    for pattern, month_group, day_group in ((MONTH_DAY, 1, 2), (DAY_OF_MONTH, 2, 1)):
-        match = pattern.search(lowered)
-        if match:
-            year = _YEAR_AFTER.match(lowered, match.end())
-            day = next_date(
-                today,
-                MONTHS[match.group(month_group)],
-                int(match.group(day_group)),
-                int(year.group(1)) if year else None,
-            )
-            return day.isoformat() if day else None
-    bare = _BARE_DAY.search(lowered)
+    bare = BARE_DAY.search(lowered)
     if bare:
         return _next_day_of_month(today, int(bare.group(1)))
     for said, ahead in _RELATIVE_DAYS:
@@ -90,6 +87,25 @@ def date_in(text: str, today: dt.date) -> str | None:
     if days:
         count = small_number(days.group(1))
         return (today + dt.timedelta(days=count)).isoformat() if count is not None else None
+    return None
+
+
+def month_day_in(text: str) -> tuple[int, int, int | None] | None:
+    """The month, the day and the year (``None`` unless said right after them) of the first
+    month day the utterance names ("March 3rd", "the fourteenth of March", "jan 5, 2027"), as
+    said: not resolved against a today, nor checked against a calendar. :func:`date_in` resolves
+    it; the grounding check of spoken facts compares a month day said without a year by its
+    month and day (docs/grounding.md)."""
+    lowered = _ordinal_days(text.lower())
+    for pattern, month_group, day_group in ((MONTH_DAY, 1, 2), (DAY_OF_MONTH, 2, 1)):
+        match = pattern.search(lowered)
+        if match:
+            year = _YEAR_AFTER.match(lowered, match.end())
+            return (
+                MONTHS[match.group(month_group)],
+                int(match.group(day_group)),
+                int(year.group(1)) if year else None,
+            )
     return None
 
 
