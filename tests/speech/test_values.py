@@ -7,6 +7,7 @@ from datetime import date
 
 import pytest
 
+from vocero.contracts.values import date_in
 from vocero.speech.values import (
     critical_values,
     evidence_values,
@@ -35,6 +36,11 @@ def keys(text: str) -> list[tuple[str, str]]:
         ("the third of December", [("date", "12-03")]),
         ("2026-12-02T11:00:00+01:00", [("date", "2026-12-02"), ("time", "11:00")]),
         ("tomorrow", [("date", "2026-12-02")]),
+        ("the 14th", [("date", "2026-12-14")]),  # a day of the month alone: the next one
+        ("on the 3rd at 4 PM", [("date", "2026-12-03"), ("time", "16:00")]),
+        ("next Friday", [("date", "2026-12-11")]),  # on a Tuesday: the week after's (ADR-0040)
+        ("next Tuesday", [("date", "2026-12-08")]),  # today's weekday: next week's
+        ("March the 3rd", [("date", "03-03")]),
         ("a $25 fee", [("amount", "USD:25")]),
         ("25 euros", [("amount", "EUR:25")]),
         ("within thirty days", [("number", "30")]),
@@ -68,6 +74,39 @@ def test_a_full_date_supports_its_weekday_and_month_day() -> None:
         assert all(supported(v, evidence) for v in critical_values(text)), text
     for text in ("Friday", "December 4", "December 3, 2027"):
         assert not all(supported(v, evidence) for v in critical_values(text)), text
+
+
+def test_a_day_named_from_today_needs_that_date_in_the_evidence() -> None:
+    """"next Friday" and "the 14th" are one date each: evidence for another Friday, or a 14 that
+    is not a date, does not support them (they were a weekday and a number, and did)."""
+    evidence = evidence_values({"date": "2026-12-04", "seats": 14}, today=TODAY)
+    for text in ("on Friday", "on the 4th", "on Friday, December 4"):
+        assert all(supported(v, evidence) for v in critical_values(text, today=TODAY)), text
+    for text in ("next Friday", "on the 14th", "on the 5th", "the day after tomorrow"):
+        assert not all(supported(v, evidence) for v in critical_values(text, today=TODAY)), text
+    later = evidence_values({"date": "2026-12-11"}, today=TODAY)
+    assert all(supported(v, later) for v in critical_values("next Friday", today=TODAY))
+    assert not all(supported(v, later) for v in critical_values("on the 4th", today=TODAY))
+
+
+@pytest.mark.parametrize(
+    "said", ["March 3rd", "the third of March", "March the 3rd", "3 March", "March 3, 2028"]
+)
+def test_a_month_day_is_what_the_one_date_reader_reads(said: str) -> None:
+    """The month and day (and the year, when said) are the shared reader's; said without a year
+    the check keeps the month and day, so a past year's date in the evidence supports it."""
+    day = date_in(said, TODAY)
+    assert day is not None
+    year_said = said.endswith("2028")
+    assert keys(said) == [("date", day if year_said else day[5:])]
+
+    def supports(evidence: str) -> bool:
+        found = evidence_values({"on": evidence})
+        return all(supported(v, found) for v in critical_values(said, today=TODAY))
+
+    assert supports(day)
+    assert supports("2026-03-03") is not year_said  # a past year's March 3: only without a year
+    assert not supports("2027-03-04")
 
 
 def test_a_time_supports_its_hour_on_either_clock() -> None:

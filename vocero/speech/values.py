@@ -8,6 +8,14 @@ own words). Canonical forms make "December 3", "2026-12-03" and "Thursday, Decem
 agree, "apt-1001" and "APT 1001" agree. What cannot be read unambiguously is kept as written, so
 it needs the same words in the evidence.
 
+Dates are read by the product's one reader of spoken dates (:mod:`vocero.contracts.values`,
+ADR-0039, ADR-0040), so a date the agent says and the date in the evidence compare by the
+reading the rest of the product gives them: a month day by the month and day it reads ("March
+3rd", "the third of March", "March the 3rd"), with its year when one is said; a relative day
+("tomorrow"), a day of the month alone ("the 14th") and "next Tuesday" by the day they resolve
+to from the caller's today. A weekday said alone stays a weekday ("Friday, December 4" is one
+day, not two).
+
 Extraction goes from the most specific shape to the least (times, dates, amounts, identifiers,
 numbers) and a matched span is not read again, so "10:30" is one time and not two numbers.
 Month, weekday, relative-day, number and named-time words are the English lexicon's
@@ -26,6 +34,9 @@ from typing import Any, Literal
 
 from vocero.contracts.lexicon.base import WEEKDAY_CODES, alternation
 from vocero.contracts.lexicon.en import LEXICON
+from vocero.contracts.values import date_in, month_day_in
+from vocero.contracts.values.dates import BARE_DAY
+from vocero.contracts.values.dates import WEEKDAYS as FULL_WEEKDAYS
 
 ValueKind = Literal["number", "amount", "date", "time", "weekday", "identifier"]
 
@@ -60,6 +71,8 @@ _DAY_TENS = alternation(w for w, v in TENS_WORDS.items() if v <= 30)
 """Tens a day of the month is said with ("twenty-first", "thirtieth")."""
 _DAY = rf"(?:\d{{1,2}}(?:st|nd|rd|th)?|(?:(?:{_DAY_TENS})[\s-])?(?:{_ORDINAL_WORD}))"
 _MERIDIEM = r"(?P<mer>a\.?\s?m\.?|p\.?\s?m\.?)(?![a-z])"
+_YEAR = r"(?P<y>(?:19|20|21)\d{2})"
+"""A year said after a month day: the years the one reader reads."""
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("iso", re.compile(
@@ -70,12 +83,15 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("time", re.compile(r"\b(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?::[0-5]\d)?\b")),
     ("time", re.compile(rf"\b(?P<word>{_NAMED_TIME})\b", re.IGNORECASE)),
     ("md", re.compile(
-        rf"\b(?P<mo>{_MONTH})\.?\s+(?P<d>{_DAY})\b(?:,?\s+(?P<y>\d{{4}}))?", re.IGNORECASE)),
+        rf"\b(?P<mo>{_MONTH})\.?\s+(?:the\s+)?(?P<d>{_DAY})\b(?:,?\s+{_YEAR}\b)?",
+        re.IGNORECASE)),
     ("dm", re.compile(
-        rf"\b(?P<d>{_DAY})\s+(?:of\s+)?(?P<mo>{_MONTH})\b\.?(?:,?\s+(?P<y>\d{{4}}))?",
+        rf"\b(?P<d>{_DAY})\s+(?:of\s+)?(?P<mo>{_MONTH})\b\.?(?:,?\s+{_YEAR}\b)?",
         re.IGNORECASE)),
     ("slash", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?P<y>\d{2,4}))?\b")),
     ("relative", re.compile(rf"\b(?P<rel>{_RELATIVE})\b", re.IGNORECASE)),
+    ("resolved", re.compile(rf"\bnext\s+(?:{alternation(FULL_WEEKDAYS)})\b", re.IGNORECASE)),
+    ("resolved", BARE_DAY),
     ("weekday", re.compile(rf"\b(?P<wd>{_WEEKDAY})(?:s|'s)?\b\.?", re.IGNORECASE)),
     ("amount", re.compile(
         r"(?P<cur>[$€£₹])\s?(?P<v>\d[\d,]*(?:\.\d+)?)|"
@@ -253,18 +269,23 @@ def _iso(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]
     yield ("date", day.isoformat())
 
 
+_LEAP_YEAR = 2028
+"""A year with every month day in it: a month day said without a year (February 29 too)."""
+
+
 def _month_day(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
-    month = MONTHS[match["mo"].casefold().rstrip(".")]
-    day = _day_number(match["d"])
-    if day is None or not 1 <= day <= 31:
+    """A month day as the one reader reads it (:func:`month_day_in`): with its year, that date;
+    without one, its month and day (``12-03``), which a full date in the evidence supports. A
+    day no calendar has (the 30th of February) is no date: its number is read as a number."""
+    said = month_day_in(match.group(0))
+    if said is None:
         return
-    if match["y"]:
-        try:
-            yield ("date", date(int(match["y"]), month, day).isoformat())
-        except ValueError:
-            return
+    month, day, year = said
+    try:
+        found = date(year if year is not None else _LEAP_YEAR, month, day)
+    except ValueError:
         return
-    yield ("date", f"{month:02d}-{day:02d}")
+    yield ("date", found.isoformat() if year is not None else found.isoformat()[5:])
 
 
 def _slash(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
@@ -273,11 +294,32 @@ def _slash(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, st
 
 
 def _relative(match: re.Match[str], today: date | None) -> Iterator[tuple[ValueKind, str]]:
+    """A relative day: the day the one reader resolves it to ("tomorrow"); "yesterday", which
+    it does not read (nothing is booked in the past), the day before ``today``. Without a today
+    the words stay words: they need the same words in the evidence."""
     word = " ".join(match["rel"].casefold().split())
     if today is None:
         yield ("date", word)
         return
-    yield ("date", (today + timedelta(days=RELATIVE_DAYS[word])).isoformat())
+    ahead = RELATIVE_DAYS[word]
+    day = date_in(word, today) if ahead >= 0 else (today + timedelta(days=ahead)).isoformat()
+    if day is not None:
+        yield ("date", day)
+
+
+def _resolved(match: re.Match[str], today: date | None) -> Iterator[tuple[ValueKind, str]]:
+    """A day named from today: "next Tuesday" (ADR-0040: the Tuesday of the week after when
+    this week's is still ahead) and a day of the month alone ("the 14th": the next 14th), as the
+    one reader resolves them. It is that date, never only a weekday or a number: evidence for
+    another Tuesday, or a 14 that is no date, does not support it. Without a today the words
+    stay words; a day no month has ("the 35th") is no date."""
+    words = " ".join(match.group(0).casefold().split())
+    if today is None:
+        yield ("date", words)
+        return
+    day = date_in(words, today)
+    if day is not None:
+        yield ("date", day)
 
 
 def _weekday(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, str]]:
@@ -340,20 +382,9 @@ def _words(match: re.Match[str], _: date | None) -> Iterator[tuple[ValueKind, st
 
 _READERS = {
     "time": _time, "iso": _iso, "md": _month_day, "dm": _month_day, "slash": _slash,
-    "relative": _relative, "weekday": _weekday, "amount": _amount, "identifier": _identifier,
-    "digits": _digits, "number": _number, "words": _words,
+    "relative": _relative, "resolved": _resolved, "weekday": _weekday, "amount": _amount,
+    "identifier": _identifier, "digits": _digits, "number": _number, "words": _words,
 }  # fmt: skip
-
-
-def _day_number(text: str) -> int | None:
-    text = text.casefold().strip()
-    digits = re.match(r"\d+", text)
-    if digits:
-        return int(digits.group(0))
-    parts = re.split(r"[\s-]", text)
-    if len(parts) == 2:
-        return TENS_WORDS.get(parts[0], 0) + ORDINAL_WORDS.get(parts[1], 0)
-    return ORDINAL_WORDS.get(text)
 
 
 def _decimal(text: str) -> Decimal | None:
