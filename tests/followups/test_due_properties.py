@@ -36,6 +36,9 @@ NOW = datetime(2026, 12, 3, 8, 30, tzinfo=UTC)  # Thursday, 09:30 in Madrid
     ("at 8am", "2026-12-04 08:00", True),  # already past today: tomorrow
     ("tomorrow", "2026-12-04 11:00", True),  # a day and no time: 11:00 that day
     ("Thursday 10am", "2026-12-10 10:00", True),  # today's weekday: next week's
+    ("next Friday 3pm", "2026-12-11 15:00", True),  # this week's is tomorrow: the week after's
+    ("agle shukravar dopahar 3 baje", "2026-12-11 15:00", True),
+    ("next Monday", "2026-12-07 11:00", True),  # already in the week after: no week more
     ("december 24 at 9:30am", "2026-12-24 09:30", True),
     ("sometime", "2026-12-04 11:00", False),  # nothing usable: 11:00 the next day
     ("today morning", "2026-12-04 11:00", False),  # already past: never the past

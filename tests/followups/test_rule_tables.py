@@ -186,6 +186,33 @@ def test_accepted_when_is_canonical_in_the_callers_zone() -> None:
         "timezone": "Europe/Madrid", "due_at": "2026-12-04T16:00:00+01:00"}
 
 
+@pytest.mark.parametrize(("line", "when", "locale"), [
+    ("call me next friday at 3", "next Friday 3pm", "en-US"),
+    ("agle shukravar teen baje call karna", "agle shukravar 3 baje", "hi-IN"),
+    ("vachhe shukravaram moodu gantalaku call cheyandi", "vachhe shukravaram 3 pm", "te-IN"),
+])
+def test_next_friday_is_the_friday_of_the_week_after(line: str, when: str, locale: str) -> None:
+    """ADR-0040: on a Thursday, "next Friday" is the 11th, as the rest of the product reads it
+    (it was tomorrow, the 4th); "Friday" alone is still tomorrow."""
+    ctx = context(("user", line), locale=locale)
+    due = tool().canonicalize("followups.record", {"when": when, "reason": "invoice"}, ctx)
+    assert due.arguments["due_at"] == "2026-12-11T15:00:00+01:00"
+    plain = tool().canonicalize("followups.record", {"when": "Friday 3pm", "reason": "x"},
+                                context(("user", "call me friday at 3")))
+    assert plain.arguments["due_at"] == "2026-12-04T15:00:00+01:00"
+
+
+def test_the_read_back_of_next_friday_says_its_date_and_reads_back_as_it() -> None:
+    """"on Friday" alone would be heard as tomorrow: a weekday a week or more ahead is read back
+    with its date, and the caller's "yes" to it records that day."""
+    error = refusal(context(("user", "ring me sometime")), when="next friday 3pm", reason="x")
+    assert error.question == "Shall we call you at three in the afternoon on Friday, December 11?"
+    ctx = context(("user", "ring me sometime"), ("assistant", error.question), ("user", "yes"))
+    for when in ("next Friday 3pm", "Friday December 11 at 3pm"):
+        agreed = tool().canonicalize("followups.record", {"when": when, "reason": "x"}, ctx)
+        assert agreed.arguments["due_at"] == "2026-12-11T15:00:00+01:00", when
+
+
 @pytest.mark.parametrize(("arguments", "reason_code", "result_reason"), [
     ({"when": "no follow-up needed", "reason": "resolved"}, "no_followup_needed",
      "no_followup_needed"),

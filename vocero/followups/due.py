@@ -97,8 +97,9 @@ def _day(reading: Reading, today: date) -> date | None:
         return today + timedelta(days=relative[word])
     if word.startswith("in_days:"):
         return today + timedelta(days=max(int(word.removeprefix("in_days:")), 1))
-    if word in lx.WEEKDAY_ORDER:
-        return values.weekday_date(today, lx.WEEKDAY_ORDER.index(word))
+    if word in lx.WEEKDAY_ORDER:  # "next Friday": the shared reader's (ADR-0040)
+        qualifier = "next" if len(reading.days) - 1 in reading.next_days else ""
+        return values.weekday_date(today, lx.WEEKDAY_ORDER.index(word), qualifier)
     if word.startswith("date:"):
         year = reading.years[-1] if reading.years else None
         return _date(word.removeprefix("date:"), today, year)

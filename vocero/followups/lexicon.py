@@ -99,6 +99,9 @@ ENGLISH_NUMBER_WORDS: Final = frozenset(
 
 NEXT_WEEK: Final = (("next", "week"), ("agle", "hafte"), ("agle", "week"), ("अगले", "हफ्ते"),
                     ("vachhe", "vaaram"), ("vache", "varam"), ("వచ్చే", "వారం"))
+NEXT: Final = frozenset(first for first, _ in NEXT_WEEK)
+""""next" before a weekday ("next Friday", "agle shukravar", "vachhe shukravaram"): the weekday of
+the week after when this week's is still ahead, as everywhere in the product (ADR-0040)."""
 
 MONTHS: Final[dict[str, int]] = {
     word: month

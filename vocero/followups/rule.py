@@ -190,9 +190,11 @@ def spoken_time(wanted: Reading, due: datetime, now: datetime) -> str:
 
 def _day_phrase(said: str, offset: int, due: datetime) -> str:
     """The day in the same kind of words the ``when`` used (a weekday stays a weekday, so the
-    caller's "yes" agrees with words the model will use again)."""
+    caller's "yes" agrees with words the model will use again). A weekday a week or more ahead
+    ("next Friday" said on a Monday, ADR-0040) is said with its date: "on Friday" alone would be
+    heard as this week's."""
     if said in lx.WEEKDAY_ORDER:
-        return f"on {due:%A}"
+        return f"on {due:%A}" if offset < 7 else f"on {due:%A}, {due:%B} {due.day}"
     if said == "week_next":
         return f"next week on {due:%A}"
     if said == "day_after":

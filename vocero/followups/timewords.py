@@ -57,6 +57,9 @@ class Reading:
     delays: tuple[int, ...] = ()
     """"in N minutes" as minutes."""
     years: tuple[int, ...] = field(default=())
+    next_days: frozenset[int] = frozenset()
+    """The positions in :attr:`days` of weekdays said after "next" ("next Friday"): the due time
+    reads them as the shared reader does (ADR-0040); the call-back rule compares the weekday."""
 
     def __bool__(self) -> bool:
         return bool(self.days or self.parts or self.clocks or self.delays)
@@ -175,6 +178,7 @@ class _Reader:
         self.clocks: list[Clock] = []
         self.delays: list[int] = []
         self.years: list[int] = []
+        self.next_days: set[int] = set()
         self.used: set[int] = set()
 
     def at(self, index: int) -> str:
@@ -185,7 +189,8 @@ class _Reader:
             if index not in self.used:
                 self._word(index)
         return Reading(days=tuple(self.days), parts=tuple(self.parts), clocks=tuple(self.clocks),
-                       delays=tuple(self.delays), years=tuple(self.years))
+                       delays=tuple(self.delays), years=tuple(self.years),
+                       next_days=frozenset(self.next_days))
 
     def _word(self, i: int) -> None:
         word = self.at(i)
@@ -204,6 +209,8 @@ class _Reader:
             named = lookup(table, word)
             if named is not None:
                 found.append(named)
+                if table is lx.WEEKDAYS and self.at(i - 1) in lx.NEXT:
+                    self.next_days.add(len(self.days) - 1)
         month_number = _month(word)
         if month_number is not None:
             self._month_date(i, month_number)
