@@ -1,8 +1,9 @@
 """One reader of spoken dates and times (ADR-0039): the same phrase reads as the same day and the
 same clock time wherever it is read - the dialogue's slots, the orchestrator's spoken answers,
-policy's canonical arguments and the follow-ups' due time. Before, each of the four had its own
-weekday, month and clock arithmetic, so a day the agent read back could reach the server as
-another one.
+policy's canonical arguments, the follow-ups' due time and the grounding check of what the agent
+says. Before, each had its own weekday, month and clock arithmetic, so a day the agent read back
+could reach the server as another one; "next Friday" was next week's to four of them and this
+week's to the follow-ups (ADR-0040), and to the grounding check any Friday.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from vocero.followups.due import resolve_due
 from vocero.inference.dialogue import router
 from vocero.orchestrator.spoken_answers import values_in
 from vocero.policy.canonical import canonicalize
+from vocero.speech.values import critical_values, evidence_values, supported
 
 ZONE = "Europe/Madrid"
 NOW = dt.datetime(2026, 12, 7, 8, 0, tzinfo=dt.UTC)
@@ -43,12 +45,31 @@ def _policy(key: str) -> Callable[[str], Any]:
     return lambda said: canonicalize({key: said}, schema, CTX).arguments[key]
 
 
+def _supporting_days(said: str, days: int) -> list[dt.date]:
+    """The days after today whose evidence (a tool result naming the day) supports every
+    critical value the agent says in ``said``."""
+    found = critical_values(said, today=TODAY)
+    assert found, said
+    return [
+        day for day in (TODAY + dt.timedelta(days=ahead) for ahead in range(1, days + 1))
+        if all(supported(v, evidence_values({"day": day.isoformat()}, today=TODAY)) for v in found)
+    ]
+
+
+def _grounding(said: str) -> str | None:
+    """The day the grounding check reads: the first after today whose evidence supports what the
+    agent said (a weekday alone, like "Friday, December 11", is any Friday's: the first)."""
+    days = _supporting_days(said, 800)
+    return days[0].isoformat() if days else None
+
+
 DATE_READERS: dict[str, Callable[[str], Any]] = {
     "slots": lambda said: values.date_in(said, TODAY),
     "dialogue": _dialogue(DATE, "day"),
     "spoken answers": lambda said: values_in({"day": DATE}, said, TODAY).get("day"),
     "canonical arguments": _policy("visit_date"),
     "follow-up due time": lambda said: resolve_due(said, NOW, ZONE).at.date().isoformat(),
+    "grounding check": _grounding,
 }
 TIME_READERS: dict[str, Callable[[str], Any]] = {
     "slots": values.time_in,
@@ -70,6 +91,10 @@ DATES = [
     ("the 5th of January", "2027-01-05"),  # already past this year: next year's
     ("March 3, 2027", "2027-03-03"),
     ("2026-12-21", "2026-12-21"),
+    ("next friday", "2026-12-18"),  # on a Monday: next week's (ADR-0040; follow-ups: the 11th)
+    ("next Tuesday", "2026-12-15"),
+    ("next Monday", "2026-12-14"),  # today's weekday: next week's, and no week more
+    ("March 3rd", "2027-03-03"),
 ]
 TIMES = [
     ("3pm", "15:00"),
@@ -96,21 +121,36 @@ def test_a_spoken_time_is_the_same_clock_time_to_every_reader(
     assert TIME_READERS[reader](said) == clock
 
 
-@pytest.mark.parametrize("reader", ["slots", "dialogue", "spoken answers", "canonical arguments"])
+@pytest.mark.parametrize("reader", sorted(set(DATE_READERS) - {"follow-up due time"}))
 @pytest.mark.parametrize(
     ("said", "day"),
     [
-        ("next friday", "2026-12-18"),  # on a Monday: next week's (policy sent this week's)
         ("March 3, 2028", "2028-03-03"),  # the year said is kept (slots read the next March 3rd)
+        ("on the 14th", "2026-12-14"),  # a day of the month alone: the next one
+        ("the 5th, please", "2027-01-05"),  # this month's is past: next month's
+        ("March the 3rd", "2027-03-03"),
     ],
 )
 def test_what_a_call_back_cannot_be_reads_the_same_to_the_other_readers(
     reader: str, said: str, day: str
 ) -> None:
-    """A follow-up is never due in a later week's qualifier or a year ahead (its due time has
-    its own horizon and reads "next" as a lead word), so these phrases are checked on the other
-    four readers."""
+    """A follow-up is never due a year ahead (its due time has its own horizon), and its time
+    words read no day of the month without its month, so these phrases are checked on the other
+    readers."""
     assert DATE_READERS[reader](said) == day
+
+
+DAY_NAMING = [
+    (said, day) for said, day in DATES
+    if said not in ("friday", "on Wednesday", "Monday")  # a weekday alone: any such day
+] + [("on the 14th", "2026-12-14"), ("March the 3rd", "2027-03-03")]
+
+
+@pytest.mark.parametrize(("said", "day"), DAY_NAMING)
+def test_the_grounding_check_takes_a_named_day_for_that_day_only(said: str, day: str) -> None:
+    """What the agent says of one day is supported by the evidence of that day and of no other
+    day of the year ahead: "next friday" is not this Friday's, "the 14th" no 14 but a date."""
+    assert [d.isoformat() for d in _supporting_days(said, 366)] == [day]
 
 
 def test_a_day_and_time_is_one_moment_to_the_dialogue_and_to_policy() -> None:
