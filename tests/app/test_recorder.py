@@ -325,3 +325,64 @@ async def test_an_audit_event_of_the_outage_keeps_its_time_and_its_place(store: 
     assert (verified.ok, verified.count) == (True, 2)  # the chain holds, late events and all
     found = await Conversations(store).session_by_resume_hash("f" * 64)
     assert found is None  # the token of the closed session no longer resumes it
+
+
+class Counted(Conversations):
+    """Conversations that remember every state the recorder wrote, in order."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.states: list[str] = []
+
+    async def update_session(self, session_id: str, **changes: Any) -> Any:
+        if "state" in changes:
+            self.states.append(changes["state"])
+        return await super().update_session(session_id, **changes)
+
+
+async def test_a_session_state_still_queued_is_replaced_by_its_next_one(store: Store) -> None:
+    """Only a session's last state counts: while the writer is behind, a newer state replaces
+    the one still queued instead of queuing behind it; turns around them are all kept, in
+    order, and a state already being applied is not touched."""
+    counted = Counted(store)
+    drops: list[str] = []
+    recorder = StoreRecorder(counted, drops.append, retry=FAST, batch=store.batch)
+    for n, state in enumerate(["THINKING", "SPEAKING", "LISTENING"]):
+        recorder.turn("ses_1", f"turn_{n}", "text", f"line {n}")
+        recorder.state("ses_1", state)
+    assert recorder.pending == 4  # three turns and one state
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        with anyio.fail_after(5):
+            await recorder.flush()
+        recorder.state("ses_1", "THINKING")  # the queue is empty: written as it comes
+        with anyio.fail_after(5):
+            await recorder.flush()
+        recorder.stop()
+    assert counted.states == ["LISTENING", "THINKING"]
+    assert await history(store) == [("user", f"line {n}") for n in range(3)]
+    session = await counted.get_session("ses_1")
+    assert session is not None and session.state == "THINKING"
+    assert drops == []
+
+
+async def test_past_the_queue_a_state_replacing_a_queued_one_is_not_shed(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("vocero.app.adapters.write_queue.QUEUE", 2)
+    counted = Counted(store)
+    drops: list[str] = []
+    recorder = StoreRecorder(counted, drops.append, retry=FAST, batch=store.batch)
+    recorder.state("ses_1", "THINKING")
+    recorder.turn("ses_1", "turn_1", "text", "hello")
+    assert recorder.backlogged
+    recorder.state("ses_1", "SPEAKING")  # takes the queued state's place: nothing grows
+    recorder.state("ses_2", "SPEAKING")  # a new sheddable write past the bound: shed
+    assert drops == ["queue_full"] and recorder.pending == 2
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        with anyio.fail_after(5):
+            await recorder.flush()
+        recorder.stop()
+    assert counted.states == ["SPEAKING"]
+    assert await history(store) == [("user", "hello")]

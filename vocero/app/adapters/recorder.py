@@ -22,7 +22,9 @@ Which writes may be shed when the backlog passes :data:`QUEUE`, and which never 
   (``CAPACITY_EXHAUSTED``, the runtime's readiness), so only sessions already admitted add to it.
 * **sheddable**: intermediate session states (the last one is written by the close), spoken-unit
   records and unit audio (evidence for listening reviews). Past :data:`QUEUE` they are refused,
-  counted (``queue_full``) and logged, never allowed to block a conversation.
+  counted (``queue_full``) and logged, never allowed to block a conversation. A session's state
+  still queued is replaced by its next one (only the last counts), so a writer that is behind
+  writes one state per session instead of three or four per turn.
 
 Operations (the action plane's outbox) never pass through here: they commit in their own
 transaction with their audit event. Every drop is counted through ``on_drop`` (the
@@ -146,7 +148,8 @@ class StoreRecorder:
 
     def state(self, session_id: str, state: str) -> None:
         c = self._conversations
-        self._submit(lambda: c.update_session(session_id, state=state), session_id, kept=False)
+        self._submit(lambda: c.update_session(session_id, state=state), session_id, kept=False,
+                     latest="state")
 
     def configuration(self, session_id: str, effective: dict[str, Any]) -> None:
         """The effective configuration an update applied."""

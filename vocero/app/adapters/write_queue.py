@@ -40,12 +40,15 @@ class RetrySettings:
     fault mistaken for an outage cannot hold the record back for ever."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class _Queued:
     write: Write
     session_id: str
     kept: bool
     """Carries a guarantee: never shed for room (see the module's docstring)."""
+    latest: str = ""
+    """A write of which only the session's latest matters (its state): a newer one of the
+    same name replaces it while it is still queued."""
 
 
 class _CannotSucceed(Exception):
@@ -90,6 +93,8 @@ class WriteQueue:
         """Set by a flush to end the writer's wait between attempts early."""
         self._flushing: list[anyio.Event] = []
         """Flushes waiting: released when nothing is pending, or when an attempt failed."""
+        self._latest: dict[tuple[str, str], _Queued] = {}
+        """The queued (not yet taken) write of each session and ``latest`` name."""
         self._session_flushes: dict[str, list[anyio.Event]] = {}
         """Flushes of one session waiting: released when none of its writes is pending, or
         when an attempt failed."""
@@ -122,7 +127,7 @@ class WriteQueue:
                     self._has_work = anyio.Event()
                     await self._has_work.wait()
                     continue
-                batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
+                batch = [self._take() for _ in range(min(BATCH, len(self._queue)))]
                 try:
                     await self._apply(batch)
                 finally:
@@ -131,6 +136,12 @@ class WriteQueue:
             if self._pending:
                 log.error("recorder.unwritten", writes=self._pending)
             raise
+
+    def _take(self) -> _Queued:
+        item = self._queue.popleft()
+        if item.latest and self._latest.get((item.session_id, item.latest)) is item:
+            del self._latest[(item.session_id, item.latest)]  # being applied: not replaceable
+        return item
 
     def _done(self, batch: list[_Queued]) -> None:
         """The writes of ``batch`` are applied (or dropped): release who waits for them."""
@@ -277,18 +288,31 @@ class WriteQueue:
                 if not waiting and self._session_flushes.get(session_id) is waiting:
                     del self._session_flushes[session_id]
 
-    def submit(self, write: Write, session_id: str = "", *, kept: bool = True) -> None:
+    def submit(self, write: Write, session_id: str = "", *, kept: bool = True,
+               latest: str = "") -> None:
+        """Queue ``write``. With ``latest``, a write of the session's with that name still
+        queued is replaced: it never runs, and the new one takes its place at the end (what
+        would have followed it is unchanged, since only the session's last value of it
+        counts). Under a backlog this is what keeps a session's state writes from piling up."""
         if self._stopped:
             log.error("recorder.write_dropped", reason="stopped", kept=kept)
             self._on_drop("stopped")  # after shutdown began
             return
-        if not kept and self._pending >= QUEUE:
+        earlier = self._latest.pop((session_id, latest), None) if latest else None
+        if earlier is not None:  # replaced: the backlog does not grow, so nothing is shed
+            self._queue.remove(earlier)
+            self._pending -= 1
+            self._by_session[session_id] -= 1  # the new write keeps the session's count up
+        elif not kept and self._pending >= QUEUE:
             if not self._shedding:
                 self._shedding = True
                 log.warning("recorder.shedding", pending=self._pending)
             self._on_drop("queue_full")
             return
-        self._queue.append(_Queued(write, session_id, kept))
+        item = _Queued(write, session_id, kept, latest)
+        if latest:
+            self._latest[(session_id, latest)] = item
+        self._queue.append(item)
         self._by_session[session_id] += 1
         self._pending += 1
         self._on_pending(self._pending)
