@@ -156,11 +156,8 @@ async def test_ambiguous_acknowledgement_clarifies(db_url: str, servers: Fixture
         assert reschedules(h, who.subject_ref) == []
         # the clarification re-reads the question in a new generation; a clear yes then binds
         await talk.coordinator.readback_started(question, "gen_clarify")
-        await talk.heard("gen_clarify")
-        verdict = await talk.answer("confirm")
-        assert verdict.binds
-        assert verdict.plan is not None
-        assert (await talk.execute(verdict.plan)).status == "committed"
+        bound = await confirmed_write(talk, question, "gen_clarify")
+        assert (await talk.execute(bound)).status == "committed"
         assert len(reschedules(h, who.subject_ref)) == 1
 
 
@@ -258,11 +255,8 @@ async def test_interrupted_disclosure(db_url: str, servers: FixtureServers) -> N
         question = talk.coordinator.active_question()
         assert question is not None
         await talk.coordinator.readback_started(question, "gen_again")
-        await talk.heard("gen_again")
-        verdict = await talk.answer("confirm")
-        assert verdict.binds
-        assert verdict.plan is not None
-        assert (await talk.execute(verdict.plan)).status == "committed"
+        bound = await confirmed_write(talk, question, "gen_again")
+        assert (await talk.execute(bound)).status == "committed"
         assert len(reschedules(h, who.subject_ref)) == 1
 
 
