@@ -7,6 +7,7 @@ the continuation is joined to the first part and answered once, as one request.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -16,7 +17,10 @@ from tests.orchestrator.action_support import call
 from tests.support.audio import silence_frames, tone_frames
 from tests.support.fakes import fake_runners
 from tests.support.harness import Harness, running
+from vocero.inference.sim import EnergyVad
 from vocero.inference.sim.script import Rule
+from vocero.inference.sim.turn import SimTurnJudge
+from vocero.orchestrator.listening import Listener
 
 pytestmark = pytest.mark.anyio
 
@@ -179,3 +183,76 @@ async def test_a_read_back_of_the_cut_off_half_is_withdrawn_before_a_yes(db_path
         assert c.reschedules() == [], "the half's proposal never reached the server"
         assert not any(s.status in ("authorized", "committed")
                        for s in h.received.of("ToolStatusChanged"))
+
+
+# ------------------------------------------- the merged pause is learnt (ADR-0038 pace)
+
+LINE = "I would like it by the window"
+
+
+async def paused_line(h: Harness) -> None:
+    """The caller's request, paused 700 ms in the middle, then silence."""
+    await push(h, tone_frames(600) + silence_frames(700) + tone_frames(600) + silence_frames(1000))
+
+
+def judged(stt: list[str]):  # type: ignore[no-untyped-def]
+    """The scripted runners with an end-of-turn judge that calls every pause it is asked about
+    the end (the judge that cuts a paused caller off): only the caller's floor holds a pause."""
+    runners, *_ = fake_runners(stt=stt, rules=RULES, ms_per_char=20)
+    return replace(runners, turn=SimTurnJudge())
+
+
+async def test_without_a_merge_the_judge_cuts_the_paused_line_off() -> None:
+    """The control: a new session's caller is cut off at the 700 ms pause of this line."""
+    async with running(judged([LINE, REST])) as h:
+        h.auto_ack = False
+        await paused_line(h)
+        assert finals(h) == [LINE, f"{LINE} {REST}"], "cut off at the pause, then merged"
+        assert len(h.received.of("ResponseCreated")) == 2
+
+
+async def test_a_merged_pause_lengthens_the_callers_floor_so_the_next_line_is_not_cut() -> None:
+    """The caller was cut off at a 700 ms pause and took the turn back (merged). That pause was
+    inside their turn: it is learnt, and their next line with the same pause is heard whole:
+    one final, and no answer begun before it."""
+    async with running(judged([HALF, REST, LINE, "unused"])) as h:
+        h.auto_ack = False
+        await push(h, tone_frames(600) + silence_frames(700))
+        assert finals(h) == [HALF], "cut off at the pause"
+        await h.until_frame("AudioOut")
+        await push(h, tone_frames(400))  # they go on: a barge-in, inside the window
+        assert (await h.until_frame("ResponseCompleted")).status == "interrupted"
+        h.auto_ack = True
+        await push(h, silence_frames(600))
+        whole = await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF, WHOLE] and whole.heard_text == WHOLE_REPLY
+        before = len(h.received.frames)
+        await paused_line(h)
+        assert finals(h) == [HALF, WHOLE, LINE], "the 700 ms pause must not end the line"
+        line = h.received.names()[before:]
+        assert line.index("transcript.final.v1") < line.index("ResponseCreated")
+        assert line.count("ResponseCreated") == 1 and "StopAndFlush" not in line
+        last = await h.until_frame("ResponseCompleted", 3)
+        assert last.status == "completed" and last.heard_text == "Tell me more."
+
+
+def test_the_continuations_speech_starts_where_its_first_voiced_frame_began() -> None:
+    """A pause inside an utterance ends at the first voiced frame (the VAD's count grows there);
+    a continuation is a new utterance the VAD confirms 60 ms later, its pre-roll before it. Its
+    speech is placed where the VAD says it began, so a pause across a commit measures the same
+    as one inside a turn: 700 ms here, not 760."""
+    listener = Listener(EnergyVad().open())
+    for frame in tone_frames(600) + silence_frames(200):
+        listener.push(frame)
+    first = listener.commit()  # the turn, committed at 200 ms of its pause
+    assert first is not None and first.last_voiced_at_ms == 600
+    continuation = None
+    for frame in silence_frames(500) + tone_frames(100):
+        continuation = listener.push(frame).started
+        if continuation is not None:
+            break
+    assert continuation is not None and continuation.duration_ms == 300, "pre-roll, 60 ms voiced"
+    assert continuation.speech_from_ms == 240
+    heard_ms = 600 + 200 + 500 + 60  # the session's clock when the VAD confirmed it
+    speech_from = heard_ms - continuation.duration_ms + continuation.speech_from_ms
+    assert speech_from - first.last_voiced_at_ms == 700

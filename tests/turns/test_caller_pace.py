@@ -127,3 +127,69 @@ def test_the_floor_carries_over_to_the_callers_next_utterance() -> None:
     _turn(TurnPolicy(SETTINGS, pace=pace), [700, 700], FINISHED)
     assert _turn(TurnPolicy(SETTINGS, pace=pace), [], FINISHED).endpointing_ms == 840
     assert _turn(TurnPolicy(SETTINGS, pace=CallerPace(BOUNDS)), [], FINISHED).endpointing_ms == 300
+
+
+# -------------------------------------------------- a pause taken back (ADR-0037's merge)
+
+
+def _cut_at_every_pause(policy: TurnPolicy, pauses: list[int]) -> Commit:
+    """As :func:`_turn`, but the judge says "finished" at every pause, as it did when the
+    caller was cut off: only their floor keeps a pause from ending the turn."""
+    policy.begin(0)
+    now = 0
+    for pause in [*pauses, 2000]:
+        for _ in range(400 // 20):
+            now += 20
+            policy.frame(now, True)
+        for _ in range(pause // 20):
+            now += 20
+            decision = policy.frame(now, False)
+            while isinstance(decision, AskJudge):
+                decision = policy.verdict(decision.ticket, FINISHED, now)
+            if isinstance(decision, Commit):
+                return decision
+    raise AssertionError("the policy never ended the turn")
+
+
+def test_a_pause_taken_back_moves_the_floor_at_once() -> None:
+    """One pause the caller went on after says little; one that was taken for the end of their
+    turn and cost them a cut-off is the evidence: the floor covers it from now on."""
+    pace = CallerPace(BOUNDS)
+    pace.cut_off(700)
+    assert pace.average_ms == 700 and pace.floor_ms == 840
+
+
+def test_a_pause_taken_back_raises_the_average_to_at_least_itself() -> None:
+    """After short pauses the moving average alone (300 + 0.35 x 400 = 440 ms, a floor of
+    528 ms) would cut the same caller off at the same pause again."""
+    pace = CallerPace(BOUNDS)
+    for _ in range(3):
+        pace.went_on(300)
+    assert pace.floor_ms == 360
+    pace.cut_off(700)
+    assert pace.average_ms == 700 and pace.floor_ms == 840
+    for _ in range(3):
+        pace.went_on(300)  # their later pauses still pull it back down
+    assert pace.floor_ms is not None and pace.floor_ms < 700
+
+
+def test_a_word_gap_or_a_pace_turned_off_learns_nothing_from_a_merge() -> None:
+    short = CallerPace(BOUNDS)
+    short.cut_off(120)
+    assert short.floor_ms is None and short.pauses == 0
+    off = CallerPace(PaceSettings(enabled=False))
+    off.cut_off(700)
+    assert off.floor_ms is None and off.pauses == 0
+
+
+def test_after_a_pause_taken_back_the_same_pause_no_longer_ends_the_turn() -> None:
+    """The judge that ended the turn at 300 ms of a 700 ms pause says the same the next time;
+    with the pause learnt, the caller's next 700 ms pause is theirs and the turn ends at their
+    floor after their last word."""
+    cut = _cut_at_every_pause(TurnPolicy(SETTINGS, pace=CallerPace(BOUNDS)), [700])
+    assert cut.endpointing_ms == 300 and cut.speech_end_ms == 400, "cut off at the pause"
+    pace = CallerPace(BOUNDS)
+    pace.cut_off(700)
+    whole = _cut_at_every_pause(TurnPolicy(SETTINGS, pace=pace), [700])
+    assert whole.speech_end_ms == 400 + 700 + 400, "the pause did not end it"
+    assert whole.reason == "judged" and whole.endpointing_ms == 840

@@ -8,6 +8,14 @@ the least silence after which the policy may end this caller's turn (their usual
 mid-sentence is given longer; a caller whose pauses are short is answered sooner. Until then
 (and with the pace off) there is no learnt floor and the profile's own silences stand.
 
+A pause that *did* end the turn and was then taken back (ADR-0037's yield and merge: the agent
+began to answer and the caller went on within the merge window) is told to it too
+(:meth:`CallerPace.cut_off`): it was a pause inside the caller's turn, and the one that cost them a
+cut-off. It is measured as every pause is, from the caller's last word before the commit to the
+frame in which they spoke again, so it joins the same average. It counts as enough evidence on
+its own (the floor then moves at once), and the average is raised to at least that pause: the
+floor covers a pause of that length from the next turn on.
+
 One :class:`CallerPace` lives as long as its session: a new session starts from nothing.
 """
 
@@ -61,6 +69,19 @@ class CallerPace:
         self.pauses += 1
         log.debug("caller_pace.pause", pause_ms=round(pause_ms), average_ms=round(self.average_ms),
                   pauses=self.pauses)
+
+    def cut_off(self, pause_ms: float) -> None:
+        """The turn was committed ``pause_ms`` after the caller's last word and they went on:
+        the pause was inside their turn and the floor was too short for it. Learnt as any
+        pause, then the average is at least this one and the floor is learnt, whatever the
+        count (a cut-off is the evidence :attr:`PaceSettings.after_pauses` waits for)."""
+        if not self.settings.enabled or pause_ms < MIN_PAUSE_MS:
+            return
+        self.went_on(pause_ms)
+        self.average_ms = max(self.average_ms or 0.0, pause_ms)
+        self.pauses = max(self.pauses, self.settings.after_pauses)
+        log.info("caller_pace.cut_off", pause_ms=round(pause_ms),
+                 average_ms=round(self.average_ms), floor_ms=self.floor_ms)
 
     @property
     def floor_ms(self) -> float | None:

@@ -31,7 +31,13 @@ from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.drafts import Drafts
 from vocero.orchestrator.endpointing import Endpointer
 from vocero.orchestrator.false_interruptions import FalseInterruptions, ResumeSettings
-from vocero.orchestrator.listening import Listener, Speculation, Utterance, is_backchannel
+from vocero.orchestrator.listening import (
+    SAMPLE_RATE,
+    Listener,
+    Speculation,
+    Utterance,
+    is_backchannel,
+)
 from vocero.orchestrator.machine import Effect, Event
 from vocero.orchestrator.merging import TurnMerge
 from vocero.orchestrator.output import OutFrame
@@ -40,6 +46,8 @@ from vocero.orchestrator.turn_policy import Commit
 SPECULATE_AFTER_MS = 160
 """A pause this long starts the final transcription while the VAD still waits for the end of
 the turn (its ``min_silence_ms`` hangover); speech after it makes that transcription stale."""
+
+_BYTES_PER_MS = SAMPLE_RATE * 2 // 1000
 
 UtteranceSink = Callable[[Utterance, bool], None]
 """Takes an ended utterance (and whether it must be checked for a backchannel) as a turn."""
@@ -61,6 +69,9 @@ class Hearing:
         self.endpointer: Endpointer | None = None
         self.listener = self._new_listener()
         self._speech_detected_at: float | None = None
+        self.heard_ms = 0.0
+        """Caller audio heard in the session (ms): the clock pauses between utterances are
+        measured on (:attr:`Utterance.clock_ms`)."""
         self.drafts: Drafts | None = None
         """Told of each pause's words and of the caller going on (ADR-0037)."""
         self.merge: TurnMerge | None = None
@@ -106,7 +117,9 @@ class Hearing:
     def audio(self, pcm16: bytes) -> None:
         segment = self.listener.push(pcm16)
         endpointer = self.endpointer
+        self.heard_ms += len(pcm16) / _BYTES_PER_MS
         if segment.started is not None:
+            segment.started.clock_ms = self.heard_ms - segment.started.duration_ms
             self._speech_detected_at = self.core.monotonic()
             self.core.caller_speaking = True
             if endpointer is not None:
@@ -176,7 +189,8 @@ class Hearing:
             started = self._speech_detected_at or core.monotonic()
             current = self.listener.current
             if self.merge is not None and current is not None:
-                self.merge.interrupted(current.utterance_id, started)
+                self.merge.interrupted(current.utterance_id, started,
+                                       speech_from_ms=current.clock_ms + current.speech_from_ms)
             self.core.barge_ins += 1
             core.metrics.count("barge_ins")
             core.metrics.observe_ms("barge_in_stop_ms", (core.monotonic() - started) * 1000.0)

@@ -61,6 +61,17 @@ class Utterance:
     the agent is quiet): what counts toward a barge-in."""
     last_voiced_at_ms: float = 0.0
     """Where in :attr:`audio` the speech heard so far last grew: the start of a pause."""
+    clock_ms: float = 0.0
+    """Where :attr:`audio` (pre-roll included) begins on the session's clock of caller audio (ms
+    of it heard since the session began): a pause between two utterances is measured on it."""
+    speech_from_ms: float = 0.0
+    """Where in :attr:`audio` its speech began: where the VAD says its first voiced frame began
+    (the frame in which a pause inside an utterance ends, :class:`~.turn_policy.TurnPolicy`)."""
+
+    @property
+    def spoken_to_ms(self) -> float:
+        """Where its speech last grew, on the session's clock (its last word so far)."""
+        return self.clock_ms + self.last_voiced_at_ms
     speculation: Speculation | None = None
 
     @property
@@ -103,6 +114,8 @@ class Listener:
         self._vad = vad
         self._vad_ends = vad_ends
         self._vad_voiced = 0
+        self._vad_heard_ms = 0.0
+        """Audio pushed to the VAD since it last started afresh: its events' clock."""
         self._preroll: deque[bytes] = deque()
         self._preroll_bytes = 0
         self._preroll_cap = preroll_ms * _BYTES_PER_MS
@@ -113,6 +126,7 @@ class Listener:
             return self._push_to_talk(pcm16)
         segment = Segment()
         events: list[VadEvent] = self._vad.push(pcm16)
+        self._vad_heard_ms += len(pcm16) / _BYTES_PER_MS
         if self.current is not None:
             self.current.audio.extend(pcm16)
         else:
@@ -120,6 +134,8 @@ class Listener:
         for event in events:
             if event.kind == "speech_started" and self.current is None:
                 self.current = Utterance(audio=bytearray(b"".join(self._preroll)))
+                behind_ms = self._vad_heard_ms - event.at_ms
+                self.current.speech_from_ms = max(0.0, self.current.duration_ms - behind_ms)
                 self._preroll.clear()
                 self._preroll_bytes = 0
                 self._vad_voiced = 0
@@ -131,6 +147,7 @@ class Listener:
             if self.current.duration_ms >= MAX_UTTERANCE_MS:
                 segment.ended, self.current = self.current, None
                 self._vad.reset()
+                self._vad_heard_ms = 0.0
         return segment
 
     def _grow(self, utterance: Utterance, vad_voiced_ms: int) -> float:
@@ -170,6 +187,7 @@ class Listener:
         if self._vad is not None:
             self._vad.reset()
             self._vad_voiced = 0
+            self._vad_heard_ms = 0.0
         return utterance
 
     def _remember(self, pcm16: bytes) -> None:

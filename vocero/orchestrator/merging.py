@@ -14,7 +14,11 @@ a new request: it is joined to the turn it continues, and the whole request is a
 * :meth:`TurnMerge.join` is asked with each audio turn's words before they are committed: for
   the marked utterance, the first part's message leaves the history (what the agent was heard
   saying stays), the question its answer opened (a read-back of the cut-off half) is dropped
-  before it can be confirmed, and the turn's words become the first part and the continuation.
+  before it can be confirmed, and the turn's words become the first part and the continuation;
+* a join tells the caller's pace (:meth:`~.caller_pace.CallerPace.cut_off`, ADR-0038) the pause
+  that was taken for an end: from the first part's last word to the frame the continuation's
+  speech began in, on the session's clock of caller audio. From the next turn on, the caller's
+  silence floor covers a pause that long.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 import structlog
 
 from vocero.contracts.ports import Message
+from vocero.orchestrator.caller_pace import CallerPace
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.machine import Event
 
@@ -39,6 +44,8 @@ class CommittedTurn:
     """``monotonic`` seconds when it was committed."""
     question: tuple[str, int] | None
     """The open question (proposal, revision) when it was committed, if any."""
+    spoken_to_ms: float | None = None
+    """The caller's last word in it, on the session's clock of caller audio (ms)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +54,8 @@ class Yielded:
     turn: CommittedTurn
     heard: str
     """What the caller heard of the answer that yielded (empty: none of it played)."""
+    pause_ms: float | None = None
+    """The caller's pause between the turn's last word and the continuation's speech."""
 
 
 MAX_HEARD_MS = 1_000.0
@@ -57,9 +66,12 @@ sentence, whatever the window says."""
 
 class TurnMerge:
     def __init__(
-        self, core: SessionCore, *, window_ms: float, max_heard_ms: float = MAX_HEARD_MS
+        self, core: SessionCore, *, window_ms: float, max_heard_ms: float = MAX_HEARD_MS,
+        pace: CallerPace | None = None,
     ) -> None:
+        """``pace``: the caller's pauses (ADR-0038), told each pause a join took back."""
         self.core = core
+        self.pace = pace
         self.window_ms = window_ms
         self.max_heard_ms = max_heard_ms
         self.last: CommittedTurn | None = None
@@ -72,16 +84,23 @@ class TurnMerge:
         return None if question is None else (question.proposal_id, question.revision)
 
     def committed(
-        self, turn_id: str, text: str, message: Message, at: float, *, spoken: bool
+        self, turn_id: str, text: str, message: Message, at: float, *, spoken: bool,
+        spoken_to_ms: float | None = None,
     ) -> None:
         """A caller turn was committed; only a spoken one may be taken back (a typed turn, a
-        key, a click was not cut off at a pause)."""
+        key, a click was not cut off at a pause). ``spoken_to_ms``: its last word, on the
+        session's clock of caller audio."""
         self.pending = None
-        self.last = CommittedTurn(turn_id, text, message, at, self._question()) if spoken \
-            else None
+        self.last = (
+            CommittedTurn(turn_id, text, message, at, self._question(), spoken_to_ms)
+            if spoken else None
+        )
 
-    def interrupted(self, utterance_id: str, speech_at: float) -> None:
-        """Speech that began at ``speech_at`` (``monotonic``) stopped the live answer."""
+    def interrupted(
+        self, utterance_id: str, speech_at: float, *, speech_from_ms: float | None = None
+    ) -> None:
+        """Speech that began at ``speech_at`` (``monotonic``; ``speech_from_ms`` on the
+        session's clock of caller audio) stopped the live answer."""
         core = self.core
         last, stopped = self.last, core.generations.current
         if self.window_ms <= 0 or last is None or last.question is not None:
@@ -92,11 +111,16 @@ class TurnMerge:
         heard_ms = core.out.acknowledged_ms(stopped.generation_id)
         if after_ms > self.window_ms or heard_ms > self.max_heard_ms:
             return
-        self.pending = Yielded(utterance_id, last, stopped.heard)
+        pause_ms = (
+            None if speech_from_ms is None or last.spoken_to_ms is None
+            else speech_from_ms - last.spoken_to_ms
+        )
+        self.pending = Yielded(utterance_id, last, stopped.heard, pause_ms)
         core.metrics.count("turn_yields")
         core.metrics.observe_ms("turn_yield_heard_ms", heard_ms)
         log.info("turn.yielded", session_id=core.ctx.session_id, turn_id=last.turn_id,
-                 after_ms=round(after_ms, 1), heard=bool(stopped.heard))
+                 after_ms=round(after_ms, 1), heard=bool(stopped.heard),
+                 pause_ms=None if pause_ms is None else round(pause_ms))
 
     def continuation(self, utterance_id: str) -> CommittedTurn | None:
         """The turn the utterance ``utterance_id`` took back, if it is one's continuation."""
@@ -117,6 +141,8 @@ class TurnMerge:
         core.history.remove(first.message)
         await self._withdraw(first)
         self.merged += 1
+        if self.pace is not None and pending.pause_ms is not None:
+            self.pace.cut_off(pending.pause_ms)  # a pause inside their turn, taken for its end
         core.metrics.count("turns_merged")
         log.info("turn.merged", session_id=core.ctx.session_id, turn_id=first.turn_id)
         return f"{first.text} {text}"

@@ -189,7 +189,7 @@ class Session:
 
         drafts = Drafts(core, tg, responder.model_request, question_open=question_open,
                         settings=settings)
-        merge = TurnMerge(core, window_ms=settings.merge_window_ms)
+        merge = TurnMerge(core, window_ms=settings.merge_window_ms, pace=hearing.pace)
         self.drafts = hearing.drafts = turns.drafts = responder.drafts = drafts
         hearing.merge = turns.merge = drafts.merge = merge
 

@@ -75,7 +75,8 @@ class Turns:
                 return
             if self.merge is not None:
                 text = await self.merge.join(utterance.utterance_id, text)
-            await self._commit(text, "audio", endpoint_at=started)
+            await self._commit(text, "audio", endpoint_at=started,
+                               spoken_to_ms=utterance.spoken_to_ms)
 
     async def text(self, text: str) -> None:
         async with tracing.turn(self.core.ctx.session_id, "text"), self._lock:
@@ -156,9 +157,12 @@ class Turns:
         endpoint_at: float | None = None,
         *,
         known: Intent | None = None,
+        spoken_to_ms: float | None = None,
     ) -> None:
         """Commit a caller turn. ``endpoint_at`` (audio turns) is when the end of speech was
-        detected: time to first sound is measured from there, so it includes transcription."""
+        detected: time to first sound is measured from there, so it includes transcription.
+        ``spoken_to_ms`` (audio turns): the caller's last word, on the session's clock of caller
+        audio (a pause taken back is measured from it, ADR-0038)."""
         core = self.core
         turn_id = new_id("turn")
         committed_at = endpoint_at if endpoint_at is not None else core.monotonic()
@@ -171,7 +175,8 @@ class Turns:
         if self.drafts is not None:
             self.drafts.committed(text)
         if self.merge is not None:  # only a spoken turn is committed at a pause
-            self.merge.committed(turn_id, text, message, committed_at, spoken=source == "audio")
+            self.merge.committed(turn_id, text, message, committed_at, spoken=source == "audio",
+                                 spoken_to_ms=spoken_to_ms)
         core.admission.revise_question()  # whatever was planned for the last one is stale
         step = core.fire(Event.TURN_COMMITTED)
         turn = TurnRef(session_id=core.ctx.session_id, turn_id=turn_id,
