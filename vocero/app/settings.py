@@ -90,6 +90,9 @@ class Settings:
     caller heard (ADR-0038); off: it is dropped."""
     false_interruption_window_ms: int = 1500
     """... only when that sound ended within this long of the stop."""
+    false_interruption_grace_ms: int = 300
+    """... decided this long after the sound ended once its transcription holds no words, not
+    at the end of the turn's silence (held within 160-1,000 ms; 0: at the end, as before)."""
     caller_pace: bool = True
     """Each caller's within-turn pauses move the least silence that ends their turn (ADR-0038)."""
     pace_floor_min_ms: int = 250
@@ -307,6 +310,8 @@ def add_turn_recovery_arguments(parser: argparse.ArgumentParser) -> None:
                             help=what + " (default on)")
     _number(parser, d, "false_interruption_window_ms", int,
             "the sound must have ended within this long of the stop")
+    _number(parser, d, "false_interruption_grace_ms", int,
+            "decide this long after a sound with no words ended (160-1000; 0: at its end)")
     _number(parser, d, "pace_floor_min_ms", int, "the least learnt silence floor")
     _number(parser, d, "pace_floor_max_ms", int, "the greatest learnt silence floor")
     _number(parser, d, "pace_after_pauses", int, "pauses heard before a caller's floor moves")

@@ -13,6 +13,15 @@ from what the caller heard, instead of being dropped.
   the silence the turn policy then waits, up to ``max_silence_ms`` for a sound without words,
   does not count).
 
+**When it is decided.** At the end of the utterance, on its final transcript; or sooner
+(:meth:`FalseInterruptions.sound_over`), once the sound's speech has been over for
+:attr:`ResumeSettings.grace_ms` and the recogniser's transcription of it, started at its pause,
+holds no words. Without that, a sound with no words waits for its utterance's end: with the
+end-of-turn judge, ``max_silence_ms`` (1.6 s) of silence, since its audio alone is too short to
+end a turn (``audio_min_speech_ms``) and it has no words to judge. Speech within the grace keeps
+the utterance going (its words are judged whole); after it, it is a new utterance, which barges
+in on the resumed answer as any would.
+
 **What resumes** (:func:`unheard_rest`): the units the stopped answer had planned, from the
 first one the caller did not hear whole: the cut unit is said again whole, the ones after it
 as planned. A read-back among them is read again whole, disclosures first, as the question's
@@ -41,10 +50,18 @@ from vocero.speech import PlannedUnit
 
 log = structlog.get_logger("vocero.false_interruptions")
 
+MIN_GRACE_MS = 160
+"""The early decision never comes sooner after the sound than this: the transcription it reads
+starts at a pause this long (``hearing.SPECULATE_AFTER_MS``), and a gap between words is shorter."""
+MAX_GRACE_MS = 1_000
+"""... nor later than this: a longer grace would come about as late as the end-of-turn silence
+it stands in for."""
+
 
 @dataclass(frozen=True, slots=True)
 class ResumeSettings:
-    """``vocero serve --resume-false-interruptions on|off --false-interruption-window-ms``."""
+    """``vocero serve --resume-false-interruptions on|off --false-interruption-window-ms
+    --false-interruption-grace-ms``."""
 
     enabled: bool = True
     """A false interruption resumes the answer it stopped (off: the answer is dropped)."""
@@ -52,6 +69,18 @@ class ResumeSettings:
     """The speech of the sound that stopped the agent must have ended within this long of the
     stop (ms of its audio): a cough, a hum, an "mm-hmm"; one that goes on longer is the
     caller's, whatever its words."""
+    grace_ms: int = 300
+    """Decide this long after the sound's speech ended, once its transcription has no words,
+    instead of waiting for the utterance to end (``max_silence_ms`` with the end-of-turn judge).
+    Held within :data:`MIN_GRACE_MS` and :data:`MAX_GRACE_MS`; 0: only the utterance's end
+    decides, as before."""
+
+    @property
+    def grace(self) -> float | None:
+        """The grace in force (bounded), or ``None`` when the early decision is off."""
+        if not self.enabled or self.grace_ms <= 0:
+            return None
+        return float(min(max(self.grace_ms, MIN_GRACE_MS), MAX_GRACE_MS))
 
 
 @dataclass(slots=True)
@@ -80,6 +109,26 @@ class FalseInterruptions:
         stop = self._stop
         if stop is not None and stop.utterance_id == utterance_id and stop.speech_end_ms is None:
             stop.speech_end_ms = speech_end_ms
+
+    def sound_over(
+        self, utterance_id: str, words: str, *, speech_end_ms: float, silence_ms: float
+    ) -> bool:
+        """The utterance ``utterance_id`` has been silent ``silence_ms`` since its speech ended at
+        ``speech_end_ms`` of its audio, and the transcription of it so far reads ``words``: True
+        when it is the sound that stopped the agent and that is enough to decide it was a false
+        interruption now (its grace has passed, no words, within the window). The caller then
+        ends the utterance and :meth:`take` decides on the same words."""
+        stop, grace = self._stop, self.settings.grace
+        if stop is None or stop.utterance_id != utterance_id or grace is None:
+            return False
+        if silence_ms < grace or speech_end_ms - stop.stopped_ms > self.settings.window_ms:
+            return False
+        if not has_no_words(words):
+            return False
+        log.info("false_interruption.sound_over", silence_ms=round(silence_ms),
+                 lasted_ms=round(speech_end_ms - stop.stopped_ms),
+                 generation_id=stop.generation.generation_id)
+        return True
 
     def take(self, utterance_id: str, final: str) -> Generation | None:
         """The utterance's final transcript is ``final``: the answer it stopped, when that was a

@@ -145,6 +145,8 @@ class Hearing:
             self._maybe_speculate(current)
         if segment.ended is not None:
             self._ended(segment.ended)
+        elif current is not None and self._sound_over(current):
+            return
         elif current is not None and endpointer is not None:
             endpointer.frame(current, segment.voiced)
 
@@ -214,6 +216,28 @@ class Hearing:
             utterance.interrupted = True
             self.false_interruptions.stopped(utterance.utterance_id, live, utterance.duration_ms)
             self._interrupt(Event.INTERRUPTION)
+
+    def _sound_over(self, utterance: Utterance) -> bool:
+        """The sound that stopped the agent is over and its transcription (started at its
+        pause) holds no words: the utterance ends now, a grace after its speech, not at the end
+        of the turn's silence (ADR-0038). True when it ended."""
+        speculation = utterance.speculation
+        if (
+            self.listener.current is not utterance
+            or not utterance.interrupted
+            or speculation is None
+            or speculation.result is None
+            or not utterance.speculation_holds()
+        ):
+            return False
+        if not self.false_interruptions.sound_over(
+            utterance.utterance_id, speculation.result.text,
+            speech_end_ms=utterance.last_voiced_at_ms, silence_ms=utterance.pause_ms,
+        ):
+            return False
+        self.listener.commit()
+        self._ended(utterance)
+        return True
 
     def _judged_end(self, utterance: Utterance, commit: Commit) -> None:
         """The turn policy ended the utterance in progress."""
@@ -314,6 +338,8 @@ class Hearing:
             and (not utterance.candidate or utterance.interrupted)
         ):  # the answer to these words (a turn taken back: the whole), prepared meanwhile
             self.drafts.words(result.text, utterance.utterance_id)
+        if utterance.speculation is speculation and self._sound_over(utterance):
+            return  # a sound with no words, over for its grace already: decided
         if self.endpointer is not None and utterance.speculation is speculation:
             self.endpointer.words(utterance)  # the judge now weighs the words of this pause
 

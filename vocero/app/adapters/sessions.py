@@ -414,9 +414,11 @@ class SessionFactory:
 
 
 def false_interruptions_of(settings: Settings) -> ResumeSettings:
-    """``--resume-false-interruptions``, ``--false-interruption-window-ms`` (ADR-0038)."""
+    """``--resume-false-interruptions``, ``--false-interruption-window-ms``,
+    ``--false-interruption-grace-ms`` (ADR-0038)."""
     return ResumeSettings(enabled=settings.resume_false_interruptions,
-                          window_ms=settings.false_interruption_window_ms)
+                          window_ms=settings.false_interruption_window_ms,
+                          grace_ms=settings.false_interruption_grace_ms)
 
 
 def caller_pace_of(settings: Settings) -> PaceSettings:
