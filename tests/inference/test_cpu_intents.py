@@ -18,8 +18,9 @@ import pytest
 import yaml
 
 from vocero.bench.dialogue import HELD_OUT, ROOT, score_all, weakest
-from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.domain import AgentProfile, ProfileMatch, ToolDefinition, ToolSpec
 from vocero.contracts.ports import ClaimTopic
+from vocero.contracts.prohibited import prohibited_tools
 from vocero.inference.dialogue.intents import ACTS, OUT_OF_SCOPE, IntentModel
 
 PROFILES = Path(__file__).resolve().parents[2] / "fixtures" / "profiles"
@@ -170,6 +171,51 @@ def test_an_off_topic_subject_is_in_scope_for_a_profile_whose_tool_covers_it() -
     )
     model = IntentModel.fit([forecast, TRACK], [])
     assert model.decide("whats the weather like tomorrow").intent == "forecast.get"
+
+
+def _refusing(*specs: ToolSpec) -> AgentProfile:
+    return AgentProfile(id="shop", version="1", match=ProfileMatch(tenant="t"), tools=list(specs))
+
+
+FORGIVE = ToolSpec(name="invoices.forgive", server="billing", resolves_to="write_off_invoice",
+                   action_class="prohibited")  # fmt: skip
+
+
+def test_a_profiles_prohibited_tools_are_material_named_by_their_own_words() -> None:
+    paying = ToolSpec(name="invoices.pay", server="billing", resolves_to="pay_invoice",
+                      action_class="irreversible")  # fmt: skip
+    said = ToolSpec(name="cards.swap", server="billing", resolves_to="replaceCard",
+                    action_class="prohibited", description="Replace the card on file.",
+                    examples=["put a new card on my account"])  # fmt: skip
+    assert prohibited_tools(_refusing(paying, FORGIVE, said)) == [
+        ToolDefinition(name="invoices.forgive", description="Write off invoice.", input_schema={}),
+        ToolDefinition(name="cards.swap", description="Replace the card on file.", input_schema={},
+                       examples=["put a new card on my account"]),
+    ]  # fmt: skip
+
+
+def test_a_request_for_what_only_a_prohibited_tool_does_is_out_of_scope() -> None:
+    refused = prohibited_tools(_refusing(FORGIVE))
+    model = IntentModel.fit(TOOLS, CLAIMS, refused)
+    line = "can you write off my invoice"
+    assert IntentModel.fit(TOOLS, CLAIMS).decide(line).intent == "invoices.pay", "the control"
+    decision = model.decide(line)
+    assert (decision.intent, decision.refused) == (OUT_OF_SCOPE, "invoices.forgive")
+    assert model.decide("I want to pay invoice 4471").intent == "invoices.pay"
+    assert model.decide("where is my parcel").intent == "parcels.track"
+    assert set(model.intents) == {t.name for t in TOOLS} | set(ACTS), "never a label decided"
+    assert "refused:invoices.forgive" in dict(model.rank(line))
+
+
+def test_the_bench_fits_the_prohibited_tools_as_the_agent_does(tmp_path: Path) -> None:
+    (tmp_path / "demo.yaml").write_text(
+        "profile: demo\n"
+        "lines:\n"
+        "  - {say: 'please close my account for good', intent: out_of_scope}\n",
+        encoding="utf-8",
+    )
+    report = anyio.run(partial(score_all, tmp_path, PROFILES, servers=False))
+    assert report["files"][0]["errors"] == []
 
 
 def test_a_profiles_examples_teach_its_own_phrasing() -> None:

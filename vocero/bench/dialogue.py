@@ -17,7 +17,9 @@ The tools are those the model sees in a session (``SessionManager._tools``): the
 servers are started and their definitions taken through the gateway (the server's description
 where the profile gives none, the pinned input schema), prohibited tools and the follow-up
 queue's call tool are left out, and built-ins carry what they resolve to and Vocero's own
-schema. Starting the servers costs a couple of seconds, but a profile may describe its tools
+schema. The prohibited tools are fitted as the agent fits them: as classes the model refuses
+(:func:`vocero.contracts.prohibited.prohibited_tools`, sent with every ``LlmRequest``).
+Starting the servers costs a couple of seconds, but a profile may describe its tools
 only on the server (fixtures/profiles/harbor.yaml does): without them the model would be scored
 on tool names alone. A tool whose server gives no definition, and every tool with ``servers``
 off (the tests), is built from its ToolSpec: its profile description and ``input_schema={}``.
@@ -39,6 +41,7 @@ from vocero.bench.stats import percentiles
 from vocero.contracts.builtins import FOLLOWUPS_TOOL, KNOWLEDGE_TOOL, VOCERO_SERVER
 from vocero.contracts.domain import AgentProfile, ToolDefinition
 from vocero.contracts.ports import ClaimTopic
+from vocero.contracts.prohibited import prohibited_tools
 from vocero.followups.tool import SCHEMA as FOLLOWUPS_SCHEMA
 from vocero.identity.profiles import load_profiles
 from vocero.inference.dialogue.intents import IntentModel
@@ -149,8 +152,9 @@ def score_file(
 ) -> dict[str, Any]:
     """One held-out file scored against its profile (see the module's docstring)."""
     tools, claims = model_tools(profile, served), claim_topics(profile)
+    refused = prohibited_tools(profile)
     started = time.perf_counter()
-    model = IntentModel.fit(tools, claims)
+    model = IntentModel.fit(tools, claims, refused)
     fit_ms = (time.perf_counter() - started) * 1000.0
     unknown = sorted({line.intent for line in held.lines} - set(model.intents))
     if unknown:

@@ -14,6 +14,9 @@ ACTS: tuple[str, ...] = (
     OUT_OF_SCOPE,
 )  # fmt: skip
 """The conversational acts, always labels besides the profile's tools."""
+REFUSED = "refused:"
+"""The label prefix of a prohibited tool's class (``refused:`` + its name): what only that tool
+would do is learned as its own class, and the model's decision for it is :data:`OUT_OF_SCOPE`."""
 
 STOP = frozenset((
     "a", "an", "the", "of", "to", "for", "in", "on", "at", "by", "with", "from", "and", "or",

@@ -25,6 +25,7 @@ from vocero.inference.dialogue.intent_lines import (
     OFF_TOPICS,
     OUT_OF_SCOPE,
     QUESTION_TEMPLATES,
+    REFUSED,
     STOP,
     TIME_WORDS,
     TIMES,
@@ -180,8 +181,13 @@ def _claim_material(claims: Iterable[ClaimTopic]) -> list[str]:
 
 
 def material(
-    tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]
+    tools: Sequence[ToolDefinition],
+    claims: Sequence[ClaimTopic],
+    refused: Sequence[ToolDefinition] = (),
 ) -> tuple[list[str], list[str]]:
+    """``refused``: the profile's prohibited tools, each its own class (:data:`REFUSED` + its
+    name) learned from the same material as a tool's, so a request for what only it does is
+    told apart from the allowed tools' (off-topic lines may share its words: both refuse)."""
     texts: list[str] = []
     labels: list[str] = []
     tool_words: set[str] = set()
@@ -195,6 +201,11 @@ def material(
         name_words |= set(_words(tool.name))
         own = [tool.description, tool.name, *_schema_properties(tool), *tool.examples]
         tool_words |= {w for line in own for w in _words(line) if w not in STOP}
+    for tool in refused:
+        lines = _tool_material(tool)
+        texts += lines
+        labels += [REFUSED + tool.name] * len(lines)
+        name_words |= set(_words(tool.name))
     off_topic = [t.format(q=q) for q in OFF_TOPICS for t in QUESTION_TEMPLATES[1:]]
     for act, act_lines in (*ACT_LINES.items(), (OUT_OF_SCOPE, tuple(off_topic))):
         for line in act_lines:

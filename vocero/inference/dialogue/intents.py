@@ -35,11 +35,14 @@ for the main noun of a tool's own name), sentence frames per action, call-back l
 ``followups.record`` built-in, question frames for claim topics, and lines for each act. None is
 written from, or tuned on, any held-out set (fixtures/dialogue).
 
-Out of scope. Two ways, both documented in :meth:`IntentModel.decide`: an ``out_of_scope``
+Out of scope. Three ways, all documented in :meth:`IntentModel.decide`: an ``out_of_scope``
 class trained on generic off-topic lines (weather, jokes, sport, ...; a line sharing a word with
-a tool's own material is left out, so a profile that does sell concert tickets keeps them), and
-a floor: when the best probability is under :data:`MIN_CONFIDENCE`, nothing was recognised with
-enough support and the line is out of scope.
+a tool's own material is left out, so a profile that does sell concert tickets keeps them); a
+class per prohibited tool (``refused``: the profile lists it, so requests for it exist and are
+not ours), learned from the same material as an offered tool's (its description, else its
+server tool's name in words, its name, its examples) and decided as out of scope; and a floor:
+when the best probability is under :data:`MIN_CONFIDENCE`, nothing was recognised with enough
+support and the line is out of scope.
 
 Pure and sans-IO: the same tools and claims always give the same model and the same scores.
 """
@@ -57,7 +60,7 @@ from threadpoolctl import threadpool_limits
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic
-from vocero.inference.dialogue.intent_lines import ACTS, OUT_OF_SCOPE
+from vocero.inference.dialogue.intent_lines import ACTS, OUT_OF_SCOPE, REFUSED
 from vocero.inference.dialogue.intent_material import MAX_TEMPLATE_LINES, material, normalise
 
 __all__ = [
@@ -65,6 +68,7 @@ __all__ = [
     "MAX_TEMPLATE_LINES",
     "MIN_CONFIDENCE",
     "OUT_OF_SCOPE",
+    "REFUSED",
     "C",
     "Decision",
     "IntentModel",
@@ -82,11 +86,13 @@ RANDOM_STATE = 0
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """One line's intent: the label, its probability, and whether the floor decided it."""
+    """One line's intent: the label, its probability, whether the floor decided it, and the
+    prohibited tool whose request it is (``refused``; the intent is then out of scope)."""
 
     intent: str
     score: float
     below_floor: bool = False
+    refused: str = ""
 
 
 class IntentModel:
@@ -100,9 +106,15 @@ class IntentModel:
         self._labels: tuple[str, ...] = tuple(str(c) for c in classifier.classes_)
 
     @classmethod
-    def fit(cls, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic] = ()) -> IntentModel:
-        """Learn the profile's intents from its tools (and claims, for its knowledge tool)."""
-        texts, labels = material(tools, claims)
+    def fit(
+        cls,
+        tools: Sequence[ToolDefinition],
+        claims: Sequence[ClaimTopic] = (),
+        refused: Sequence[ToolDefinition] = (),
+    ) -> IntentModel:
+        """Learn the profile's intents from its tools (and claims, for its knowledge tool);
+        ``refused``, its prohibited tools, are learned as classes that are out of scope."""
+        texts, labels = material(tools, claims, refused)
         vectorisers = (
             TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, lowercase=False,
                             token_pattern=r"(?u)\b\w+\b"),
@@ -121,11 +133,12 @@ class IntentModel:
 
     @property
     def intents(self) -> tuple[str, ...]:
-        """Every label the model may give: the tools' names and the acts."""
-        return self._labels
+        """Every intent :meth:`decide` may give: the tools' names and the acts."""
+        return tuple(label for label in self._labels if not label.startswith(REFUSED))
 
     def rank(self, text: str) -> list[tuple[str, float]]:
-        """Every intent with its probability, best first (ties by label, so stable)."""
+        """Every label with its probability, best first (ties by label, so stable); a
+        prohibited tool's is :data:`REFUSED` + its name, never a tool's name."""
         line = [normalise(text)]
         matrix = sparse.hstack([v.transform(line) for v in self._vectorisers], format="csr")
         probabilities = self._classifier.predict_proba(matrix)[0]
@@ -138,12 +151,16 @@ class IntentModel:
     def decide(self, text: str) -> Decision:
         """The line's intent, with the out-of-scope decision applied.
 
-        Out of scope when the ``out_of_scope`` class ranks first, or when the best probability
-        is under :data:`MIN_CONFIDENCE` (the line resembles nothing the profile's material or
-        the acts' lines say). An empty line is out of scope."""
+        Out of scope when the ``out_of_scope`` class ranks first, when a prohibited tool's
+        class does (``refused`` names it: the profile says such requests exist and are not
+        ours), or when the best probability is under :data:`MIN_CONFIDENCE` (the line resembles
+        nothing the profile's material or the acts' lines say). An empty line is out of
+        scope."""
         if not normalise(text):
             return Decision(OUT_OF_SCOPE, 1.0)
         intent, score = self.rank(text)[0]
+        if intent.startswith(REFUSED):
+            return Decision(OUT_OF_SCOPE, score, refused=intent.removeprefix(REFUSED))
         if score < MIN_CONFIDENCE:
             return Decision(OUT_OF_SCOPE, score, below_floor=True)
         return Decision(intent, score)
