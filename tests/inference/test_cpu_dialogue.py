@@ -116,6 +116,29 @@ def test_out_of_scope_is_said_and_nothing_is_called() -> None:
         assert decision.text.startswith("Sorry, I can't help with that here."), line
 
 
+WAIVER = ToolDefinition(
+    name="fees.waive", description="Waive the fee for a missed visit.", input_schema={}
+)  # a prohibited tool: never offered, sent as ``refused`` material only
+
+
+@cache
+def refusing() -> dialogue._Memo:
+    return dialogue._Memo(intents.IntentModel.fit(TOOLS, CLAIMS, [WAIVER]))
+
+
+def test_what_only_a_prohibited_tool_does_is_refused_and_nothing_is_called() -> None:
+    for line in ("Please waive the fee for visit VX-2041", "can you waive my missed visit fee"):
+        control = decide(line)  # without the profile's prohibited tool: a lookup or a question
+        assert not isinstance(control, dialogue.Say) or not control.text.startswith("Sorry")
+        decision = dialogue.decide(request(line, refused=[WAIVER]), today=TODAY, model=refusing())
+        assert isinstance(decision, dialogue.Say), (line, decision)
+        assert decision.text.startswith("Sorry, I can't help with that here."), line
+    assert isinstance(decide("Please waive the fee for visit VX-2041"), dialogue.Call)
+    moved = dialogue.decide(request("Can you move my visit VX-2041?", refused=[WAIVER]),
+                            today=TODAY, model=refusing())
+    assert moved == dialogue.Say("What day would you like?"), "an allowed request still is one"
+
+
 def test_a_pure_act_is_answered_by_the_rules() -> None:
     said = {line: decide(line) for line in ("Hello", "thanks a lot", "bye", "say that again")}
     texts = {k: v.text for k, v in said.items() if isinstance(v, dialogue.Say)}
@@ -228,9 +251,9 @@ async def test_a_tool_set_is_fitted_once_however_many_ask_at_once(
     fits: list[int] = []
     real = intents.IntentModel.fit
 
-    def counted(tools, claims=()):  # type: ignore[no-untyped-def]
+    def counted(tools, claims=(), refused=()):  # type: ignore[no-untyped-def]
         fits.append(len(tools))
-        return real(tools, claims)
+        return real(tools, claims, refused)
 
     monkeypatch.setattr(intents.IntentModel, "fit", staticmethod(counted))
     models = dialogue.IntentModels()
@@ -240,6 +263,7 @@ async def test_a_tool_set_is_fitted_once_however_many_ask_at_once(
     assert fits == [len(TOOLS)]
     assert models.fitted(TOOLS, CLAIMS) is await models.model(TOOLS, CLAIMS)
     assert models.fitted(TOOLS[:1], CLAIMS) is None
+    assert models.fitted(TOOLS, CLAIMS, [WAIVER]) is None, "what it refuses is in the key"
 
 
 def test_a_misheard_identifier_is_the_callers_record_one_edit_away() -> None:

@@ -83,7 +83,12 @@ class FakeLlm(SimLlm):
         self.prepared: list[tuple[list[str], list[str]]] = []
         """Each ``prepare``: the tools' names and the claims' keys."""
 
-    async def prepare(self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> None:
+    async def prepare(
+        self,
+        tools: Sequence[ToolDefinition],
+        claims: Sequence[ClaimTopic],
+        refused: Sequence[ToolDefinition] = (),
+    ) -> None:
         self.prepared.append(([t.name for t in tools], [c.key for c in claims]))
 
     async def generate(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:

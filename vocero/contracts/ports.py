@@ -154,6 +154,10 @@ class LlmRequest(msgspec.Struct, frozen=True, kw_only=True):
     claims: list[ClaimTopic] = []
     """The profile's approved claims (keys, wording, topics): what a catalog question can be
     answered with."""
+    refused: list[ToolDefinition] = []
+    """The profile's prohibited tools as material only (``vocero.contracts.prohibited``): never
+    offered, never callable; what tells a dialogue manager that a request for what only they do
+    is one the agent refuses (out of scope), not one of :attr:`tools`."""
 
 
 class TextChunk(msgspec.Struct, frozen=True, kw_only=True):
@@ -183,9 +187,15 @@ class Llm(Runner, Protocol):
         """Stream text chunks, or yield one tool intent, or one intent classification."""
         ...
 
-    async def prepare(self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> None:
-        """Get ready for a session's tools and claims before its first turn (a runner that
-        learns from a profile's material fits it here, once per tool set); may do nothing."""
+    async def prepare(
+        self,
+        tools: Sequence[ToolDefinition],
+        claims: Sequence[ClaimTopic],
+        refused: Sequence[ToolDefinition] = (),
+    ) -> None:
+        """Get ready for a session's tools, claims and prohibited tools (``refused``, as
+        :attr:`LlmRequest.refused`) before its first turn (a runner that learns from a profile's
+        material fits it here, once per tool set); may do nothing."""
         ...
 
 

@@ -225,6 +225,7 @@ class Drafts:
             now=base.now,
             locale=base.locale,
             claims=base.claims,
+            refused=base.refused,
         )
         draft = Draft(words=text, request=request, voice=core.ctx.voice, counts=self.counts)
         self.current = draft

@@ -21,6 +21,7 @@ from vocero.contracts.ports import (
     Message,
     ToolIntent,
 )
+from vocero.contracts.prohibited import prohibited_tools
 from vocero.observability import tracing
 from vocero.orchestrator.acting import Actor, proposal_evidence, say_disclosures
 from vocero.orchestrator.asking import Asking
@@ -294,8 +295,9 @@ class Responder:
     def model_request(
         self, mode: Literal["respond", "classify_confirmation"] = "respond"
     ) -> LlmRequest:
-        """What the model is asked this turn: the conversation as heard, the tools it may use,
-        the open proposal, the caller's clock and timezone, and the profile's approved claims."""
+        """What the model is asked this turn: the conversation as heard, the tools it may use
+        (and, as material only, the prohibited ones it must refuse), the open proposal, the
+        caller's clock and timezone, and the profile's approved claims."""
         core = self.core
         ctx = core.ctx
         return LlmRequest(
@@ -308,6 +310,7 @@ class Responder:
             now=core.clock.now(),
             locale=ctx.effective.locale,
             claims=core.claim_topics,
+            refused=prohibited_tools(ctx.profile),
         )
 
     def model_messages(self) -> list[Message]:

@@ -31,6 +31,7 @@ from vocero.contracts.actions import ActionCoordinator
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.events import SessionState
 from vocero.contracts.ports import Message, Timers
+from vocero.contracts.prohibited import prohibited_tools
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.acting import Actor
 from vocero.orchestrator.answers import Answers
@@ -198,7 +199,9 @@ class Session:
         is logged and the first turn tries again."""
         core = self.core
         try:
-            await core.runners.llm.prepare(list(core.ctx.tools), core.claim_topics)
+            await core.runners.llm.prepare(
+                list(core.ctx.tools), core.claim_topics, prohibited_tools(core.ctx.profile)
+            )
         except Exception:
             log.warning("session.model_prepare_failed", session_id=core.ctx.session_id,
                         exc_info=True)

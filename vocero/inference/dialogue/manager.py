@@ -16,7 +16,9 @@ Order of a caller turn: a correction of the proposal being confirmed (:mod:`.cor
 open task's answer or a tool the rules recognise (:mod:`.router`, :mod:`.tasks`, refined by
 :mod:`.tool_choice`); a "yes" to the agent's own offer; a catalog question (when the profile has
 the knowledge built-in); a conversational act (:mod:`.small_talk`); otherwise what the intent
-model ranks first, or "I can't help with that".
+model ranks first, or "I can't help with that". A line the intent model takes for a prohibited
+tool's request (``LlmRequest.refused``: the profile lists it, it is never offered) opens no
+task and asks no catalog, whatever the rules read in it: it is out of scope.
 """
 
 from __future__ import annotations
@@ -101,17 +103,23 @@ class IntentModels:
         self._fitting: dict[str, anyio.Event] = {}
 
     async def model(
-        self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]
+        self,
+        tools: Sequence[ToolDefinition],
+        claims: Sequence[ClaimTopic],
+        refused: Sequence[ToolDefinition] = (),
     ) -> _Memo:
-        """The tool set's model, fitted once: a second asker waits for the fit in flight."""
-        key = _fingerprint(tools, claims)
+        """The tool set's model (``refused``: the prohibited tools it refuses), fitted once: a
+        second asker waits for the fit in flight."""
+        key = _fingerprint(tools, claims, refused)
         while key not in self._models and key in self._fitting:
             await self._fitting[key].wait()
         memo = self._models.get(key)
         if memo is None:
             done = self._fitting[key] = anyio.Event()
             try:
-                fitted = await threads.run(lambda: intents.IntentModel.fit(tools, claims))
+                fitted = await threads.run(
+                    lambda: intents.IntentModel.fit(tools, claims, refused)
+                )
                 memo = self._models.setdefault(key, _Memo(fitted))
             finally:
                 del self._fitting[key]
@@ -122,10 +130,13 @@ class IntentModels:
         return memo
 
     def fitted(
-        self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]
+        self,
+        tools: Sequence[ToolDefinition],
+        claims: Sequence[ClaimTopic],
+        refused: Sequence[ToolDefinition] = (),
     ) -> _Memo | None:
         """The model of this tool set if it was fitted already (no fit on this path)."""
-        return self._models.get(_fingerprint(tools, claims))
+        return self._models.get(_fingerprint(tools, claims, refused))
 
 
 class _Memo:
@@ -149,8 +160,13 @@ class _Memo:
         return found
 
 
-def _fingerprint(tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> str:
-    return hashlib.sha256(msgspec.json.encode([list(tools), list(claims)])).hexdigest()
+def _fingerprint(
+    tools: Sequence[ToolDefinition],
+    claims: Sequence[ClaimTopic],
+    refused: Sequence[ToolDefinition] = (),
+) -> str:
+    material = [list(tools), list(claims), list(refused)]
+    return hashlib.sha256(msgspec.json.encode(material)).hexdigest()
 
 
 def builtin_tool(tools: Sequence[ToolDefinition], builtin: str) -> ToolDefinition | None:
@@ -313,6 +329,8 @@ def _routing(turn: _Turn) -> tasks.Routing:
         found = router.route(text, tools, today, now=now)
         if model is None or not text.strip():
             return found
+        if model.decide(small_talk.without_pleasantries(text)).refused:
+            return router.Route(None)  # what only a prohibited tool does: no tool of ours
         if found.tool is not None and found.missing and found.tool.builtin != FOLLOWUPS_TOOL:
             found = tool_choice.better_fit(text, found, tools, model, today, now)
         if found.tool is not None:
@@ -352,8 +370,8 @@ def _unrouted(turn: _Turn, utterance: str) -> Decision:
     ("what can I do?") and any other line go by the intent model: the catalog search when it
     ranks the knowledge tool confidently, when the line asks in a topic only the catalog has,
     or when a person is asked for (the contact claim); the model's act otherwise, else "I can't
-    help with that". Without a model, every line of two words or more that no act explains
-    asks the catalog."""
+    help with that" (always for what a prohibited tool does). Without a model, every line of
+    two words or more that no act explains asks the catalog."""
     request, knowledge, model = turn.request, turn.knowledge, turn.model
     found = small_talk.act(utterance)
     if found is not None and found not in small_talk.SOFT_ACTS:
@@ -365,7 +383,10 @@ def _unrouted(turn: _Turn, utterance: str) -> Decision:
         log.info("llm.tool_routed", tool=handoff.name, runner_up="")
         return Call(ToolIntent(name=handoff.name, arguments={"reason": content}))
     catalog = knowledge is not None and len(content.split()) >= 2
-    if named is not None:
+    if named is not None and named.refused:
+        log.info("llm.refused", tool=named.refused)
+        catalog = False  # a request for what a prohibited tool does is refused, not looked up
+    elif named is not None:
         asked = knowledge is not None and named.intent == knowledge.name
         topical = turn.catalog is not None and turn.catalog.asks_catalog(content)
         catalog = catalog and (

@@ -103,7 +103,12 @@ class RemoteLlm:
             raise self.health.failed(response.status_code, f"HTTP {response.status_code}")
         self.health.ok()
 
-    async def prepare(self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> None:
+    async def prepare(
+        self,
+        tools: Sequence[ToolDefinition],
+        claims: Sequence[ClaimTopic],
+        refused: Sequence[ToolDefinition] = (),
+    ) -> None:
         """The endpoint is stateless: nothing to learn."""
 
     async def generate(self, request: LlmRequest) -> AsyncGenerator[LlmOutput, None]:

@@ -128,7 +128,12 @@ class SimLlm:
     def status(self) -> RunnerStatus:
         return RunnerStatus(health="ready", capacity=1_000_000)
 
-    async def prepare(self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> None:
+    async def prepare(
+        self,
+        tools: Sequence[ToolDefinition],
+        claims: Sequence[ClaimTopic],
+        refused: Sequence[ToolDefinition] = (),
+    ) -> None:
         """Nothing to learn: the script is the model."""
 
     async def generate(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:

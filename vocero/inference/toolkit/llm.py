@@ -68,7 +68,12 @@ class LlmBase(RunnerShell):
             lambda: self._classify_with_model("yes"),
         )
 
-    async def prepare(self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> None:
+    async def prepare(
+        self,
+        tools: Sequence[ToolDefinition],
+        claims: Sequence[ClaimTopic],
+        refused: Sequence[ToolDefinition] = (),
+    ) -> None:
         """Nothing to learn by default."""
 
     async def generate(self, request: LlmRequest) -> AsyncGenerator[LlmOutput, None]:
@@ -155,12 +160,17 @@ class RoutedLlm(LlmBase):
         self._free_text = free_text
         self._intents = dialogue.IntentModels()
 
-    async def prepare(self, tools: Sequence[ToolDefinition], claims: Sequence[ClaimTopic]) -> None:
+    async def prepare(
+        self,
+        tools: Sequence[ToolDefinition],
+        claims: Sequence[ClaimTopic],
+        refused: Sequence[ToolDefinition] = (),
+    ) -> None:
         """Fit the intent model of this tool set now (~0.3 s), not on the session's first turn."""
-        await self._intents.model(tools, claims)
+        await self._intents.model(tools, claims, refused)
 
     async def _respond(self, request: LlmRequest) -> AsyncIterator[LlmOutput]:
-        model = await self._intents.model(request.tools, request.claims)
+        model = await self._intents.model(request.tools, request.claims, request.refused)
         decision = dialogue.decide(
             request, today=self._date(request), chat=self._free_text == "model", model=model
         )
@@ -192,7 +202,7 @@ class RoutedLlm(LlmBase):
         return ToolIntent(name=intent.name, arguments=arguments)
 
     def _asks_something(self, request: LlmRequest, answer: str) -> bool:
-        model = self._intents.fitted(request.tools, request.claims)
+        model = self._intents.fitted(request.tools, request.claims, request.refused)
         return dialogue.new_request(request, answer, self._date(request), model=model)
 
     async def _fill(
