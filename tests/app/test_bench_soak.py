@@ -37,6 +37,8 @@ def test_a_short_soak_reports_series_summary_and_a_self_contained_page(tmp_path:
     # the server's own gauges were read (the scrape-time asyncio gauges exist) and the callers
     # were live on it
     assert all(s["tasks"] is not None and s["loop_lag_ms"] is not None for s in series)
+    # and the C heap's (glibc): in use and free inside the arenas, in MB
+    assert all(s["heap_in_use_mb"] > 1 and s["heap_free_mb"] >= 0 for s in series)
     assert max(s["active_sessions"] for s in load) >= 1
     assert max(s["tasks"] for s in load) > min(s["tasks"] for s in series if
                                               s["phase"] == "baseline")
@@ -51,6 +53,7 @@ def test_a_short_soak_reports_series_summary_and_a_self_contained_page(tmp_path:
 
     summary = report["summary"]
     assert isinstance(summary["rss_mb"]["growth_mb_per_hour_after_warmup"], float)
+    assert set(summary["heap_mb"]["growth_mb_per_hour_after_warmup"]) == {"in_use", "free"}
     for key in ("fds", "tasks", "threads"):
         figures = summary["returned_to_baseline"][key]
         assert figures["baseline"] is not None and figures["after"] is not None
@@ -102,8 +105,10 @@ def test_metrics_page_parsing_keeps_the_soak_series() -> None:
         "vocero_active_sessions 2.0",
         'vocero_frames_dropped_total{link="recorder",reason="queue_full"} 7.0',
         "vocero_sessions_total{outcome=\"admitted\"} 9.0",
+        'vocero_process_heap_bytes{part="in_use"} 7.3e+07',
     ])
     assert parse_metrics(page) == {
         "vocero_asyncio_tasks": 42.0, "vocero_event_loop_lag_seconds": 0.0015,
         'vocero_queue_depth{link="recorder"}': 3.0, "vocero_active_sessions": 2.0,
-        'vocero_frames_dropped_total{link="recorder",reason="queue_full"}': 7.0}
+        'vocero_frames_dropped_total{link="recorder",reason="queue_full"}': 7.0,
+        'vocero_process_heap_bytes{part="in_use"}': 7.3e7}

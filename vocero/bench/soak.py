@@ -120,7 +120,7 @@ def parse_metrics(text: str) -> dict[str, float]:
         name, labels, value = match.groups()
         if name in {"vocero_asyncio_tasks", "vocero_event_loop_lag_seconds",
                     "vocero_active_sessions", "vocero_queue_depth",
-                    "vocero_frames_dropped_total"}:
+                    "vocero_frames_dropped_total", "vocero_process_heap_bytes"}:
             with contextlib.suppress(ValueError):
                 values[name + (labels or "")] = float(value)
     return values
@@ -161,7 +161,13 @@ async def _sample(http: httpx.AsyncClient, pid: int, db: Path, t0: float, phase:
         dropped={k.removeprefix("vocero_frames_dropped_total"): v for k, v in metrics.items()
                  if k.startswith("vocero_frames_dropped_total")},
         rows=rows,
+        heap_in_use_mb=_mb(metrics.get('vocero_process_heap_bytes{part="in_use"}')),
+        heap_free_mb=_mb(metrics.get('vocero_process_heap_bytes{part="free"}')),
     )
+
+
+def _mb(size: float | None) -> float | None:
+    return None if size is None else round(size / 2**20, 2)
 
 
 class _Samples:

@@ -43,6 +43,10 @@ class Sample:
     """``vocero_frames_dropped_total`` by link and reason (the recorder's lost writes among
     them), counted since the server started."""
     rows: dict[str, int]
+    heap_in_use_mb: float | None = None
+    heap_free_mb: float | None = None
+    """The C allocator's heap (``vocero_process_heap_bytes``): handed out, and kept free inside
+    its arenas; ``None`` where the server's C library does not say (not glibc)."""
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -71,6 +75,9 @@ def summarize(samples: list[Sample], *, warmup_s: float, duration_s: float, sess
     start = load[0].t_s if load else 0.0
     steady = [s for s in load if s.t_s - start >= warmup_s]
     growth = slope_per_hour([(s.t_s, s.rss_mb) for s in steady])
+    heap_growth = {key: slope_per_hour([(s.t_s, getattr(s, key)) for s in steady
+                                        if getattr(s, key) is not None])
+                   for key in ("heap_in_use_mb", "heap_free_mb")}
 
     def level(group: list[Sample], key: str) -> float | None:
         values = [getattr(s, key) for s in group if getattr(s, key) is not None]
@@ -113,6 +120,13 @@ def summarize(samples: list[Sample], *, warmup_s: float, duration_s: float, sess
             "growth_mb_per_hour_after_warmup": None if growth is None else round(growth, 2),
             "warmup_s": warmup_s,
             "samples_in_fit": len(steady),
+        },
+        "heap_mb": {
+            "growth_mb_per_hour_after_warmup": {
+                key.removeprefix("heap_").removesuffix("_mb"): None if g is None else round(g, 2)
+                for key, g in heap_growth.items()},
+            "at_end": {"in_use": (after or load)[-1].heap_in_use_mb if (after or load) else None,
+                       "free": (after or load)[-1].heap_free_mb if (after or load) else None},
         },
         "returned_to_baseline": back,
         "lag_p99_per_window": lag_windows,
@@ -172,13 +186,16 @@ def render_html(result: dict[str, Any]) -> str:
     load = [s["t_s"] for s in series if s["phase"] == "load"]
     marks = [load[0], load[-1]] if load else []
     charts = [
-        ("Resident memory", "rss_mb", "MB"), ("Open file descriptors", "fds", ""),
+        ("Resident memory", "rss_mb", "MB"),
+        ("C heap in use", "heap_in_use_mb", "MB"), ("C heap free in arenas", "heap_free_mb", "MB"),
+        ("Open file descriptors", "fds", ""),
         ("Threads", "threads", ""), ("Asyncio tasks", "tasks", ""),
         ("Event-loop lag (at scrape)", "loop_lag_ms", "ms"),
         ("/healthz answer", "healthz_ms", "ms"),
         ("Live callers", "live", ""),
     ]
-    body = [_chart(title, [(s["t_s"], float(s[key])) for s in series if s[key] is not None], unit,
+    body = [_chart(title, [(s["t_s"], float(s[key])) for s in series if s.get(key) is not None],
+                   unit,
                    marks=marks) for title, key, unit in charts]
     for table in TABLES:
         body.append(_chart(f"Rows: {table}", [(s["t_s"], float(s["rows"].get(table, 0)))
@@ -211,7 +228,10 @@ text-align:left}}.ok{{color:#176b2c}}.bad{{color:#b00020;font-weight:bold}}</sty
 <h2>Figures</h2>
 <p>RSS baseline {rss['baseline']} MB, peak {rss['peak']} MB, after {rss['after']} MB; growth after
 {rss['warmup_s']:g} s of warm-up: <b>{rss['growth_mb_per_hour_after_warmup']} MB/hour</b>
-(least squares over {rss['samples_in_fit']} samples).</p>
+(least squares over {rss['samples_in_fit']} samples). The C heap's growth over the same
+samples, MB/hour: {html.escape(json.dumps(summary['heap_mb']['growth_mb_per_hour_after_warmup']))}
+(in use: allocated and held; free: kept in the allocator's arenas). Python's own small-object
+arenas are mapped apart and are in neither.</p>
 <table><tr><th></th><th>baseline</th><th>peak under load</th><th>after</th></tr>{back}</table>
 <table><tr><th>open descriptors</th><th>baseline</th><th>after</th></tr>{descriptors}</table>
 <table><tr><th>window</th><th>loop lag p99 (ms)</th><th>/healthz p99 (ms)</th></tr>{windows}

@@ -160,6 +160,12 @@ class Metrics:
             "vocero_asyncio_tasks", "Asyncio tasks of the process's event loop (at scrape).",
             registry=reg, multiprocess_mode="liveall",
         )
+        self.heap_bytes = Gauge(
+            "vocero_process_heap_bytes",
+            "The C allocator's heap of this process at scrape (glibc only): bytes in use, free "
+            "inside its arenas (kept, not yet given back) and mapped on their own.",
+            ["part"], registry=reg, multiprocess_mode="liveall",
+        )
         self.event_loop_lag = Gauge(
             "vocero_event_loop_lag_seconds",
             "How long a callback scheduled at scrape waited for the event loop to run it.",

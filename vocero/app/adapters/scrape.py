@@ -4,7 +4,8 @@ Runner health (``vocero_runner_healthy``) comes from the runners' own status; th
 backlog (``vocero_followups_overdue``) is counted in the store, so every worker reports the
 same figure. The alert rules on both are in deploy/prometheus/vocero-rules.yaml. The event
 loop's own (``vocero_asyncio_tasks``, ``vocero_event_loop_lag_seconds``: how long a callback
-scheduled at scrape waited) are what ``vocero bench soak`` watches (docs/scaling.md).
+scheduled at scrape waited) and the C heap's (``vocero_process_heap_bytes``: in use and free
+inside the allocator's arenas) are what ``vocero bench soak`` watches (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select
 
 from vocero.inference.runner_set import RunnerSet
+from vocero.observability import allocator
 from vocero.observability.metrics import Metrics
 from vocero.store.engine import Store
 from vocero.store.models import FollowupRow
@@ -40,6 +42,10 @@ async def loop_lag_s() -> float:
 
 async def refresh_gauges(metrics: Metrics, runners: RunnerSet, store: Store) -> None:
     metrics.asyncio_tasks.set(len(asyncio.all_tasks()))
+    held = allocator.heap()
+    if held is not None:
+        for part in ("in_use", "free", "mapped"):
+            metrics.heap_bytes.labels(part=part).set(getattr(held, part))
     metrics.event_loop_lag.set(await loop_lag_s())
     for name, runner in runners.statuses().items():
         metrics.runner_healthy.labels(runner=name).set(1 if runner.health == "ready" else 0)

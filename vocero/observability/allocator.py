@@ -1,0 +1,57 @@
+"""The C allocator's own view of the process heap, for ``/metrics`` and ``vocero bench soak``.
+
+A long-running server's resident memory can grow while Python's own objects (what
+``tracemalloc`` sees) stay flat: what SQLite, the database driver, the model libraries and
+Python's larger objects take from the C library's allocator, and what that allocator keeps free
+inside its arenas (one per thread that allocated) after they are freed. :func:`heap` reads
+glibc's ``mallinfo2``, summed over every arena: bytes handed out, bytes free inside the arenas,
+and bytes of blocks mapped on their own. Python's small-object arenas are mapped apart and are in
+none of them. It exists only on glibc 2.33 or later; elsewhere :func:`heap` answers ``None`` and
+the gauges are not set."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+_FIELDS = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+           "fordblks", "keepcost")
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in _FIELDS]
+
+
+@dataclass(frozen=True)
+class Heap:
+    """Bytes of the C heap: handed out (``in_use``), held free inside the arenas (``free``),
+    and in blocks mapped on their own (``mapped``: large allocations, returned when freed)."""
+
+    in_use: int
+    free: int
+    mapped: int
+
+
+@cache
+def _libc() -> Any | None:
+    name = ctypes.util.find_library("c")
+    if not name:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+        libc.mallinfo2.restype = _Mallinfo2
+    except (OSError, AttributeError):  # not glibc, or a glibc before 2.33
+        return None
+    return libc
+
+
+def heap() -> Heap | None:
+    """The allocator's figures now, or ``None`` where the C library has no ``mallinfo2``."""
+    libc = _libc()
+    if libc is None:
+        return None
+    info = libc.mallinfo2()
+    return Heap(in_use=int(info.uordblks), free=int(info.fordblks), mapped=int(info.hblkhd))
