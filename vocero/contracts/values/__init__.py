@@ -21,9 +21,11 @@ about, as said). Month, weekday, number and time words are the English lexicon's
 
 from vocero.contracts.values.dates import (
     date_in,
+    mark_days,
     moment_in,
     month_day_in,
     next_date,
+    next_day_of_month,
     weekday_date,
 )
 from vocero.contracts.values.identifiers import bare_identifier, identifier_in, pattern_accepts
@@ -35,9 +37,11 @@ __all__ = [
     "date_in",
     "hour_of",
     "identifier_in",
+    "mark_days",
     "moment_in",
     "month_day_in",
     "next_date",
+    "next_day_of_month",
     "part_of_day",
     "pattern_accepts",
     "reason_phrase",

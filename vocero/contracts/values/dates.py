@@ -6,17 +6,20 @@ time in the caller's zone. Month, weekday and relative-day words are the English
 
 The one reader of spoken dates (ADR-0039): the dialogue's slots, the orchestrator's spoken
 answers and policy's canonical arguments read a date with :func:`date_in` and a moment with
-:func:`moment_in`; the follow-ups' due time, which reads its own (multilingual) time words, does
-its calendar arithmetic with :func:`weekday_date` (its "next" included) and :func:`next_date`;
-the grounding check of spoken facts reads a day of the month alone, a relative day and "next
-<weekday>" with :func:`date_in` and a month day with :func:`month_day_in`. "next Friday" said
-on a day of the same week is the Friday of the week after, everywhere (ADR-0040).
+:func:`moment_in`; the follow-ups' due time, which reads its own (multilingual) time words,
+reads month days and days of the month alone with :func:`mark_days` and does its calendar
+arithmetic with :func:`weekday_date` (its "next" included), :func:`next_date` and
+:func:`next_day_of_month`; the grounding check of spoken facts reads a day of the month alone,
+a relative day and "next <weekday>" with :func:`date_in` and a month day with
+:func:`month_day_in`. "next Friday" said on a day of the same week is the Friday of the week
+after, everywhere (ADR-0040).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 
 from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.en import LEXICON
@@ -52,6 +55,14 @@ BARE_DAY = re.compile(
 """A day of the month said alone ("the 14th", "on the 3rd at 4"), but not "the 3rd step"."""
 _YEAR_AFTER = re.compile(r",?\s+((?:19|20|21)\d{2})\b")
 """A year said right after a month and day ("March 10, 2027", "the 5th of January 2027")."""
+_DAYS_SAID = re.compile(
+    rf"(?:{MONTH_DAY.pattern}(?:{_YEAR_AFTER.pattern})?)"
+    rf"|(?:{DAY_OF_MONTH.pattern}(?:{_YEAR_AFTER.pattern})?)"
+    rf"|(?:{BARE_DAY.pattern})",
+    re.IGNORECASE,
+)
+"""A month day (groups 1-3: month, day, the year said right after them), a day and month (4-6:
+day, month, year) or a day of the month alone (7), in the order said."""
 _WEEKDAY = re.compile(rf"\b(next\s+|this\s+|on\s+)?({alternation(WEEKDAYS)})\b", re.IGNORECASE)
 _IN_DAYS = re.compile(r"\bin\s+(\d+|[a-z]+)\s+days?\b", re.IGNORECASE)
 
@@ -74,7 +85,8 @@ def date_in(text: str, today: dt.date) -> str | None:
     lowered = _ordinal_days(text.lower())
     bare = BARE_DAY.search(lowered)
     if bare:
-        return _next_day_of_month(today, int(bare.group(1)))
+        day = next_day_of_month(today, int(bare.group(1)))
+        return day.isoformat() if day else None
     for said, ahead in _RELATIVE_DAYS:
         if said.search(lowered):
             return (today + dt.timedelta(days=ahead)).isoformat()
@@ -107,6 +119,28 @@ def month_day_in(text: str) -> tuple[int, int, int | None] | None:
                 int(year.group(1)) if year else None,
             )
     return None
+
+
+def mark_days(text: str, mark: Callable[[int | None, int, int | None], str]) -> str:
+    """``text`` lower-cased, with each month day (read as :func:`month_day_in` reads one, its
+    year included) and each day of the month said alone (:data:`BARE_DAY`, read as
+    :func:`date_in` reads one) replaced by ``mark(month, day, year)``: ``month`` is ``None`` for a
+    day of the month alone, ``year`` ``None`` unless one was said. For a reader that reads the
+    other words its own way: the follow-ups' time words, in three languages, read these days as
+    every other reader does and resolve them with :func:`next_date` and
+    :func:`next_day_of_month`."""
+
+    def marked(match: re.Match[str]) -> str:
+        said = match.group
+        if said(1):
+            month, day, year = MONTHS[said(1)], said(2), said(3)
+        elif said(5):
+            month, day, year = MONTHS[said(5)], said(4), said(6)
+        else:
+            return f" {mark(None, int(said(7)), None)} "
+        return f" {mark(month, int(day), int(year) if year else None)} "
+
+    return _DAYS_SAID.sub(marked, _ordinal_days(text.lower()))
 
 
 def _ordinal_days(lowered: str) -> str:
@@ -177,9 +211,9 @@ def next_date(
     return None
 
 
-def _next_day_of_month(today: dt.date, day: int) -> str | None:
+def next_day_of_month(today: dt.date, day: int) -> dt.date | None:
     """The day of a month said alone ("the 14th"): this month's if still ahead, else the next
-    month that has that day."""
+    month that has that day; ``None`` when none of the next three has it (the 32nd)."""
     year, month = today.year, today.month
     for _ in range(3):
         try:
@@ -187,7 +221,7 @@ def _next_day_of_month(today: dt.date, day: int) -> str | None:
         except ValueError:
             candidate = None
         if candidate and candidate >= today:
-            return candidate.isoformat()
+            return candidate
         year, month = (year + 1, 1) if month == 12 else (year, month + 1)
     return None
 
