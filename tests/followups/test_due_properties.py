@@ -40,9 +40,17 @@ NOW = datetime(2026, 12, 3, 8, 30, tzinfo=UTC)  # Thursday, 09:30 in Madrid
     ("agle shukravar dopahar 3 baje", "2026-12-11 15:00", True),
     ("next Monday", "2026-12-07 11:00", True),  # already in the week after: no week more
     ("december 24 at 9:30am", "2026-12-24 09:30", True),
+    ("on the 14th at 3 pm", "2026-12-14 15:00", True),  # a day of the month alone: this month's
+    ("on the third", "2026-12-03 11:00", True),  # today is the 3rd: today's
+    ("the 2nd, please", "2027-01-02 11:00", True),  # already past this month: next month's
+    ("march the 3rd", "2027-03-03 11:00", True),
+    ("December the fourteenth at 4", "2026-12-14 16:00", True),
+    ("the 5th of January 2027 at 10am", "2027-01-05 10:00", True),
     ("sometime", "2026-12-04 11:00", False),  # nothing usable: 11:00 the next day
     ("today morning", "2026-12-04 11:00", False),  # already past: never the past
     ("february 30", "2026-12-04 11:00", False),  # no such date
+    ("february 30 at 3pm", "2026-12-04 11:00", False),  # not 15:00 today: no day is named
+    ("the 32nd at 3pm", "2026-12-04 11:00", False),
     ("2028-01-02", "2026-12-04 11:00", False),  # more than a year ahead: not usable
     ("in 900 days", "2026-12-04 11:00", False),
     ("2027-12-03 09:00", "2027-12-03 09:00", True),  # within the year: kept
@@ -51,6 +59,35 @@ def test_examples(when: str, local: str, exact: bool) -> None:
     due = resolve_due(when, NOW, MADRID)
     assert (due.at.strftime("%Y-%m-%d %H:%M"), due.exact) == (local, exact)
     assert str(due.at.tzinfo) == MADRID
+
+
+@pytest.mark.parametrize(("when", "unusable"), [
+    ("february 30", True),
+    ("february 30 at 3pm", True),
+    ("the 32nd", True),
+    ("2028-01-02", True),  # a date more than a year ahead
+    ("march 3, 2025", True),  # a date already past
+    ("december 3 at 8am", True),  # today's date, at a time already past
+    ("on the 14th", False),
+    ("sometime", False),  # no date named: no date to be unusable
+    ("today morning", False),  # a relative day, not a date: the fallback, as before
+    ("in 900 days", False),
+])
+def test_a_date_named_that_gives_no_usable_time_is_marked(when: str, unusable: bool) -> None:
+    """The call-back rule asks when for these rather than recording the fallback."""
+    due = resolve_due(when, NOW, MADRID)
+    assert due.date_unusable is unusable
+    assert not (unusable and due.exact)
+
+
+@pytest.mark.parametrize(("zone", "local"), [
+    ("America/Los_Angeles", "2026-12-14 15:00"),  # still the 14th there: today's
+    ("Asia/Kolkata", "2027-01-14 15:00"),  # already the 15th there: next month's
+])
+def test_a_day_of_the_month_is_read_on_the_callers_own_calendar(zone: str, local: str) -> None:
+    now = datetime(2026, 12, 14, 20, 0, tzinfo=UTC)
+    due = resolve_due("on the 14th at 3 pm", now, zone)
+    assert (due.at.strftime("%Y-%m-%d %H:%M"), due.exact) == (local, True)
 
 
 # ------------------------------------------------------------------------------ properties
@@ -63,7 +100,8 @@ WORDS = ["tomorrow", "today", "tonight", "kal", "aaj", "repu", "friday", "monday
          "naalugu gantalaku",
          "in 10 minutes", "in 2 hours", "10 minute mein", "half past four", "noon", "midnight",
          "sometime", "later", "day after tomorrow", "parso", "ellundi", "next week", "march 31",
-         "february 29", "2:30am", "1:30am", "in 3 days"]
+         "february 29", "2:30am", "1:30am", "in 3 days", "on the 14th", "the 31st",
+         "march the 3rd", "the 29th of february"]
 whens = st.lists(st.sampled_from(WORDS), min_size=0, max_size=3).map(" ".join) | st.text(
     max_size=30)
 instants = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2090, 1, 1),

@@ -36,6 +36,13 @@ ENGLISH = [
     ("tomorrow evening", "tomorrow morning", "conflicting_time_word"),
     ("not tomorrow, friday", "tomorrow 4pm", "no_shared_time_word"),
     ("tomorrow doesn't work, try friday", "Friday 11am", ACCEPT),
+    ("call me back on the 14th at 3 pm", "the 14th at 3pm", ACCEPT),
+    ("march the 3rd in the morning", "March 3rd at 10am", ACCEPT),
+    ("call me on the 14th at 3", "the 15th at 3pm", "conflicting_time_word"),
+    ("not on the 14th, the 15th", "on the 14th", "no_shared_time_word"),
+    # a day of the month and a month day share no word: the rule does not resolve either, so
+    # "December 14" could be another 14th than the caller's; its read-back names both
+    ("call me on the 14th", "December 14", "no_shared_time_word"),
 ]
 HINDI = [
     ("kal shaam 4 baje call karna", "tomorrow 4pm", ACCEPT),
@@ -52,6 +59,8 @@ HINDI = [
     ("kal nahi, parso call karna", "tomorrow 11am", "no_shared_time_word"),
     ("कभी भी फ़ोन कर देना", "tomorrow 11am", "no_caller_time"),
     ("कल सुबह", "Friday 3pm", "no_shared_time_word"),
+    ("14 December ko shaam 4 baje call karna", "December 14 4pm", ACCEPT),
+    ("15 December ko shaam 4 baje", "December 14 4pm", "conflicting_time_word"),
 ]
 TELUGU = [
     ("repu sayantram 4 gantalaku call cheyandi", "tomorrow 4pm", ACCEPT),
@@ -65,6 +74,7 @@ TELUGU = [
     ("ఎప్పుడైనా కాల్ చేయండి", "tomorrow 4pm", "no_caller_time"),
     ("repu udayam", "Monday morning", "conflicting_time_word"),
     ("repu kaadu, ellundi", "day after tomorrow", ACCEPT),
+    ("December 14 na sayantram 4 gantalaku call cheyandi", "December 14 4pm", ACCEPT),
 ]
 
 
@@ -268,3 +278,70 @@ def test_channel(reason: str, channel: str | None, expected: str) -> None:
     canonical = tool().canonicalize("followups.record", arguments,
                                     context(("user", "tomorrow at 4 please")))
     assert canonical.arguments["channel"] == expected
+
+
+# ------------------------------------------------------------ a day of the month, a month day
+
+
+@pytest.mark.parametrize(("line", "when", "locale", "due_at"), [
+    ("call me back on the 14th at 3 pm", "on the 14th at 3pm", "en-US",
+     "2026-12-14T15:00:00+01:00"),
+    ("ring me on the 2nd", "the 2nd", "en-US",  # already past this month: next month's
+     "2027-01-02T11:00:00+01:00"),
+    ("on the fourteenth in the evening", "the 14th in the evening", "en-US",
+     "2026-12-14T18:00:00+01:00"),
+    ("march the 3rd in the morning", "March the 3rd at 10am", "en-US",
+     "2027-03-03T10:00:00+01:00"),
+    ("december 14th at 4", "December 14th 4pm", "en-US", "2026-12-14T16:00:00+01:00"),
+    ("the 5th of january 2027, at 9", "the 5th of January 2027 at 9am", "en-US",
+     "2027-01-05T09:00:00+01:00"),
+    # Hindi and Telugu name no month or ordinal of their own (the lexicons list none): callers
+    # say English month names, read as in English
+    ("14 December ko shaam 4 baje call karna", "14 December shaam 4 baje", "hi-IN",
+     "2026-12-14T16:00:00+01:00"),
+    ("December 14 na sayantram 4 gantalaku call cheyandi", "December 14 sayantram 4 gantalaku",
+     "te-IN", "2026-12-14T16:00:00+01:00"),
+])
+def test_a_day_of_the_month_or_a_month_day_is_booked_for_that_day(
+    line: str, when: str, locale: str, due_at: str
+) -> None:
+    """"on the 14th" was no time word: its time alone was read, so "on the 14th at 3pm" said on
+    the 3rd was booked for 15:00 that same day, and "March the 3rd" for 11:00 the next day. Both
+    are read by the one reader of dates (ADR-0039), in the caller's zone."""
+    ctx = context(("user", line), locale=locale)
+    canonical = tool().canonicalize("followups.record", {"when": when, "reason": "invoice"}, ctx)
+    assert canonical.arguments["due_at"] == due_at
+
+
+def test_the_read_back_of_a_day_of_the_month_says_its_date_and_reads_back_as_it() -> None:
+    """The caller hears which month "the 14th" is; a "yes" records it, in either words."""
+    error = refusal(context(("user", "ring me sometime")), when="the 14th at 3pm", reason="x")
+    assert error.question == (
+        "Shall we call you at three in the afternoon on the 14th, December 14?"
+    )
+    ctx = context(("user", "ring me sometime"), ("assistant", error.question), ("user", "yes"))
+    for when in ("the 14th at 3pm", "December 14 at 3pm"):
+        agreed = tool().canonicalize("followups.record", {"when": when, "reason": "x"}, ctx)
+        assert agreed.arguments["due_at"] == "2026-12-14T15:00:00+01:00", when
+
+
+@pytest.mark.parametrize("when", [
+    "February 30",  # no such date
+    "February 30 at 3pm",  # was 15:00 today: the time alone
+    "the 32nd",
+    "March 3, 2025",  # already past
+    "March 3, 2028",  # more than a year ahead
+    "December 3 at 8am",  # already past today
+])
+def test_a_date_that_gives_no_usable_time_is_asked_never_booked_for_tomorrow(when: str) -> None:
+    """As a ``when`` with no time word: nothing is recorded and the caller is asked when, never
+    read the 11:00 next-day fallback (it was recorded, for a day the caller did not ask)."""
+    for channel, asked in (("phone", "When would you like us to call you back?"),
+                           ("task", "By when would you like us to do that?")):
+        error = refusal(context(("user", f"call me {when}")), when=when, reason="x",
+                        channel=channel)
+        assert error.reason_code == "when_mismatch"
+        assert error.result is not None
+        assert (error.result["status"], error.result["detail"]) == (
+            "NOT recorded", "date_unusable")
+        assert error.question == asked

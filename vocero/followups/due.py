@@ -5,10 +5,13 @@
 it); "tomorrow 11am", "Friday 3pm", "today evening", "kal shaam 4 baje", "repu udayam 11
 gantalaku" are wall-clock times in the caller's zone, built with :mod:`zoneinfo` and normalised
 through UTC so a time that does not exist (the hour skipped in spring) becomes the real instant
-after it, and an ambiguous one (the hour repeated in autumn) is its first occurrence. Whatever
+after it, and an ambiguous one (the hour repeated in autumn) is its first occurrence. Month days
+("December 14th", "March the 3rd") and a day of the month alone ("on the 14th": this month's if
+still ahead, else next month's) resolve as the one reader of dates resolves them. Whatever
 resolves to nothing usable - no time word, a date that does not exist, a moment already past,
 one more than a year ahead ("2031-01-02", "in 900 days": no call-back is promised that far) -
-becomes 11:00 the next day, never "now" and never the past.
+becomes 11:00 the next day, never "now" and never the past; when the words named a calendar
+date (:attr:`Due.date_unusable`), the call-back rule asks when instead of recording that.
 
 Hours said without am/pm follow the part of the day when one was said ("shaam 4" is 16:00,
 "subah 4" is 04:00); otherwise 1-7 are afternoon and 8-11 morning (call-back hours).
@@ -16,7 +19,7 @@ Hours said without am/pm follow the part of the day when one was said ("shaam 4"
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -39,6 +42,11 @@ class Due:
     """Aware, in the caller's zone, always after ``now``."""
     exact: bool
     """False when the words named nothing usable and the 11:00-next-day fallback applies."""
+    date_unusable: bool = False
+    """True when the words named a calendar date (a month day, a day of the month, an ISO date)
+    that gives no usable moment: no such date ("February 30", "the 32nd"), already past, or more
+    than a year ahead. ``at`` is the fallback; the call-back rule refuses it and asks when
+    (docs/followups.md "Due time")."""
 
 
 def resolve_due(when: str, now: datetime, timezone: str) -> Due:
@@ -54,6 +62,9 @@ def resolve_reading(reading: Reading, now: datetime, timezone: str) -> Due:
         return _usable((now + timedelta(minutes=reading.delays[-1])).astimezone(zone), now, zone)
     day = _day(reading, local_now.date())
     clock = _clock(reading)
+    dated = bool(reading.days) and reading.days[-1].startswith(("date:", "dom:"))
+    if reading.days and day is None:  # a day said that names none ("February 30")
+        return replace(fallback(now, zone), date_unusable=dated)
     if day is None and clock is None:
         return fallback(now, zone)
     if day is None:
@@ -63,7 +74,8 @@ def resolve_reading(reading: Reading, now: datetime, timezone: str) -> Due:
             due = wall(local_now.date() + timedelta(days=1), clock, zone)
     else:
         due = wall(day, clock or DAY_ONLY, zone)
-    return _usable(due, now, zone)
+    usable = _usable(due, now, zone)
+    return usable if usable.exact else replace(usable, date_unusable=dated)
 
 
 def _usable(due: datetime, now: datetime, zone: ZoneInfo) -> Due:
@@ -101,8 +113,10 @@ def _day(reading: Reading, today: date) -> date | None:
         qualifier = "next" if len(reading.days) - 1 in reading.next_days else ""
         return values.weekday_date(today, lx.WEEKDAY_ORDER.index(word), qualifier)
     if word.startswith("date:"):
-        year = reading.years[-1] if reading.years else None
+        year = dict(reading.years).get(len(reading.days) - 1)
         return _date(word.removeprefix("date:"), today, year)
+    if word.startswith("dom:"):  # "on the 14th": the one reader's (ADR-0039)
+        return values.next_day_of_month(today, int(word.removeprefix("dom:")))
     return None
 
 

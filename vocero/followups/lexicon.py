@@ -1,7 +1,8 @@
 """The words of the call-back rule (docs/followups.md), in English, Hindi and Telugu.
 
-The month, weekday, number and clock words come from the shared lexicon
-(:mod:`vocero.contracts.lexicon`), all three languages merged into one table each; what is the
+The weekday, number and clock words come from the shared lexicon
+(:mod:`vocero.contracts.lexicon`), all three languages merged into one table each (month days
+are read by the one reader of dates, :mod:`vocero.contracts.values`); what is the
 call-back rule's own (answers that confirm or negate, the words that rule a time out, "next week"
 phrases) is written here. Each table maps a word as it is written (lower case; Hindi and Telugu in
 their native script and romanised, with the spellings callers and speech recognisers commonly
@@ -102,14 +103,6 @@ NEXT_WEEK: Final = (("next", "week"), ("agle", "hafte"), ("agle", "week"), ("अ
 NEXT: Final = frozenset(first for first, _ in NEXT_WEEK)
 """"next" before a weekday ("next Friday", "agle shukravar", "vachhe shukravaram"): the weekday of
 the week after when this week's is still ahead, as everywhere in the product (ADR-0040)."""
-
-MONTHS: Final[dict[str, int]] = {
-    word: month
-    for lexicon in _ALL
-    for table in (lexicon.calendar.months, lexicon.calendar.month_abbreviations)
-    for word, month in table.items()
-}
-"""Month names and their short forms → 1 … 12."""
 
 CONFIRMING: Final = frozenset({
     "yes", "yeah", "yep", "yup", "ya", "sure", "ok", "okay", "fine", "perfect", "great",

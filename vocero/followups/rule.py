@@ -14,6 +14,11 @@ assistant text as played; never the model's own paraphrase):
   the time ("Shall we call you at four tomorrow afternoon?") so the caller can correct it - or,
   when that read-back was already heard without a yes, a plain "when?" (never a loop).
 
+A ``when`` that names a calendar date giving no usable moment ("February 30", "the 32nd", a date
+already past or more than a year ahead: :attr:`~vocero.followups.due.Due.date_unusable`) is
+refused as a ``when`` with no time word is: the rule asks "when?", it never records the 11:00
+next-day fallback for it.
+
 A caller line in a language the tables do not cover (another script, or another locale with no
 word the tables know) cannot be checked: the rule asks, it never guesses. The check is lexical:
 a caller who agrees in words that share no time word is refused, and the read-back recovers it.
@@ -29,6 +34,7 @@ from typing import Literal
 
 from vocero.contracts.ports import Message
 from vocero.followups import lexicon as lx
+from vocero.followups.due import Due
 from vocero.followups.timewords import Reading, has_native_script, read, tokens
 
 Basis = Literal["caller_words", "when_agreed"]
@@ -44,17 +50,23 @@ class Verdict:
     accepted: bool
     basis: Basis | None = None
     detail: str = ""
-    """Why not: ``no_time_word`` (the ``when`` names no time), ``no_caller_time`` (nobody said
-    one), ``no_shared_time_word``, ``conflicting_time_word``, ``language_not_covered``."""
+    """Why not: ``no_time_word`` (the ``when`` names no time), ``date_unusable`` (it names a date
+    that gives no usable moment), ``no_caller_time`` (nobody said one), ``no_shared_time_word``,
+    ``conflicting_time_word``, ``language_not_covered``."""
     evidence: str = ""
     """The heard line the ``when`` was checked against."""
 
 
-def judge(when: str, history: Sequence[Message], locale: str = "en-US") -> Verdict:
-    """Whether ``when`` may be recorded, given the conversation as heard."""
+def judge(
+    when: str, history: Sequence[Message], locale: str = "en-US", due: Due | None = None
+) -> Verdict:
+    """Whether ``when`` may be recorded, given the conversation as heard and (``due``) what its
+    words resolve to."""
     wanted = read(when)
     if not wanted:
         return Verdict(False, detail="no_time_word")
+    if due is not None and due.date_unusable:
+        return Verdict(False, detail="date_unusable")
     caller = _latest_caller_time(history)
     agreed = _agreement(history)
     if agreed is not None and (caller is None or agreed[0] > caller[0]):
@@ -149,13 +161,14 @@ _SMALL = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight"
           "eleven", "twelve")
 
 
-def question(wanted: Reading, due: datetime, now: datetime, history: Sequence[Message],
+def question(wanted: Reading, due: Due, now: datetime, history: Sequence[Message],
              channel: str = "phone") -> str:
-    """What to ask after a refusal: a read-back of the time, unless it was already heard."""
-    if not wanted:
+    """What to ask after a refusal: a read-back of the time, unless it was already heard; "when?"
+    when the words name no time, or a date that gives none (never the fallback read back)."""
+    if not wanted or due.date_unusable:
         return ("When would you like us to call you back?" if channel == "phone"
                 else "By when would you like us to do that?")
-    phrase = spoken_time(wanted, due, now)
+    phrase = spoken_time(wanted, due.at, now)
     asked = (f"Shall we call you {phrase}?" if channel == "phone"
              else f"Shall we have that done {phrase}?")
     last = next((m.content for m in reversed(history) if m.role == "assistant"), "")
@@ -192,7 +205,9 @@ def _day_phrase(said: str, offset: int, due: datetime) -> str:
     """The day in the same kind of words the ``when`` used (a weekday stays a weekday, so the
     caller's "yes" agrees with words the model will use again). A weekday a week or more ahead
     ("next Friday" said on a Monday, ADR-0040) is said with its date: "on Friday" alone would be
-    heard as this week's."""
+    heard as this week's. A day of the month said alone is said with the date it resolved to
+    ("on the 5th, January 5"): the caller hears which month, and "the 5th" or "January 5" both
+    agree with it."""
     if said in lx.WEEKDAY_ORDER:
         return f"on {due:%A}" if offset < 7 else f"on {due:%A}, {due:%B} {due.day}"
     if said == "week_next":
@@ -203,6 +218,8 @@ def _day_phrase(said: str, offset: int, due: datetime) -> str:
         return f"in {_number(offset)} days, on {due:%A}"
     if said.startswith("date:"):
         return f"on {due:%B} {due.day}"
+    if said.startswith("dom:"):
+        return f"on the {_ordinal(due.day)}, {due:%B} {due.day}"
     if offset == 0:
         return "today"
     if offset == 1:
@@ -218,6 +235,12 @@ def _part(hour: int) -> str:
     if 17 <= hour < 21:
         return "evening"
     return "night"
+
+
+def _ordinal(day: int) -> str:
+    """``14`` -> ``14th``, ``1`` -> ``1st``, ``22`` -> ``22nd``."""
+    suffix = "th" if 11 <= day % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    return f"{day}{suffix}"
 
 
 def _number(value: int) -> str:

@@ -5,6 +5,9 @@ Sans-IO and deterministic. :func:`read` turns a text ("kal shaam 4 baje", "tomor
 :meth:`Reading.concepts` are what the call-back rule compares ("share a time word") and what the
 due time is resolved from. A number is a clock time only with a clock word around it ("4pm",
 "4 baje", "at 4", "tomorrow 4"); on its own it is not a time word (order numbers are not times).
+Month days ("December 14th", "March the 3rd", "the 5th of January 2027") and a day of the month
+said alone ("on the 14th", "the 5th, please") are read by the one reader of dates
+(:func:`vocero.contracts.values.mark_days`, ADR-0039), as every other reader reads them.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from vocero.contracts import values
 from vocero.followups import lexicon as lx
 
 _DIGITS = str.maketrans("०१२३४५६७८९౦౧౨౩౪౫౬౭౮౯", "01234567890123456789")
@@ -23,9 +27,15 @@ _BOUNDARY = re.compile(r"(?<=\d)(?=[^\d\s:.,])|(?<=[^\d\s:.,\-])(?=\d)")
 _SPLIT = re.compile(r"[\s,;!?\u00bf\u00a1\"\u201c\u201d()\[\]{}\u2026\u0964|/\-\u2013\u2014]+")
 _CLOCK = re.compile(r"^([01]?\d|2[0-3])[:.]([0-5]\d)$")
 _NUMBER = re.compile(r"^\d{1,3}$")
-_ORDINAL = frozenset({"st", "nd", "rd", "th"})
 _CLAUSES = re.compile(r"[,;!?\u0964]|\.(?:\s|$)|\s[-\u2013\u2014]\s|\bbut\b")
 """Clause boundaries: a negation never reaches past one."""
+_DATE_WORD = re.compile(
+    r"(?:iso:(?P<iso_year>\d{4}):|monthday:)(?P<month>\d{1,2}):(?P<day>\d{1,2})"
+    r"(?::(?P<year>\d{4}))?"
+)
+_DAY_WORD = re.compile(r"dayofmonth:(\d{1,2})")
+"""The one word a date or a day of the month stands for (:func:`_iso_words`,
+:func:`_date_word`)."""
 _NATIVE = re.compile(r"[\u0900-\u097f\u0c00-\u0c7f]")
 _NATIVE_STEM_MIN = 2
 """Native-script words also match as stems (case endings attach to them)."""
@@ -51,12 +61,15 @@ class Reading:
 
     days: tuple[str, ...] = ()
     """``today``, ``tomorrow``, ``day_after``, weekday codes (``fri``), ``week_next``,
-    ``date:MM-DD`` and ``in_days:N``."""
+    ``date:MM-DD`` (a month day), ``dom:N`` (a day of the month said alone, "the 14th") and
+    ``in_days:N``."""
     parts: tuple[str, ...] = ()
     clocks: tuple[Clock, ...] = ()
     delays: tuple[int, ...] = ()
     """"in N minutes" as minutes."""
-    years: tuple[int, ...] = field(default=())
+    years: tuple[tuple[int, int], ...] = field(default=())
+    """``(position in days, year)`` of the month days said with their year ("March 3, 2027",
+    "2027-03-03")."""
     next_days: frozenset[int] = frozenset()
     """The positions in :attr:`days` of weekdays said after "next" ("next Friday"): the due time
     reads them as the shared reader does (ADR-0040); the call-back rule compares the weekday."""
@@ -108,11 +121,20 @@ def _iso_words(match: re.Match[str]) -> str:
 def read(text: str) -> Reading:
     """Every time word of ``text`` that is not ruled out in its own clause ("not tomorrow",
     "kal nahi", "Friday doesn't work")."""
+    text = unicodedata.normalize("NFC", text).translate(_DIGITS)
     words: list[str] = []
-    for clause in _CLAUSES.split(text):
+    for clause in _CLAUSES.split(values.mark_days(text, _date_word)):
         words.extend(_unnegated(tokens(clause)))
         words.append("")
     return _Reader(words).run()
+
+
+def _date_word(month: int | None, day: int, year: int | None) -> str:
+    """One word for a month day or a day of the month the one reader of dates found: the
+    clause splitting and the negations see it as one time word ("not on the 14th")."""
+    if month is None:
+        return f"dayofmonth:{day}"
+    return f"monthday:{month}:{day}" + (f":{year}" if year is not None else "")
 
 
 def _unnegated(words: list[str]) -> list[str]:
@@ -177,7 +199,7 @@ class _Reader:
         self.parts: list[str] = []
         self.clocks: list[Clock] = []
         self.delays: list[int] = []
-        self.years: list[int] = []
+        self.years: list[tuple[int, int]] = []
         self.next_days: set[int] = set()
         self.used: set[int] = set()
 
@@ -196,10 +218,11 @@ class _Reader:
         word = self.at(i)
         if self._phrase(i):
             return
-        if word.startswith("iso:"):
-            _, year, month, day = word.split(":")
-            self.days.append(f"date:{month}-{day}")
-            self.years.append(int(year))
+        if (date := _DATE_WORD.fullmatch(word)) is not None:
+            self._date(int(date["month"]), int(date["day"]), date["iso_year"] or date["year"])
+            return
+        if (alone := _DAY_WORD.fullmatch(word)) is not None:
+            self.days.append(f"dom:{int(alone[1])}")
             return
         if word in lx.HALF_HOUR:
             self.delays.append(30)
@@ -211,9 +234,6 @@ class _Reader:
                 found.append(named)
                 if table is lx.WEEKDAYS and self.at(i - 1) in lx.NEXT:
                     self.next_days.add(len(self.days) - 1)
-        month_number = _month(word)
-        if month_number is not None:
-            self._month_date(i, month_number)
         if _CLOCK.match(word) or self._number(i) is not None or word in lx.HALVES:
             self._numeric(i)
 
@@ -328,16 +348,8 @@ class _Reader:
                 return True
         return False
 
-    def _month_date(self, i: int, month: int) -> None:
-        for j in (i + 1, i - 1, i - 2, i - 3):
-            word = self.at(j)
-            value = int(word) if _NUMBER.match(word) else None
-            if value is not None and 1 <= value <= 31:
-                self.days.append(f"date:{month:02d}-{value:02d}")
-                self.used.add(j)
-                self.used |= {k for k in (j + 1, j + 2) if self.at(k) in _ORDINAL | {"of"}}
-                return
-
-
-def _month(word: str) -> int | None:
-    return lx.MONTHS.get(word)
+    def _date(self, month: int, day: int, year: str | None) -> None:
+        """A month day, with the year when one was said."""
+        if year:
+            self.years.append((len(self.days), int(year)))
+        self.days.append(f"date:{month:02d}-{day:02d}")

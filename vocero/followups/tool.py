@@ -109,11 +109,11 @@ class FollowupTools:
         channel = channel_of(raw_channel, reason)
         reading = read(when)
         due = resolve_reading(reading, ctx.now, ctx.timezone)
-        verdict = judge(when, ctx.history, ctx.locale)
+        verdict = judge(when, ctx.history, ctx.locale, due)
         if not verdict.accepted:
             log.info("followups.when_refused", detail=verdict.detail, channel=channel)
             raise CanonicalError(
-                "when", verdict.detail, question(reading, due.at, ctx.now, ctx.history, channel),
+                "when", verdict.detail, question(reading, due, ctx.now, ctx.history, channel),
                 reason_code="when_mismatch",
                 result=not_recorded("when_mismatch", detail=verdict.detail),
             )
