@@ -3,7 +3,9 @@ same clock time wherever it is read - the dialogue's slots, the orchestrator's s
 policy's canonical arguments, the follow-ups' due time and the grounding check of what the agent
 says. Before, each had its own weekday, month and clock arithmetic, so a day the agent read back
 could reach the server as another one; "next Friday" was next week's to four of them and this
-week's to the follow-ups (ADR-0040), and to the grounding check any Friday.
+week's to the follow-ups (ADR-0040), and to the grounding check any Friday; "on the 14th" and
+"March the 3rd" were no day to the follow-ups (a call-back asked for them was due 11:00 the next
+day).
 """
 
 from __future__ import annotations
@@ -95,6 +97,10 @@ DATES = [
     ("next Tuesday", "2026-12-15"),
     ("next Monday", "2026-12-14"),  # today's weekday: next week's, and no week more
     ("March 3rd", "2027-03-03"),
+    ("on the 14th", "2026-12-14"),  # a day of the month alone: the next one
+    ("the 5th, please", "2027-01-05"),  # this month's is past: next month's
+    ("March the 3rd", "2027-03-03"),
+    ("December 14th", "2026-12-14"),
 ]
 TIMES = [
     ("3pm", "15:00"),
@@ -126,24 +132,25 @@ def test_a_spoken_time_is_the_same_clock_time_to_every_reader(
     ("said", "day"),
     [
         ("March 3, 2028", "2028-03-03"),  # the year said is kept (slots read the next March 3rd)
-        ("on the 14th", "2026-12-14"),  # a day of the month alone: the next one
-        ("the 5th, please", "2027-01-05"),  # this month's is past: next month's
-        ("March the 3rd", "2027-03-03"),
     ],
 )
 def test_what_a_call_back_cannot_be_reads_the_same_to_the_other_readers(
     reader: str, said: str, day: str
 ) -> None:
-    """A follow-up is never due a year ahead (its due time has its own horizon), and its time
-    words read no day of the month without its month, so these phrases are checked on the other
-    readers."""
+    """A follow-up is never due a year ahead (its due time has its own horizon), so this phrase
+    is checked on the other readers; to the follow-ups it is a date that gives no usable time,
+    which the call-back rule asks about rather than booking."""
     assert DATE_READERS[reader](said) == day
+
+
+def test_a_date_more_than_a_year_ahead_is_no_call_back_day() -> None:
+    assert resolve_due("March 3, 2028", NOW, ZONE).date_unusable
 
 
 DAY_NAMING = [
     (said, day) for said, day in DATES
     if said not in ("friday", "on Wednesday", "Monday")  # a weekday alone: any such day
-] + [("on the 14th", "2026-12-14"), ("March the 3rd", "2027-03-03")]
+]
 
 
 @pytest.mark.parametrize(("said", "day"), DAY_NAMING)
@@ -151,6 +158,17 @@ def test_the_grounding_check_takes_a_named_day_for_that_day_only(said: str, day:
     """What the agent says of one day is supported by the evidence of that day and of no other
     day of the year ahead: "next friday" is not this Friday's, "the 14th" no 14 but a date."""
     assert [d.isoformat() for d in _supporting_days(said, 366)] == [day]
+
+
+@pytest.mark.parametrize(
+    "said", ["friday at 4:30 pm", "on the 14th at 3 pm", "March the 3rd at 10am",
+             "December 14th at 4pm", "the 5th, at 9 am"],
+)
+def test_a_day_and_time_is_one_moment_to_policy_and_the_follow_ups(said: str) -> None:
+    now = NOW.astimezone(CTX.zone)
+    moment = values.moment_in(said, now)
+    assert moment is not None
+    assert resolve_due(said, NOW, ZONE).at.isoformat() == moment
 
 
 def test_a_day_and_time_is_one_moment_to_the_dialogue_and_to_policy() -> None:
