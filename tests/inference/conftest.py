@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
+from typing import TypeVar
 
 import anyio
 import pytest
@@ -28,10 +30,28 @@ def anyio_backend() -> str:
     return "asyncio"  # the server runs on asyncio (uvicorn); model threads are backend-neutral
 
 
+T = TypeVar("T")
+Runner = TypeVar("Runner", RoutedLlm, TextToSpeech, SpeechToText)
+
+
 def _require(*modules: str) -> None:
     for module in modules:
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed")
+
+
+def _located(module: str, find: Callable[[CpuSettings], T], settings: CpuSettings) -> T:
+    """The model files ``find`` names, the test skipped without ``module`` or the files."""
+    _require(module)
+    try:
+        return find(settings)
+    except ModelNotFoundError as exc:
+        pytest.skip(str(exc))
+
+
+def _warm(runner: Runner) -> Runner:
+    anyio.run(runner.warm_up)
+    return runner
 
 
 @pytest.fixture(scope="session")
@@ -41,11 +61,7 @@ def cpu_settings() -> CpuSettings:
 
 @pytest.fixture(scope="session")
 def llm_path(cpu_settings: CpuSettings) -> str:
-    _require("llama_cpp")
-    try:
-        return llm_model_path(cpu_settings)
-    except ModelNotFoundError as exc:
-        pytest.skip(str(exc))
+    return _located("llama_cpp", llm_model_path, cpu_settings)
 
 
 @pytest.fixture(scope="session")
@@ -57,18 +73,12 @@ def llama(llm_path: str, cpu_settings: CpuSettings) -> LlamaEngine:
 
 @pytest.fixture(scope="session")
 def routed_llm(llama: LlamaEngine) -> RoutedLlm:
-    llm = RoutedLlm(llama, QueueSettings(), today=corpus.reference_date)
-    anyio.run(llm.warm_up)
-    return llm
+    return _warm(RoutedLlm(llama, QueueSettings(), today=corpus.reference_date))
 
 
 @pytest.fixture(scope="session")
 def piper(cpu_settings: CpuSettings) -> PiperEngine:
-    _require("piper")
-    try:
-        model, config = tts_model_paths(cpu_settings)
-    except ModelNotFoundError as exc:
-        pytest.skip(str(exc))
+    model, config = _located("piper", tts_model_paths, cpu_settings)
     engine = PiperEngine(model, config, allow_voice_fallback=True)
     engine.load()
     return engine
@@ -76,18 +86,12 @@ def piper(cpu_settings: CpuSettings) -> PiperEngine:
 
 @pytest.fixture(scope="session")
 def tts(piper: PiperEngine) -> TextToSpeech:
-    runner = TextToSpeech(piper, QueueSettings())
-    anyio.run(runner.warm_up)
-    return runner
+    return _warm(TextToSpeech(piper, QueueSettings()))
 
 
 @pytest.fixture(scope="session")
 def whisper(cpu_settings: CpuSettings) -> WhisperEngine:
-    _require("faster_whisper")
-    try:
-        path = stt_model_path(cpu_settings)
-    except ModelNotFoundError as exc:
-        pytest.skip(str(exc))
+    path = _located("faster_whisper", stt_model_path, cpu_settings)
     engine = WhisperEngine(path, threads=cpu_settings.cpu_threads())
     engine.load()
     return engine
@@ -95,15 +99,9 @@ def whisper(cpu_settings: CpuSettings) -> WhisperEngine:
 
 @pytest.fixture(scope="session")
 def stt(whisper: WhisperEngine) -> SpeechToText:
-    runner = SpeechToText(whisper, QueueSettings())
-    anyio.run(runner.warm_up)
-    return runner
+    return _warm(SpeechToText(whisper, QueueSettings()))
 
 
 @pytest.fixture(scope="session")
 def vad(cpu_settings: CpuSettings) -> SileroVad:
-    _require("onnxruntime")
-    try:
-        return SileroVad(vad_model_path(cpu_settings))
-    except ModelNotFoundError as exc:
-        pytest.skip(str(exc))
+    return SileroVad(_located("onnxruntime", vad_model_path, cpu_settings))
