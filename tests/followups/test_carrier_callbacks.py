@@ -6,7 +6,6 @@ reason; a second dispatch of the same operation (its receipt lost) never rings a
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -155,7 +154,7 @@ def test_sigkill_between_dispatch_and_receipt_then_restart_rings_once(
     dispatched again under its id and the carrier is not asked twice (the follow-up is closed:
     it may have rung)."""
     step = "sent"
-    from test_queue_crash import last_json, run_worker
+    from test_queue_crash import killed_then_restarted
 
     who = person()
     profile, audit = carrier_profile(calls), FakeAudit()
@@ -172,12 +171,7 @@ def test_sigkill_between_dispatch_and_receipt_then_restart_rings_once(
               "followup_id": followup_id, "crash_at": step,
               "twilio": {"api": twilio.url, "account": ACCOUNT, "token": TOKEN,
                          "public": PUBLIC, "from": FROM}}
-    died = run_worker(config)
-    assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
-    assert last_json(died.stdout)["killed_at"] == step
-    restarted = run_worker({**config, "crash_at": ""})
-    assert restarted.returncode == 0, restarted.stderr[-3000:]
-    report = last_json(restarted.stdout)
+    report = killed_then_restarted(config)
     stored = report["followup"]
     assert (stored["status"], stored["outcome_reason"], stored["attempts"]) == (
         "refused", "call_outcome_unknown", 1)

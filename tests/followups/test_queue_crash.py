@@ -34,6 +34,17 @@ def last_json(text: str) -> dict[str, Any]:
     return found
 
 
+def killed_then_restarted(config: dict[str, Any]) -> dict[str, Any]:
+    """The worker SIGKILLed at ``config["crash_at"]``, then run again on the same database to
+    the end of its pass: what the second run reported."""
+    died = run_worker(config)
+    assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
+    assert last_json(died.stdout)["killed_at"] == config["crash_at"]
+    restarted = run_worker({**config, "crash_at": ""})
+    assert restarted.returncode == 0, restarted.stderr[-3000:]
+    return last_json(restarted.stdout)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("step", "lookups"), [
     ("attempt_recorded", 0),  # the operation id is on record, nothing submitted yet
@@ -56,13 +67,7 @@ def test_sigkill_mid_tick_then_restart_rings_once(
     caller = {f: getattr(who, f) for f in who.__struct_fields__} | {"token": "crash-token"}
     config = {"db": db_url, "url": calls.url, "caller": caller,
               "now": START.isoformat(), "followup_id": followup_id, "crash_at": step}
-    died = run_worker(config)
-    assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
-    assert last_json(died.stdout)["killed_at"] == step
-
-    restarted = run_worker({**config, "crash_at": ""})
-    assert restarted.returncode == 0, restarted.stderr[-3000:]
-    report = last_json(restarted.stdout)
+    report = killed_then_restarted(config)
 
     stored = report["followup"]
     assert (stored["status"], stored["attempts"], stored["attempt_operation_id"]) == (
