@@ -15,6 +15,7 @@ from typing import Any
 
 from vocero.contracts import values
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.lexicon import consent
 from vocero.contracts.ports import ToolIntent
 from vocero.inference.dialogue import router, schema
 
@@ -39,6 +40,13 @@ def correction(
     found.update(_when_changed(tool, pending.arguments, utterance, found))
     changed = {k: v for k, v in found.items() if pending.arguments.get(k) != v}
     properties = schema.model_facing(tool).get("properties", {})
+    if consent.classify(utterance) == "confirm":  # "Yes, go ahead" confirms a "decline"
+        changed = {
+            k: v
+            for k, v in changed.items()
+            if router.field_kind(k, properties.get(k, {})) != "enum"
+            or router.enum_said_plainly(tool, k, v, utterance)
+        }
     kinds = {router.field_kind(k, properties.get(k, {})) for k in changed}
     typed = {"id", "date", "time", "datetime", "when", "enum", "channel", "option", "quantity"}
     if not changed or not kinds & typed:

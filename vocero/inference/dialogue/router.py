@@ -308,7 +308,7 @@ def _id_name(lowered: str) -> bool:
     )
 
 
-def _id_noun(lowered: str) -> str:
+def id_noun(lowered: str) -> str:
     """What callers call the identified thing: ``booking_ref`` -> "booking", ``id`` -> "number"."""
     noun = re.sub(r"(?:^|_)(?:id|ref|reference|number|no|code)$", "", lowered)
     if noun == lowered:
@@ -347,6 +347,25 @@ _ENUM_SYNONYMS: dict[str, tuple[str, ...]] = {
     "video": ("video call", "zoom", "online"),
 }
 """Common other ways to say an enum value's words; the value's own words always count."""
+_ASSENT = frozenset(
+    ("approve", "approved", "accept", "accepted", "agree", "agreed", "allow", "allowed",
+     "authorise", "authorised", "authorize", "authorized", "proceed", "yes")
+)  # fmt: skip
+_DISSENT = frozenset(
+    ("decline", "declined", "reject", "rejected", "refuse", "refused", "deny", "denied", "no")
+)  # fmt: skip
+_ASSENT_SAID = (
+    "go ahead", "going ahead", "goes ahead", "proceed", "approve", "accept", "agree to",
+    "happy with", "fine with", "okay with", "ok with", "sign off", "authorise", "authorize",
+    "yes to",
+)  # fmt: skip
+_DISSENT_SAID = (
+    "don't want", "do not want", "don't need", "do not need", "turn down", "turn it down",
+    "turn them down", "say no", "no to", "decline", "reject", "refuse", "won't go ahead",
+    "not go ahead", "not going ahead", "don't go ahead", "do not go ahead",
+)  # fmt: skip
+"""A yes-or-no enum value ("approve", "decline") said in everyday words: "go ahead with it",
+"I don't want the new ones". An assent said after "not" says the dissent ("I don't approve")."""
 _NEGATED = re.compile(r"\b(?:not|don't|never|rather than|instead of)\b")
 """Said just before an enum value, these take it back ("the afternoon, not the morning")."""
 
@@ -362,11 +381,12 @@ def _extract(
 ) -> Any:
     pattern = schema.get("pattern")
     if kind == "id":
-        noun = _id_noun(name.lower())
+        noun = id_noun(name.lower())
         found = values.identifier_in(utterance, noun, pattern)
         if found is None and pattern:
-            # A pattern-checked identifier with letters ("BK-1234") is one without its noun too.
-            bare = values.bare_identifier(utterance, pattern)
+            # A pattern-checked identifier with letters ("BK-1234") is one without its noun too,
+            # as said: bare digits never take the pattern's prefix (that is a question's answer).
+            bare = values.bare_identifier(utterance, pattern, borrow=False)
             found = bare if bare and (not bare.isdigit() or _long_code(pattern)) else None
         return found
     if kind == "datetime":
@@ -456,16 +476,40 @@ def _channel_or_enum(utterance: str, enum: list[Any] | None) -> Any:
     return None
 
 
-def _enum_value_said(text: str, value: str) -> bool:
+def _enum_value_said(text: str, value: str, *, everyday: bool = True) -> bool:
+    """Whether the line says ``value`` by its words, or (``everyday``) by a common other way
+    to say it: a synonym, an assent's or a dissent's everyday words (:data:`_ASSENT_SAID`)."""
     words = " ".join(w for w in re.split(r"[\s_\-]+", value.lower()) if w)
     if not words:
         return False
-    for phrase in (words, *_ENUM_SYNONYMS.get(words, ())):
-        spelled = r"[\s-]+".join(rf"{re.escape(w)}(?:s|es)?" for w in phrase.split())
-        for match in re.finditer(rf"(?<=\s){spelled}(?=\s)", text):
-            if not _NEGATED.search(" ".join(text[: match.start()].split()[-3:])):
-                return True
+    phrases: tuple[str, ...] = (words,)
+    if everyday:
+        phrases += _ENUM_SYNONYMS.get(words, ())
+        phrases += _ASSENT_SAID if words in _ASSENT else ()
+        phrases += _DISSENT_SAID if words in _DISSENT else ()
+    for phrase in phrases:
+        if _phrase_in(text, phrase, negated=False):
+            return True
+    # "I don't approve": an assent taken back is the dissent
+    return everyday and words in _DISSENT and any(_phrase_in(text, p) for p in _ASSENT_SAID)
+
+
+def _phrase_in(text: str, phrase: str, *, negated: bool = True) -> bool:
+    """Whether ``phrase`` is said in ``text`` (a plural or past tense too), taken back by a
+    negation just before it (``negated``) or not (``negated=False``)."""
+    spelled = r"[\s-]+".join(rf"{re.escape(w)}(?:s|es|d|ed)?" for w in phrase.split())
+    for match in re.finditer(rf"(?<=\s){spelled}(?=\s)", text):
+        before = " ".join(text[: match.start()].split()[-3:])
+        if bool(_NEGATED.search(before)) == negated:
+            return True
     return False
+
+
+def enum_said_plainly(tool: ToolDefinition, name: str, value: object, utterance: str) -> bool:
+    """Whether the caller said ``tool``'s enum value of field ``name`` by its own words (not a
+    synonym, not an everyday assent such as "go ahead", which is also a plain yes)."""
+    text = f" {_normalise(utterance)} "
+    return _enum_value_said(text, str(value), everyday=False)
 
 
 def _stem(word: str) -> str:

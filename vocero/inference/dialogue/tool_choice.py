@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.lexicon import consent
 from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.en import LEXICON
 from vocero.inference.dialogue import cues, intents, router, schema, small_talk
@@ -94,7 +95,10 @@ def better_fit(
 def named_by_value(text: str, tools: Sequence[ToolDefinition]) -> ToolDefinition | None:
     """The one tool that takes a value the line says by name: a value of a field's ``enum`` that
     no other tool's field lists (a doctor's name, a store); a line the intent model sent to
-    no tool is then that tool's request, not out of scope."""
+    no tool is then that tool's request, not out of scope. A bare yes ("Yes, go ahead.") names
+    no value: it answers an offer or a read-back, it never opens a task of its own."""
+    if consent.classify(text) == "confirm":
+        return None
     taking: list[ToolDefinition] = []
     for tool in tools:
         properties = schema.model_facing(tool).get("properties", {})
