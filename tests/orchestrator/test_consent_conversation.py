@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,9 +107,13 @@ class Booking:
 
 
 @asynccontextmanager
-async def booking(db_path: Path, runners: RunnerSet) -> AsyncIterator[Booking]:
+async def booking(
+    db_path: Path, runners: RunnerSet, tools: Sequence[ToolSpec] = (SPEC,)
+) -> AsyncIterator[Booking]:
+    """One call on ``runners`` to a profile of ``tools``, with the real action path; only
+    ``bookings.shift`` is served."""
     store = Store.open(f"sqlite+aiosqlite:///{db_path}")
-    prof: AgentProfile = profile(tools=[SPEC], word_budget=80)
+    prof: AgentProfile = profile(tools=list(tools), word_budget=80)
     who = Caller(token="t", subject=f"s-{uuid.uuid4().hex}", tenant="acme", roles=["member"],
                  scopes=["bookings:write"], timezone="Europe/Lisbon")
     session_id = f"ses_{uuid.uuid4().hex[:16]}"

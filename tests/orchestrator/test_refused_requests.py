@@ -12,32 +12,21 @@ without the prohibited tool: there the same line is taken for the offered tool.
 
 from __future__ import annotations
 
-import time
-import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
-import anyio
 import msgspec
 import pytest
 
 from tests.orchestrator.test_consent_conversation import (
-    SHIFT,
     SPEC,
     Booking,
     ConfirmingEngine,
     answered,
+    booking,
     cpu_runners,
-    shifted,
 )
-from tests.support.fakes import FakeToolGateway
-from tests.support.harness import profile, running
-from vocero.contracts.clock import VirtualClock
-from vocero.contracts.domain import Caller, ToolSpec
-from vocero.policy import ActionPlane, ExecutorSettings
-from vocero.store import Store
-from vocero.store.repositories import Conversations
+from vocero.contracts.domain import ToolSpec
 
 pytestmark = pytest.mark.anyio
 
@@ -49,36 +38,10 @@ LINE = "please refund booking BK-101"
 SORRY = "Sorry, I can't help with that here."
 
 
-@asynccontextmanager
-async def session(db_path: Path, tools: list[ToolSpec]) -> AsyncIterator[Booking]:
+def session(db_path: Path, tools: list[ToolSpec]) -> AbstractAsyncContextManager[Booking]:
     """One call on the CPU dialogue path to a profile of ``tools``; only ``bookings.shift`` is
     served."""
-    store = Store.open(f"sqlite+aiosqlite:///{db_path}")
-    prof = profile(tools=tools, word_budget=80)
-    who = Caller(token="t", subject=f"s-{uuid.uuid4().hex}", tenant="acme", roles=["member"],
-                 scopes=["bookings:write"], timezone="Europe/Lisbon")
-    session_id = f"ses_{uuid.uuid4().hex[:16]}"
-    gateway = FakeToolGateway([SHIFT], {"bookings.shift": shifted})
-    await Conversations(store).create_session(
-        session_id=session_id, tenant_id=who.tenant, subject_ref=who.subject_ref,
-        profile_id=prof.id, profile_version=prof.version)
-    plane = ActionPlane(
-        store, clock=VirtualClock(start=time.time()), profiles=lambda _i, _v: prof,
-        gateway_for=lambda _p: gateway, executor_settings=ExecutorSettings(poll_interval_s=0.05),
-    )
-    coordinator = plane.coordinator(session_id=session_id, caller=who, profile=prof,
-                                    gateway=gateway)
-    try:
-        async with anyio.create_task_group() as tg:
-            await tg.start(plane.run)
-            async with running(cpu_runners(ConfirmingEngine()), prof=prof,
-                               coordinator=coordinator, caller=who, tools=(SHIFT,),
-                               session_id=session_id) as h:
-                yield Booking(h, gateway, plane, session_id)
-            coordinator.close()
-            tg.cancel_scope.cancel()
-    finally:
-        await store.close()
+    return booking(db_path, cpu_runners(ConfirmingEngine()), tools)
 
 
 async def test_a_request_only_a_prohibited_tool_serves_is_refused_and_nothing_is_sent(
