@@ -18,6 +18,11 @@ _ID_TOKEN = (
 )
 _ID_START = r"(?<![\w'\u2019-])"
 _ID_END = r"(?![\w-])"
+_ID_SUFFIX = r"(?:\s((?-i:[A-Z]{1,3}))(?![\w-]))?"
+"""Capital letters said apart after the characters ("7740 C", "KE19 ABC"): part of the
+identifier where the pattern takes them, or a lone letter that ends the sentence (see
+:func:`_suffixed`)."""
+_SENTENCE_END = re.compile(r"\s*(?:[.?!,;]|$)")
 _ARTICLE_LETTERS = ("a", "i")
 """Lower-case letters that are also English words: a prefix only where the pattern wants one."""
 _COUNT_WORDS = (
@@ -54,14 +59,14 @@ def identifier_in(text: str, noun: str, pattern: str | None = None) -> str | Non
     cleaned = _identifier_text(text)
     stem = re.escape(noun.lower().rstrip("s"))
     candidates = [
-        rf"\b{stem}s?\s+(?:number\s+|no\.?\s+|#\s*|id\s+)?({_ID_TOKEN}){_ID_END}",
-        rf"{_ID_START}({_ID_TOKEN})\s+{stem}s?\b",
-        rf"\b{stem}s?\b.*?\b(?:it'?s|is|number)\s+({_ID_TOKEN}){_ID_END}",
+        rf"\b{stem}s?\s+(?:number\s+|no\.?\s+|#\s*|id\s+)?({_ID_TOKEN}){_ID_END}{_ID_SUFFIX}",
+        rf"{_ID_START}({_ID_TOKEN})()\s+{stem}s?\b",
+        rf"\b{stem}s?\b.*?\b(?:it'?s|is|number)\s+({_ID_TOKEN}){_ID_END}{_ID_SUFFIX}",
     ]
     for regex in candidates:
         match = re.search(regex, cleaned, re.IGNORECASE)
         if match:
-            value = _canonical_id(match.group(1), pattern)
+            value = _suffixed(match, cleaned, pattern, borrow=True)
             if value:
                 return value
     after_noun = re.search(rf"\b{stem}s?\s+(?:number\s+)?(?={_LETTER_WORD}\s)", cleaned,
@@ -73,6 +78,23 @@ def identifier_in(text: str, noun: str, pattern: str | None = None) -> str | Non
     return None
 
 
+def _suffixed(
+    match: re.Match[str], cleaned: str, pattern: str | None, *, borrow: bool
+) -> str | None:
+    """The identifier of ``match`` (its characters, then the capitals said apart after them):
+    with ``pattern``, with the capitals where it takes them ("KE19 ABC"), else without; a lone
+    capital that ends the sentence is the identifier's last character, pattern or not ("Order
+    number 7740 C." is "7740C", never "7740")."""
+    token, suffix = match.group(1), match.group(2) or ""
+    if suffix:
+        value = _canonical_id(f"{token} {suffix}", pattern, borrow=borrow)
+        if value and pattern:
+            return value
+        if len(suffix) == 1 and _SENTENCE_END.match(cleaned, match.end()):
+            return value  # the caller's last character: never dropped to fit a pattern
+    return _canonical_id(token, pattern, borrow=borrow)
+
+
 def _letters_joined(run: re.Match[str]) -> str:
     """A run of letters said one by one and the identifier after it, as one spelling
     ("i and j1" -> "INJ1")."""
@@ -80,16 +102,19 @@ def _letters_joined(run: re.Match[str]) -> str:
     return letters + run.group(2)
 
 
-def bare_identifier(text: str, pattern: str | None) -> str | None:
+def bare_identifier(text: str, pattern: str | None, *, borrow: bool = True) -> str | None:
     """An identifier said without its noun, as the answer to "Which order is it?" ("It's A124",
     "A one two four", "number 5582", "APT 1001").
 
     Times, dates, counts and amounts are not identifiers ("at 3", "the 14th", "2 items", "$40").
-    With ``pattern``, the first candidate with a spelling the pattern accepts.
+    With ``pattern``, the first candidate with a spelling the pattern accepts. ``borrow=False``
+    takes only spellings the caller said: never the pattern's literal prefix before bare digits
+    ("Order number 7740" is no "KM-7740"), for a line that answers no question about the field.
     """
     cleaned = _identifier_text(text)
-    for match in re.finditer(rf"{_ID_START}({_ID_TOKEN}){_ID_END}", cleaned, re.IGNORECASE):
-        value = _canonical_id(match.group(1), pattern)
+    found = rf"{_ID_START}({_ID_TOKEN}){_ID_END}{_ID_SUFFIX}"
+    for match in re.finditer(found, cleaned, re.IGNORECASE):
+        value = _suffixed(match, cleaned, pattern, borrow=borrow)
         if value:
             return value
     if pattern:  # letters said one by one before it, where the pattern wants them ("or X78")
@@ -141,7 +166,7 @@ def _spelled_letter(match: re.Match[str]) -> str:
     return letter if example[0].lower() == letter.lower() else match.group(0)
 
 
-def _canonical_id(raw: str, pattern: str | None) -> str | None:
+def _canonical_id(raw: str, pattern: str | None, *, borrow: bool = True) -> str | None:
     """The identifier as the caller spelled it, upper case, or ``None`` without a digit.
 
     Spaces and thousands commas go. A hyphen after a prefix of two or more letters is part of
@@ -151,7 +176,7 @@ def _canonical_id(raw: str, pattern: str | None) -> str | None:
 
     With ``pattern``, the first spelling it accepts: as said, joined, with a dash between
     letters and digits ("APT 1001" -> "APT-1001"), the pattern's literal prefix before bare
-    digits ("1001" -> "APT-1001").
+    digits ("1001" -> "APT-1001") unless ``borrow`` is false.
     """
     split = re.fullmatch(r"([A-Za-z]{0,3})([-\s]*)(.*)", raw, re.DOTALL)
     assert split is not None  # the pattern admits any string
@@ -167,7 +192,7 @@ def _canonical_id(raw: str, pattern: str | None) -> str | None:
     variants = [said, prefix.upper() + body, f"{prefix.upper()}-{body}" if prefix else body]
     variants += [raw.upper(), raw, *([body] if article else [])]
     literal = re.match(r"\^?([A-Za-z]+-?)(?=[\[(\\])", pattern)
-    if literal and not prefix:
+    if literal and not prefix and borrow:
         variants.append(literal.group(1) + body)
     return next((v for v in variants if pattern_accepts(pattern, v)), None)
 

@@ -81,15 +81,22 @@ class CatalogCues:
 
 
 def identified_tools(text: str, tools: Sequence[ToolDefinition]) -> list[ToolDefinition]:
-    """The tools whose pattern-checked identifier field accepts an identifier the line says."""
+    """The tools whose pattern-checked identifier field accepts an identifier the line says,
+    as said: a number never takes another tool's prefix to fit ("order 7740" names no tool whose
+    pattern is "^KM-[0-9]{4}$"); and those whose identifier field without a pattern the line
+    names with its value ("order number 7740 C" for ``order_no``)."""
     found: list[ToolDefinition] = []
     for tool in tools:
         properties = schema.model_facing(tool).get("properties", {})
         for name, prop in properties.items():
-            pattern = prop.get("pattern") if isinstance(prop, dict) else None
-            if not pattern or router.field_kind(name, prop) != "id":
+            if not isinstance(prop, dict) or router.field_kind(name, prop) != "id":
                 continue
-            if values.bare_identifier(text, pattern) is not None:
+            pattern = prop.get("pattern")
+            if pattern:
+                said = values.bare_identifier(text, pattern, borrow=False)
+            else:
+                said = values.identifier_in(text, router.id_noun(name.lower()))
+            if said is not None:
                 found.append(tool)
                 break
     return found
