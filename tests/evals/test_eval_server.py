@@ -16,15 +16,20 @@ pytestmark = pytest.mark.process
 REPO = Path(__file__).resolve().parents[2]
 
 
+def sim_server(work: Path) -> eval_server.Server:
+    """The server on the simulator, the fixture profiles and identities, and the eval script."""
+    return eval_server.Server(
+        runners="sim", profiles=REPO / "fixtures" / "profiles",
+        identities=REPO / "fixtures" / "identities.yaml", work=work,
+        sim_script=str(REPO / "fixtures" / "eval" / "sim.yaml"),
+    )
+
+
 def test_a_token_starting_with_a_dash_starts_the_server_and_stays_off_its_command_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(eval_server.secrets, "token_urlsafe", lambda n: "-starts-with-a-dash")
-    server = eval_server.Server(
-        runners="sim", profiles=REPO / "fixtures" / "profiles",
-        identities=REPO / "fixtures" / "identities.yaml", work=tmp_path,
-        sim_script=str(REPO / "fixtures" / "eval" / "sim.yaml"),
-    )
+    server = sim_server(tmp_path)
     try:
         server.wait_ready()
         command = Path(f"/proc/{server.process.pid}/cmdline").read_bytes()
@@ -39,11 +44,7 @@ def test_what_the_server_logs_while_a_scenario_runs_is_kept_for_its_report(
 ) -> None:
     """A 1011 close says nothing on the wire: the server's warnings and errors of the
     scenario's time are attached to its result, and its whole log is kept."""
-    server = eval_server.Server(
-        runners="sim", profiles=REPO / "fixtures" / "profiles",
-        identities=REPO / "fixtures" / "identities.yaml", work=tmp_path,
-        sim_script=str(REPO / "fixtures" / "eval" / "sim.yaml"),
-    )
+    server = sim_server(tmp_path)
     try:
         server.wait_ready()
         mark = server.lines
