@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from prometheus_client import REGISTRY
-from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support.metric_samples import rendered_samples
 from vocero.observability.metrics import LATENCY_STAGES, Metrics
 
 SPEC_STAGES = [
@@ -16,15 +16,6 @@ SPEC_STAGES = [
     "stt_final_ms",
     "turn_endpointing_ms",  # seed 004 §12.1: acoustic endpoint to turn commit (issue #13)
 ]
-
-
-def _samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    body, _ = metrics.render()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(body.decode())
-        for s in family.samples
-    }
 
 
 def test_render_is_prometheus_text_with_every_spec_stage() -> None:
@@ -44,8 +35,8 @@ def test_stage_names_cover_the_spec() -> None:
 def test_many_apps_in_one_process_do_not_collide() -> None:
     first, second = Metrics(), Metrics()
     first.observe_ms("ttfs_ms", 120)
-    assert _samples(first)[("vocero_ttfs_ms_count", ())] == 1
-    assert _samples(second)[("vocero_ttfs_ms_count", ())] == 0
+    assert rendered_samples(first)[("vocero_ttfs_ms_count", ())] == 1
+    assert rendered_samples(second)[("vocero_ttfs_ms_count", ())] == 0
     assert REGISTRY.get_sample_value("vocero_ttfs_ms_count") is None
 
 
@@ -53,7 +44,7 @@ def test_many_apps_in_one_process_do_not_collide() -> None:
 def test_latencies_land_in_millisecond_buckets(stage: str) -> None:
     metrics = Metrics()
     metrics.observe_ms(stage, 180)  # type: ignore[arg-type]
-    samples = _samples(metrics)
+    samples = rendered_samples(metrics)
     assert samples[(f"vocero_{stage}_bucket", (("le", "150.0"),))] == 0
     assert samples[(f"vocero_{stage}_bucket", (("le", "200.0"),))] == 1
     assert samples[(f"vocero_{stage}_sum", ())] == 180
@@ -63,7 +54,7 @@ def test_tool_latency_is_labelled_by_tool_and_outcome() -> None:
     metrics = Metrics()
     metrics.observe_tool("orders.status", "committed", 42)
     metrics.observe_tool("orders.status", "MCP_TOOL_TIMEOUT", 3000)
-    samples = _samples(metrics)
+    samples = rendered_samples(metrics)
     key = (("outcome", "committed"), ("tool", "orders.status"))
     assert samples[("vocero_tool_latency_ms_count", key)] == 1
     slow = (("le", "5000.0"), ("outcome", "MCP_TOOL_TIMEOUT"), ("tool", "orders.status"))
@@ -83,7 +74,7 @@ def test_counters_and_gauges() -> None:
     metrics.generation("interrupted")
     metrics.active_sessions.inc()
     metrics.set_queue_depth("client_out", 3)
-    samples = _samples(metrics)
+    samples = rendered_samples(metrics)
     assert samples[("vocero_sessions_total", (("outcome", "admitted"),))] == 1
     assert samples[("vocero_sessions_total", (("outcome", "rejected"),))] == 0
     assert samples[("vocero_denials_total", (("reason_code", "PROFILE_DENIED"),))] == 1

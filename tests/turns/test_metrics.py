@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-from prometheus_client.parser import text_string_to_metric_families
-
+from tests.support.metric_samples import rendered_samples
 from vocero.app.adapters.telemetry import MetricsPort
 from vocero.observability.metrics import Metrics
-
-
-def _samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    body, _ = metrics.render()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(body.decode())
-        for s in family.samples
-    }
 
 
 def test_the_endpointing_latency_is_a_millisecond_histogram() -> None:
     metrics = Metrics()
     MetricsPort(metrics).observe_ms("turn_endpointing_ms", 180.0)
     MetricsPort(metrics).observe_ms("turn_endpointing_ms", 1600.0)
-    samples = _samples(metrics)
+    samples = rendered_samples(metrics)
     assert samples[("vocero_turn_endpointing_ms_count", ())] == 2
     assert samples[("vocero_turn_endpointing_ms_bucket", (("le", "200.0"),))] == 1
     assert samples[("vocero_turn_endpointing_ms_bucket", (("le", "1500.0"),))] == 1
