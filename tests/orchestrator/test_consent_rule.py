@@ -37,6 +37,8 @@ NOT_A_BARE_YES = {
                            "yes please, at 4", "yes no"],
     "make that": ["make that Friday", "make that 11", "no wait, make that Friday at 11"],
     "actually": ["actually, 11", "actually Friday", "actually the other one"],
+    "the one, which": ["that's the one at 11", "the one on Friday", "that's it but at 4",
+                       "that's the one for Priya", "no, that's it"],
     "not this, that": ["not 9, 11", "not Friday, Saturday", "no, not that one"],
     "numbers": ["four", "11", "2 30", "one two three"],
     "names": ["Priya Raman", "for Tomasz", "the Kestrel room"],
@@ -46,7 +48,8 @@ NOT_A_BARE_YES = {
 LINES = [(family, line) for family, lines in NOT_A_BARE_YES.items() for line in lines]
 BARE_YES = ["yes", "Yes.", "yes please", "Yeah, go ahead.", "that's right", "That\u2019s right",
             "correct", "sure, do it", "okay, thanks", "yep", "Yes?", "go for it please",
-            "absolutely", "haan ji", "avunu"]  # fmt: skip
+            "absolutely", "haan ji", "avunu", "Yes, that's the one.", "that's it, thanks",
+            "Lovely, yes.", "spot on", "yes please, cheers"]  # fmt: skip
 VALUES = ["Friday at 11", "the 14th", "11", "four", "at noon", "tomorrow", "March 3",
           "twenty", "3 people", "9:30 am"]  # fmt: skip
 

@@ -53,6 +53,8 @@ _YES_PHRASES = (
     "definitely", "of course",
     "sounds good", "that's fine", "that is fine", "fine", "perfect", "great", "proceed",
     "that works", "works for me", "yes please", "please go ahead",
+    "that's the one", "that is the one", "that's it", "that is it", "spot on", "you got it",
+    "lovely", "brilliant", "that's perfect", "that's great",
     # Hindi, romanised and in Devanagari
     "haan", "haanji", "haan ji", "ji haan", "han", "theek hai", "thik hai",
     "हाँ", "हां", "हाँ जी", "जी हाँ", "जी हां", "ठीक है",
@@ -60,7 +62,8 @@ _YES_PHRASES = (
     "avunu", "sare", "alage", "అవును", "సరే", "అలాగే",
 )  # fmt: skip
 """Whole phrases that say yes, lower case, as :func:`words_of` splits them."""
-_POLITE = word_set("please thanks thank you so much very kindly um umm uh uhh uhm er erm ah oh ji")
+_POLITE = word_set(
+    "please thanks thank you so much very kindly cheers um umm uh uhh uhm er erm ah oh ji")
 """Words a yes may carry without saying anything more."""
 
 VOCABULARY: frozenset[str] = frozenset(
@@ -196,6 +199,8 @@ def bound(label: str, answer: str, lexicon: Lexicon | None = None, action: str =
     if label == "confirm" and explicit_yes(answer, action):
         return "confirm"
     if label in ("confirm", "uncertain"):
+        if explicit_yes(answer, action):  # "that's the one": a yes phrase, not a value
+            return "uncertain"
         return "new_request" if names_value(answer, lexicon) else "uncertain"
     if label == "reject" and _NEGATIVE.search(answer):
         return "reject"  # a no declines (nothing runs on it), and withdraws what waits
