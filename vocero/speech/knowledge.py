@@ -23,6 +23,7 @@ import structlog
 from vocero.contracts.builtins import Canonical, CanonicalError, Context
 from vocero.contracts.domain import AgentProfile
 from vocero.contracts.ports import CallMeta, Clock, ToolResult
+from vocero.speech import answering
 from vocero.store.engine import Store
 from vocero.store.knowledge import CatalogSync, ClaimHit, KnowledgeRepository, Scope
 from vocero.store.repositories import Conversations
@@ -117,7 +118,10 @@ class KnowledgeTools:
 
 
 def search_result(query: str, hits: list[ClaimHit]) -> dict[str, Any]:
-    """What the model (and the planner) sees of a search: no passages, no scores."""
+    """What the model (and the planner) sees of a search: no passages, no scores; only the
+    claims that answer the question (:mod:`.answering`), those that cover it best, so a claim
+    that merely shares a word ("price") is never offered as the answer."""
+    hits = answering_hits(query, hits)
     best = [h.key for h in hits if hits and h.score >= hits[0].score * NEAR_TIE][:2]
     return {
         "query": query,
@@ -132,3 +136,16 @@ def search_result(query: str, hits: list[ClaimHit]) -> dict[str, Any]:
         ],
         "best": best,
     }
+
+
+def answering_hits(query: str, hits: list[ClaimHit]) -> list[ClaimHit]:
+    """The hits that answer ``query``, in their order: each covers enough of its key words
+    (:func:`.answering.answers`) and as much of them as the best-covering hit does."""
+    covers = {h.key: answering.covered(query, _claim_words(h)) for h in hits}
+    kept = [h for h in hits if answering.answers(query, _claim_words(h))]
+    top = max((covers[h.key] for h in kept), default=0.0)
+    return [h for h in kept if covers[h.key] >= top]
+
+
+def _claim_words(hit: ClaimHit) -> list[str]:
+    return [hit.text, *hit.topics, *hit.conditions, hit.key.replace(".", " ").replace("_", " ")]
