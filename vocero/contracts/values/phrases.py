@@ -35,6 +35,12 @@ _BARE_CLOCK_SPAN = re.compile(
     r"\b(?:at|around|by)\s+\d{1,2}(?:[:.]\d{2})?\b(?!\s*(?:st|nd|rd|th|days?|%)\b)", re.IGNORECASE
 )
 """A bare hour after "at" ("Friday at 11"): a time in a when-phrase."""
+_WORD_CLOCK_SPAN = re.compile(
+    rf"\b(?:at|around|by)\s+(?:{HOUR_WORD})(?:[\s-]+{MINUTE_WORDS})?\b(?!\s+of\b)",
+    re.IGNORECASE,
+)
+"""An hour in words after "at" ("Friday at ten in the morning", "at two thirty"): a time in a
+when-phrase, as the digits are."""
 _BARE_DAY_SPAN = re.compile(r"\bthe\s+\d{1,2}(?:st|nd|rd|th)\b", re.IGNORECASE)
 """A day of the month without its month ("the 14th")."""
 _REASON = re.compile(
@@ -53,6 +59,7 @@ def when_phrase(text: str) -> str | None:
     spans += [m.span() for m in MONTH_DAY.finditer(text)]
     spans += [m.span() for m in re.finditer(r"\b(?:noon|midday)\b", text, re.IGNORECASE)]
     spans += [m.span() for m in _BARE_CLOCK_SPAN.finditer(text)]
+    spans += [m.span() for m in _WORD_CLOCK_SPAN.finditer(text)]
     spans += [m.span() for m in _BARE_DAY_SPAN.finditer(text)]
     if not spans:
         return None

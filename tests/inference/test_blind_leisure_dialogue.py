@@ -1,0 +1,83 @@
+"""Lines of the blind leisure-centre suite, served from a profile's own material (issue 42).
+
+Sans-IO, as :mod:`tests.inference.test_cpu_dialogue`: :func:`dialogue.decide` on a profile
+shaped as the blind leisure-centre one is, in another business (a bicycle workshop, with names
+no suite uses): a call-back at a time said in words, a write whose own words and examples
+outweigh a read that shares its identifier, a bare date field explained only by its tool's
+line, a bare free-text field the caller says in the line.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import cache
+from zoneinfo import ZoneInfo
+
+from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.ports import LlmRequest, Message, ToolIntent
+from vocero.followups.due import resolve_due
+from vocero.inference.dialogue import intents
+from vocero.inference.dialogue import manager as dialogue
+
+ZONE = ZoneInfo("Europe/Lisbon")
+TODAY = dt.date(2026, 12, 7)  # a Monday
+NOW = dt.datetime(2026, 12, 7, 10, 0, tzinfo=ZONE)
+SYSTEM = Message(role="system", content="You answer the phone for Spoke Lane Cycles.")
+RIDER = {"type": "string", "pattern": "^SC[0-9]{5}$",
+         "description": "The rider's club number: SC and five digits, like SC40721"}  # fmt: skip
+PLAN = ToolDefinition(
+    name="service_plan.lookup",
+    description="A rider's service plan: its level, whether it is running or on hold, and when "
+    "it renews.",
+    input_schema={"type": "object", "properties": {"rider_no": RIDER}, "required": ["rider_no"]},
+    examples=["Is my service plan still running?", "When does my plan renew?"],
+)
+SUSPEND = ToolDefinition(
+    name="service_plan.suspend",
+    description="Hibernate a service plan from a date for a number of whole months; nothing is "
+    "charged while it sleeps.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "rider_no": RIDER,
+            "starting": {"type": "string", "format": "date"},
+            "months": {"type": "integer", "minimum": 1, "maximum": 6,
+                       "description": "Whole months, 1 to 6"},
+        },
+        "required": ["rider_no", "starting", "months"],
+    },
+    examples=["I want to hibernate my service plan", "Can I put my plan on hold for a while?"],
+)  # fmt: skip
+CALLBACK = ToolDefinition(
+    name="desk.ring_back",
+    builtin="followups.record",
+    description="Have the workshop ring the caller back at the time they asked for.",
+    input_schema={
+        "type": "object",
+        "properties": {"when": {"type": "string"}, "reason": {"type": "string"}},
+        "required": ["when", "reason"],
+    },
+)
+TOOLS = [PLAN, SUSPEND, CALLBACK]
+
+
+@cache
+def model() -> dialogue._Memo:
+    return dialogue._Memo(intents.IntentModel.fit(TOOLS, []))
+
+
+def called(line: str) -> ToolIntent | None:
+    request = LlmRequest(messages=[SYSTEM, Message(role="user", content=line)], tools=TOOLS)
+    decision = dialogue.decide(request, today=TODAY, model=model())
+    return decision.intent if isinstance(decision, dialogue.Call) else None
+
+
+def test_a_call_back_keeps_the_hour_said_in_words() -> None:
+    # Was "on Thursday": the hour in words was dropped and the call-back fell to 11:00.
+    line = "Please have the head mechanic call me on Thursday at nine in the morning about my gears."
+    intent = called(line)
+    assert intent is not None and intent.name == "desk.ring_back"
+    when = intent.arguments["when"]
+    assert when == "on Thursday at nine in the morning"
+    due = resolve_due(when, NOW, "Europe/Lisbon")
+    assert (due.at.date(), due.at.hour, due.at.minute) == (dt.date(2026, 12, 10), 9, 0)
