@@ -22,10 +22,11 @@ COVERAGE = 0.3
 of "price match ... another garage quoted ... the same job") is a shared word, not an answer;
 two of five ("emergency ... who do I call" of a question that also tells a story) is one."""
 _FILLER = frozenset(
-    """actually again also another anything anyway bit currently else ever exactly get getting got
-    hmm just kind less lot lots more most nowadays oh other others really same something sort
-    still sure though wait well wondering whether""".split()
-)
+    ("actually", "again", "also", "another", "anything", "anyway", "bit", "currently", "else",
+     "ever", "exactly", "get", "getting", "got", "hmm", "just", "kind", "less", "lot", "lots",
+     "more", "most", "nowadays", "oh", "other", "others", "really", "same", "something", "sort",
+     "still", "sure", "though", "wait", "well", "wondering", "whether")
+)  # fmt: skip
 """Words a question leans on without saying what it is about ("I was wondering whether ...")."""
 _FILLER_PHRASES = re.compile(
     r"\b(?:these days|this year|at the moment|right now|at all|by any chance|if possible)\b"
