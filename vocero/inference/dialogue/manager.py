@@ -354,6 +354,8 @@ def _routing(turn: _Turn) -> tasks.Routing:
             # "see Dr. Okafor about a cough": not a goodbye
             tool = tool_choice.named_by_value(text, tools)
         if tool is None:
+            tool = tool_choice.filled_by_line(text, tools, today, now)
+        if tool is None:
             return found
         tool = tool_choice.looked_up(text, tool, tools, today, now)
         tool = tool_choice.fuller(text, tool, tools, today, now)

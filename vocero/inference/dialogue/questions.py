@@ -9,6 +9,7 @@ Please tell me the visit reference."
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from vocero.contracts.builtins import FOLLOWUPS_TOOL
@@ -60,9 +61,13 @@ def id_words(tool: ToolDefinition, name: str) -> tuple[str, str]:
             lowered, what = lowered.removesuffix(suffix), word
             break
     noun = lowered.replace("_", " ").strip()
-    if len(noun) <= 3 or noun == "id":  # "rx", "": the tool's own domain says it
+    if len(noun) <= 3 or noun == "id":
+        # "reg": the word its own description spells it with ("The vehicle's registration");
+        # "rx", "": the tool's own domain says it
+        own = str(_property(tool, name).get("description") or "")
+        spelled = re.search(rf"\b{re.escape(noun)}[a-z]*\b", own.lower()) if noun else None
         domain = router.tool_concepts(tool)[:-1]
-        noun = " ".join(domain) or noun or "reference"
+        noun = spelled.group(0) if spelled else " ".join(domain) or noun or "reference"
     return noun, what
 
 

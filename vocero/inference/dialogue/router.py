@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vocero.contracts import values
+from vocero.contracts.builtins import FOLLOWUPS_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.lexicon.synonyms import NOUN_SYNONYMS
 from vocero.contracts.values.numbers import NUMBER_RUN, number_run
@@ -221,6 +222,8 @@ def fill_arguments(
             value = _extract(kind, name, prop, utterance, today, now=now)
         if value is None and kind == "reason" and not tool.builtin:
             value = values.requested_thing(utterance)  # "book a blood pressure check with ..."
+        if value is None and kind == "reason" and tool.builtin == FOLLOWUPS_TOOL:
+            value = told_reason(utterance)  # "ring me back at four? My clutch is grinding."
         if value is None and kind == "text":
             value = state_thing(tool.description, name, utterance)  # "my power has been out"
         if value is not None:
@@ -229,6 +232,30 @@ def fill_arguments(
         if name not in arguments and name in required:
             (model_fill if kinds[name] == "text" else missing).append(name)
     return {n: arguments[n] for n in properties if n in arguments}, missing, model_fill
+
+
+_OPENER = re.compile(
+    r"^\W*(?:hi|hello|hey|good (?:morning|afternoon|evening)|thanks|thank you|cheers|please|"
+    r"sorry|this is|it'?s|my name)\b",
+    re.IGNORECASE,
+)
+_ASKED_BACK = re.compile(
+    "|".join(rf"\b{re.escape(p)}\b" for p in LEXICON["followup"]), re.IGNORECASE
+)
+
+
+def told_reason(utterance: str) -> str | None:
+    """What a call-back is about when the line says it in a sentence of its own, not after
+    "about" ("Could someone ring me back at four? My clutch is making a grinding noise."): the
+    first statement of three words or more that neither asks for the call-back, nor says when,
+    nor greets."""
+    for sentence, end in re.findall(r"([^.?!]+)([.?!]|$)", utterance):
+        if end == "?" or len(sentence.split()) < 3 or _OPENER.match(sentence):
+            continue
+        if _ASKED_BACK.search(sentence) or values.when_phrase(sentence) is not None:
+            continue
+        return sentence.strip(" ,")
+    return None
 
 
 _STATE_VERB = r"(?:is|are|was|were|has been|have been|had been|went|keeps? going)"

@@ -36,6 +36,7 @@ _DATETIME_SAID = re.compile(
     re.IGNORECASE,
 )
 _CLAUSES = re.compile(r"[.;,:](?:\s+|$)")
+_SENTENCES = re.compile(r"[.;](?:\s+|$)")
 _NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 
 
@@ -52,19 +53,19 @@ def model_facing(tool: ToolDefinition) -> dict[str, Any]:
         schema["required"] = [r for r in schema["required"] if r not in PLATFORM_FIELDS]
     for name, prop in properties.items():
         if isinstance(prop, dict):
-            _described(name, prop, tool.description)
+            _described(name, prop, tool.description, [n for n in properties if n != name])
     return schema
 
 
-def _described(name: str, prop: dict[str, Any], description: str) -> None:
+def _described(name: str, prop: dict[str, Any], description: str, others: list[str]) -> None:
     """``prop`` with the kind its own or its tool's description gives it (see
     :func:`model_facing`)."""
     if prop.get("type", "string") != "string" or {"format", "pattern", "enum"} & prop.keys():
         return
     own = str(prop.get("description") or "")
-    word = re.compile(rf"\b{re.escape(name.replace('_', ' '))}\b|\b{re.escape(name)}\b", re.I)
+    word = _named(name)
     clauses = [c for c in _CLAUSES.split(description or "") if word.search(c)]
-    if _DATETIME_SAID.search(own) or any(_DATETIME_SAID.search(c) for c in clauses):
+    if _DATETIME_SAID.search(own) or _DATETIME_SAID.search(_said_of(name, description, others)):
         prop["format"] = "date-time"
         return
     options: list[str] = []
@@ -74,6 +75,25 @@ def _described(name: str, prop: dict[str, Any], description: str) -> None:
                 options.append(match.group(1))
     if len(options) >= 2:
         prop[OPTIONS_KEY] = options
+
+
+def _named(name: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(name.replace('_', ' '))}\b|\b{re.escape(name)}\b", re.I)
+
+
+def _said_of(name: str, description: str, others: list[str]) -> str:
+    """What a description's sentence says of field ``name``: from where it names the field to
+    the sentence's end or another field's name ("drop_off is when the car is dropped off, as an
+    RFC 3339 date-time with its UTC offset")."""
+    said: list[str] = []
+    for sentence in _SENTENCES.split(description or ""):
+        found = _named(name).search(sentence)
+        if found is None:
+            continue
+        rest = sentence[found.end() :]
+        ends = [m.start() for other in others if (m := _named(other).search(rest))]
+        said.append(rest[: min(ends, default=len(rest))])
+    return " ".join(said)
 
 
 def bounded(schema: dict[str, Any], max_string: int = MAX_STRING) -> dict[str, Any]:

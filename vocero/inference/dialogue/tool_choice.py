@@ -115,6 +115,23 @@ def named_by_value(text: str, tools: Sequence[ToolDefinition]) -> ToolDefinition
     return taking[0] if len(taking) == 1 else None
 
 
+def filled_by_line(
+    text: str, tools: Sequence[ToolDefinition], today: dt.date, now: dt.datetime | None
+) -> ToolDefinition | None:
+    """The one tool the line names by a word only its own name or description has ("what times
+    have you got free" of "the free drop-off times ...") and whose every required field the
+    line's values fill ("for an MOT on Thursday the 10th of December"): a request for what that
+    tool does, not out of scope, even where the intent model was never shown such a line."""
+    complete: list[ToolDefinition] = []
+    for tool in cues.described_tools(text, tools):
+        if tool.builtin:
+            continue
+        arguments, missing, model_fill = router.fill_arguments(tool, text, today, now=now)
+        if arguments and not missing and not model_fill:
+            complete.append(tool)
+    return complete[0] if len(complete) == 1 else None
+
+
 _WH_QUESTION = re.compile(r"^\W*(?:what|which|when|where|who|whose|how)\b", re.IGNORECASE)
 
 
