@@ -151,29 +151,31 @@ class VirtualClock:
     def move_on_after(
         self, seconds: float | None, *, shield: bool = False
     ) -> Iterator[anyio.CancelScope]:
-        with anyio.CancelScope(shield=shield) as scope:
-            timer = None if seconds is None else self._schedule(seconds, scope.cancel)
-            try:
-                yield scope
-            finally:
-                if timer is not None:
-                    timer.dropped = True
+        with self._cancelled_after(seconds, shield) as (scope, _):
+            yield scope
 
     @contextmanager
     def fail_after(
         self, seconds: float | None, *, shield: bool = False
     ) -> Iterator[anyio.CancelScope]:
-        fired = False
+        with self._cancelled_after(seconds, shield) as (scope, timer):
+            yield scope
+        if timer is not None and timer.fired and scope.cancelled_caught:
+            raise TimeoutError
+
+    @contextmanager
+    def _cancelled_after(
+        self, seconds: float | None, shield: bool
+    ) -> Iterator[tuple[anyio.CancelScope, _Timer | None]]:
+        """A scope this clock cancels ``seconds`` on (never for ``None``), with its timer,
+        which is dropped when the scope ends."""
         with anyio.CancelScope(shield=shield) as scope:
             timer = None if seconds is None else self._schedule(seconds, scope.cancel)
             try:
-                yield scope
+                yield scope, timer
             finally:
                 if timer is not None:
                     timer.dropped = True
-                    fired = timer.fired
-        if fired and scope.cancelled_caught:
-            raise TimeoutError
 
 
 class _VirtualDeadline:
