@@ -185,6 +185,12 @@ def test_times_dates_and_counts_are_not_identifiers(text: str) -> None:
         ("at 3:30", "15:30"),
         ("at one of the branches", None),
         ("Friday afternoon", None),  # a part of day is not a clock time
+        # British "half seven" is half past seven, never half an hour or half of something
+        ("Thursday's yoga at half seven in the evening", "19:30"),
+        ("half six in the morning", "06:30"),
+        ("at half ten", "10:30"),
+        ("can you call back in half an hour", None),
+        ("about half of them", None),
     ],
 )
 def test_times_in_words(text: str, expected: str | None) -> None:

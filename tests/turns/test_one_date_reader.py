@@ -110,6 +110,8 @@ TIMES = [
     ("4:30 pm", "16:30"),
     ("9 in the morning", "09:00"),
     ("noon", "12:00"),
+    ("at half seven in the evening", "19:30"),  # British: half past seven
+    ("half past seven in the evening", "19:30"),
 ]
 
 

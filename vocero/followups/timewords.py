@@ -29,6 +29,10 @@ _CLOCK = re.compile(r"^([01]?\d|2[0-3])[:.]([0-5]\d)$")
 _NUMBER = re.compile(r"^\d{1,3}$")
 _CLAUSES = re.compile(r"[,;!?\u0964]|\.(?:\s|$)|\s[-\u2013\u2014]\s|\bbut\b")
 """Clause boundaries: a negation never reaches past one."""
+_AFTER_A_HALF = frozenset({
+    "hour", "hours", "hr", "hrs", "minute", "minutes", "min", "mins", "day", "days", "week",
+    "weeks", "month", "months", "year", "years"})
+"""Units after "half <number>" that make it an amount, not half past an hour."""
 _DATE_WORD = re.compile(
     r"(?:iso:(?P<iso_year>\d{4}):|monthday:)(?P<month>\d{1,2}):(?P<day>\d{1,2})"
     r"(?::(?P<year>\d{4}))?"
@@ -255,7 +259,18 @@ class _Reader:
             return True
         if first in ("half", "quarter") and second in ("past", "to"):
             return self._fraction(i, first, second)
+        if first == "half":
+            return self._half_hour(i)
         return False
+
+    def _half_hour(self, i: int) -> bool:
+        """British "half seven": half past seven (not "half an hour", "half 2 hours")."""
+        hour = self._number(i + 1)
+        if hour is None or not 1 <= hour <= 12 or self.at(i + 2) in _AFTER_A_HALF:
+            return False
+        self.clocks.append(self._with_meridiem(Clock(hour, 30), i + 2))
+        self.used.add(i + 1)
+        return True
 
     def _fraction(self, i: int, first: str, second: str) -> bool:
         """"half past four", "quarter past four", "quarter to five"."""

@@ -58,6 +58,12 @@ RELATIVE_TIME = re.compile(
     re.IGNORECASE,
 )
 OCLOCK = re.compile(rf"\b({HOUR_WORD}|\d{{1,2}})\s*o['\u2019]?\s?clock\b", re.IGNORECASE)
+HALF_HOUR = re.compile(
+    rf"\bhalf\s+({HOUR_WORD}|\d{{1,2}})\b(?!\s*(?:[:.]\d|hours?|days?|weeks?|months?|"
+    rf"minutes?|years?|percent|%|of|dozen|price|an?\b))",
+    re.IGNORECASE,
+)
+"""British "half seven": half past seven (never half an hour or half of something)."""
 _HOUR_MINUTES = re.compile(
     rf"\b({_TIME_LEAD}\s+)?({HOUR_WORD})[\s-]+({MINUTE_WORDS})\b(?=({_TIME_AFTER})?)",
     re.IGNORECASE,
@@ -179,11 +185,13 @@ def _hhmm(hour: int, minute: int) -> str:
 def spoken_times(text: str) -> str:
     """Times said in words rewritten in digits, the rest of the text as it was.
 
-    "half past three" -> "3:30", "quarter to four" -> "3:45", "three o'clock" -> "3:00",
+    "half past three" -> "3:30", "half seven" (British) -> "7:30", "quarter to four" -> "3:45",
+    "three o'clock" -> "3:00",
     "two thirty pm" -> "2:30 pm", "at eleven" -> "at 11", "eleven am" -> "11 am". An hour word
     is a time only with a.m./p.m., a part of day, or a word such as "at" before it.
     """
     text = RELATIVE_TIME.sub(_relative_time, text)
+    text = HALF_HOUR.sub(_half_hour, text)
     text = OCLOCK.sub(lambda m: f"{word_value(m.group(1))}:00", text)
     text = _HOUR_MINUTES.sub(_hour_minutes, text)
     return _HOUR_ALONE.sub(_hour_alone, text)
@@ -201,6 +209,11 @@ def _relative_time(match: re.Match[str]) -> str:
     if forward:
         return f"{hour}:{minutes:02d}"
     return f"{(hour - 2) % 12 + 1}:{60 - minutes:02d}"
+
+
+def _half_hour(match: re.Match[str]) -> str:
+    hour = word_value(match.group(1))
+    return f"{hour}:30" if 1 <= hour <= 12 else match.group(0)
 
 
 def _hour_minutes(match: re.Match[str]) -> str:
