@@ -249,7 +249,8 @@ def told_reason(utterance: str) -> str | None:
     "about" ("Could someone ring me back at four? My clutch is making a grinding noise."): the
     first statement of three words or more that neither asks for the call-back, nor says when,
     nor greets."""
-    for sentence, end in re.findall(r"([^.?!]+)([.?!]|$)", utterance):
+    for said in re.finditer(r"([^.?!]+)([.?!]|$)", utterance):
+        sentence, end = said.group(1), said.group(2)
         if end == "?" or len(sentence.split()) < 3 or _OPENER.match(sentence):
             continue
         if _ASKED_BACK.search(sentence) or values.when_phrase(sentence) is not None:
