@@ -28,6 +28,12 @@ CASES: dict[str, tuple[str, str, list[str], str, dict[str, Any]]] = {
                   "submit_reading", {"account": "40021877", "meter": "gas", "value": 3510}),
     "sunway": ("rentals", "sunway", ["rentals:read", "rentals:write"],
                "add_extra", {"reservation": "SW-5521", "item": "child seat"}),
+    "kestrel": ("kestrel", "kestrel", ["jobs:read", "bookings:write"],
+                "reserve_bay", {"reg": "KE19 ABC", "service": "full",
+                                "drop_off": "2027-01-12T08:30:00+00:00"}),
+    "riverside": ("centre", "riverside", ["membership:read", "membership:freeze"],
+                  "freeze_membership", {"member_no": "RL204518", "from_date": "2027-02-01",
+                                        "weeks": 6}),
 }
 
 
