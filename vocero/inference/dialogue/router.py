@@ -226,6 +226,8 @@ def fill_arguments(
             value = told_reason(utterance)  # "ring me back at four? My clutch is grinding."
         if value is None and kind == "text":
             value = state_thing(tool.description, name, utterance)  # "my power has been out"
+        if isinstance(value, str) and kind == "id" and not prop.get("pattern"):
+            value = shaped_as_shown(value, prop.get("description", ""), tool.description)
         if value is not None:
             arguments[name] = value
     for name in properties:
@@ -257,6 +259,31 @@ def told_reason(utterance: str) -> str | None:
             continue
         return sentence.strip(" ,")
     return None
+
+
+_SHOWN_ID = re.compile(r"(?<![\w-])(?=[\w./-]*\d)[A-Za-z0-9]+(?:[-/.][A-Za-z0-9]+)+(?![\w-])")
+"""An identifier a description shows with separators ("like 7731-B", "e.g. AB/1234")."""
+
+
+def shaped_as_shown(value: str, *descriptions: str) -> str:
+    """An identifier without a pattern written as the field's or tool's description shows one:
+    the same characters grouped by its separators ("7731B" or "7731 B" -> "7731-B" where the
+    description says "like 7731-B"); as found where no example has its shape."""
+    bare = re.sub(r"[\s\-/.]", "", value)
+    for example in _SHOWN_ID.findall(" ".join(descriptions)):
+        groups = re.split(r"([-/.])", example)
+        if _id_shape(bare) != _id_shape("".join(groups[::2])):
+            continue
+        out, at = "", 0
+        for i, part in enumerate(groups):
+            out += bare[at : at + len(part)] if i % 2 == 0 else part
+            at += len(part) if i % 2 == 0 else 0
+        return out
+    return value
+
+
+def _id_shape(text: str) -> str:
+    return re.sub(r"[A-Za-z]", "A", re.sub(r"[0-9]", "9", text))
 
 
 _STATE_VERB = r"(?:is|are|was|were|has been|have been|had been|went|keeps? going)"
