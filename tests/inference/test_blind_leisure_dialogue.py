@@ -74,10 +74,33 @@ def called(line: str) -> ToolIntent | None:
 
 def test_a_call_back_keeps_the_hour_said_in_words() -> None:
     # Was "on Thursday": the hour in words was dropped and the call-back fell to 11:00.
-    line = "Please have the head mechanic call me on Thursday at nine in the morning about my gears."
+    line = "Please have the head mechanic call me on Thursday at nine in the morning about gears."
     intent = called(line)
     assert intent is not None and intent.name == "desk.ring_back"
     when = intent.arguments["when"]
     assert when == "on Thursday at nine in the morning"
     due = resolve_due(when, NOW, "Europe/Lisbon")
     assert (due.at.date(), due.at.hour, due.at.minute) == (dt.date(2026, 12, 10), 9, 0)
+
+
+def test_a_write_said_with_all_its_values_outweighs_the_read_sharing_its_identifier() -> None:
+    # Was the plan's look-up: "for two months" filled no count (a duration is no quantity).
+    line = "I'd like to put my service plan on hold from the first of March for two months. "
+    intent = called(line + "It's SC40721.")
+    assert intent == ToolIntent(
+        name="service_plan.suspend",
+        arguments={"rider_no": "SC40721", "starting": "2027-03-01", "months": 2},
+    )
+    intent = called("Please suspend service plan SC40721 from the 4th of January for 3 months.")
+    assert intent is not None and intent.arguments["months"] == 3
+
+
+def test_the_verb_of_a_writes_description_and_examples_names_it() -> None:
+    # Was the plan's look-up: "hibernate" is no word of the tool's name.
+    line = "I need to hibernate my plan, it's SC40721."
+    request = LlmRequest(messages=[SYSTEM, Message(role="user", content=line)], tools=TOOLS)
+    decision = dialogue.decide(request, today=TODAY, model=model())
+    assert isinstance(decision, dialogue.Say)  # the start date is asked, nothing looked up
+    assert called("Is my service plan SC40721 still running?") == ToolIntent(
+        name="service_plan.lookup", arguments={"rider_no": "SC40721"}
+    )

@@ -29,8 +29,9 @@ from typing import Any
 from vocero.contracts import values
 from vocero.contracts.builtins import FOLLOWUPS_TOOL
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.synonyms import NOUN_SYNONYMS
-from vocero.contracts.values.numbers import NUMBER_RUN, number_run
+from vocero.contracts.values.numbers import NUMBER_RUN, NUMBER_VALUES, number_run, word_value
 from vocero.inference.dialogue import schema
 
 # action concept -> phrases that say it (lower case, matched on word boundaries); actions only,
@@ -172,6 +173,9 @@ def _score(
     domain, action = concepts[:-1] or concepts, concepts[-1]
     domain_said = any(said.get(c, 0.0) >= 1.0 for c in domain)
     action_said = said.get(action, 0.0) >= 1.0
+    verb = _example_verb(tool)
+    if not action_said and verb and said.get(verb, 0.0) >= 1.0:
+        strength, action_said = strength + 1.0, True  # "freeze my plan": the tool's own verb
     # "what visits do I have" for a tool that lists "the caller's booked visits"
     described = (
         not domain_said
@@ -188,6 +192,19 @@ def fill_arguments_one(tool: ToolDefinition, name: str, utterance: str) -> Any:
     prop = schema.model_facing(tool).get("properties", {}).get(name, {})
     choices = [v for v in prop.get("enum") or [] if isinstance(v, str) and len(v) >= 4]
     return _channel_or_enum(utterance, choices) if choices else None
+
+
+def _example_verb(tool: ToolDefinition) -> str | None:
+    """The verb a tool's description leads with when its examples say it too ("Hibernate a
+    plan ..." and "I want to hibernate my plan"): the profile's own word for the tool's action,
+    whatever its name calls it (``plans.suspend``); ``None`` for a description that leads with
+    anything else."""
+    first = _normalise(tool.description).split()[:1]
+    if not first or len(first[0]) < 4 or not first[0].isalpha():
+        return None
+    verb = _stem(first[0])
+    said = {_stem(w) for example in tool.examples for w in _normalise(example).split()}
+    return verb if verb in said and verb not in tool_concepts(tool) else None
 
 
 def _phrase_said(concept: str, said: dict[str, float]) -> float:
@@ -217,7 +234,7 @@ def fill_arguments(
         kind, prop = kinds[name], properties[name]
         value: Any
         if kind == "quantity":
-            value = _quantity(utterance, prop, list(arguments.values()))
+            value = _quantity(utterance, prop, list(arguments.values()), name)
         else:
             value = _extract(kind, name, prop, utterance, today, now=now)
         if value is None and kind == "reason" and not tool.builtin:
@@ -492,11 +509,34 @@ _NOT_QUANTITY = re.compile(
 )
 
 
-def _quantity(utterance: str, prop: dict[str, Any], taken: list[Any]) -> int | float | None:
+_UNITS = ("minute", "hour", "day", "night", "week", "month", "year")
+_COUNT = rf"\d+|(?:{alternation(NUMBER_VALUES)})(?:[\s-]+(?:{alternation(NUMBER_VALUES)}))?"
+
+
+def _counted(text: str, prop: dict[str, Any], name: str = "") -> int | None:
+    """A count of the unit the field is in ("weeks", "Whole weeks, 1 to 12"): the one number
+    the line says before that unit ("for 6 weeks"); a duration is no quantity otherwise."""
+    words = set(re.findall(r"[a-z]+", f"{name} {prop.get('description', '')}".lower()))
+    units = [u for u in _UNITS if u in words or f"{u}s" in words]
+    if len(units) != 1 or prop.get("type") not in ("integer", "number"):
+        return None
+    found = {word_value(m) for m in re.findall(rf"\b({_COUNT})\s*{units[0]}s?\b", text)}
+    if len(found) != 1:
+        return None
+    value = found.pop()
+    return value if prop.get("minimum", value) <= value <= prop.get("maximum", value) else None
+
+
+def _quantity(
+    utterance: str, prop: dict[str, Any], taken: list[Any], name: str = ""
+) -> int | float | None:
     """The one number the line says for a quantity ("It says 48213", "Nine hundred and
     twelve"), not a time, a date, a duration or an identifier another field took; two numbers
     said is no value (it is asked)."""
     text = NUMBER_RUN.sub(number_run, values.spoken_times(utterance.lower()))
+    counted = _counted(text, prop, name)
+    if counted is not None:
+        return counted
     text = _NOT_QUANTITY.sub(" ", text)
     taken_text = {str(t) for t in taken}
     amounts: list[int | float] = []
@@ -512,6 +552,7 @@ def _quantity(utterance: str, prop: dict[str, Any], taken: list[Any]) -> int | f
         if value not in amounts:
             amounts.append(value)
     return amounts[0] if len(amounts) == 1 else None
+
 
 def _channel_or_enum(utterance: str, enum: list[Any] | None) -> Any:
     """The enum value the caller said, by its words ("in_person" from "in person", "afternoon"
