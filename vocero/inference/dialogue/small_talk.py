@@ -158,6 +158,27 @@ def without_pleasantries(utterance: str) -> str:
     return text if any(c.isalnum() for c in text) else ""
 
 
+_ASKS = re.compile(
+    r"^\W*(?:can|could|would|will|may|might|do|does|did|what|when|where|which|who|whose|how|"
+    r"why|should|shall|please|tell|give|show|find|send|book|cancel|change|check|i(?:'d| would)?"
+    r"\s+(?:want|need|like)|i'm\s+(?:looking|trying|calling))\b"
+    r"|\b(?:can|could|would|will)\s+(?:you|i|we)\b|\b(?:recommend|help me|i need|i want)\b",
+    re.I,
+)
+"""How a sentence asks for something: a question or request word first, "can you", "I need"."""
+
+
+def greeting_remark(utterance: str) -> bool:
+    """A greeting with chit-chat after it ("Good morning! Bit nippy out there today, isn't
+    it?"): every sentence after the greeting remarks, none asks for anything. It is answered
+    as the greeting it is, never as a request out of scope."""
+    if not _GREETING.search(utterance):
+        return False
+    rest = without_pleasantries(utterance)
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", rest) if s.strip()]
+    return bool(sentences) and not any(_ASKS.search(s) for s in sentences)
+
+
 def declines(utterance: str) -> bool:
     """The caller drops what they were asking for ("no, forget it", "never mind")."""
     return bool(_DECLINE.search(utterance))
