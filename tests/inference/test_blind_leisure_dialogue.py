@@ -58,7 +58,31 @@ CALLBACK = ToolDefinition(
         "required": ["when", "reason"],
     },
 )
-TOOLS = [PLAN, SUSPEND, CALLBACK]
+SLOTS = ToolDefinition(
+    name="workshop.open_bays",
+    description="Free repair bays in the workshop; visit_day is the date as YYYY-MM-DD.",
+    input_schema={
+        "type": "object",
+        "properties": {"visit_day": {"type": "string"},
+                       "bay_size": {"type": "string", "enum": ["small", "large"]}},
+        "required": ["visit_day", "bay_size"],
+    },
+)  # fmt: skip
+LEFT = ToolDefinition(
+    name="found_items.report",
+    description="Report something a rider left at the workshop; thing says what it is and what "
+    "it looks like.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "thing": {"type": "string"},
+            "spot": {"type": "string", "enum": ["front_counter", "repair_bay", "yard"]},
+            "left_on": {"type": "string", "format": "date"},
+        },
+        "required": ["thing", "spot", "left_on"],
+    },
+)
+TOOLS = [PLAN, SUSPEND, CALLBACK, SLOTS, LEFT]
 
 
 @cache
@@ -103,4 +127,23 @@ def test_the_verb_of_a_writes_description_and_examples_names_it() -> None:
     assert isinstance(decision, dialogue.Say)  # the start date is asked, nothing looked up
     assert called("Is my service plan SC40721 still running?") == ToolIntent(
         name="service_plan.lookup", arguments={"rider_no": "SC40721"}
+    )
+
+
+def test_a_bare_field_its_tools_line_calls_a_date_takes_the_date_said() -> None:
+    # Was left to the small model, which asked "What visit day should I use?".
+    assert called("Are there any large bays free on Saturday the 12th of December?") == (
+        ToolIntent(
+            name="workshop.open_bays", arguments={"visit_day": "2026-12-12", "bay_size": "large"}
+        )
+    )
+
+
+def test_a_thing_described_in_the_line_fills_its_bare_field_on_the_weekday_said() -> None:
+    # Was left to the small model ("What thing should I use?"), and "Friday the 4th of
+    # December" said on the 7th was next year's 4th (a Saturday).
+    line = "I think I left my red bike pump in the yard on Friday the 4th of December. Report it?"
+    assert called(line) == ToolIntent(
+        name="found_items.report",
+        arguments={"thing": "red bike pump", "spot": "yard", "left_on": "2026-12-04"},
     )

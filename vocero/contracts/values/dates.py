@@ -81,6 +81,8 @@ def date_in(text: str, today: dt.date) -> str | None:
     month_day = month_day_in(text)
     if month_day is not None:
         day = next_date(today, *month_day)
+        if day is not None and month_day[2] is None:
+            day = _weekday_agreed(day, text)
         return day.isoformat() if day else None
     lowered = _ordinal_days(text.lower())
     bare = BARE_DAY.search(lowered)
@@ -100,6 +102,20 @@ def date_in(text: str, today: dt.date) -> str | None:
         count = small_number(days.group(1))
         return (today + dt.timedelta(days=count)).isoformat() if count is not None else None
     return None
+
+
+def _weekday_agreed(day: dt.date, text: str) -> dt.date:
+    """A month day said without its year but with its weekday ("on Saturday the 5th of
+    December") in the year before when only that one falls on the weekday said: a day just
+    past, not next year's (a thing lost, an earlier visit)."""
+    weekday = _WEEKDAY.search(text.lower())
+    if weekday is None or day.weekday() == WEEKDAYS[weekday.group(2)]:
+        return day
+    try:
+        before = day.replace(year=day.year - 1)
+    except ValueError:
+        return day
+    return before if before.weekday() == WEEKDAYS[weekday.group(2)] else day
 
 
 def month_day_in(text: str) -> tuple[int, int, int | None] | None:

@@ -243,6 +243,8 @@ def fill_arguments(
             value = told_reason(utterance)  # "ring me back at four? My clutch is grinding."
         if value is None and kind == "text":
             value = state_thing(tool.description, name, utterance)  # "my power has been out"
+        if value is None and kind == "text":
+            value = said_thing(tool.description, name, utterance)  # "I left my blue scarf"
         if isinstance(value, str) and kind == "id" and not prop.get("pattern"):
             value = shaped_as_shown(value, prop.get("description", ""), tool.description)
         if value is not None:
@@ -325,6 +327,29 @@ def state_thing(description: str, name: str, utterance: str) -> str | None:
         utterance,
         re.IGNORECASE,
     )
+    return said.group(1).lower() if said else None
+
+
+_THING_SAID = re.compile(
+    r"\b(?:my|our|his|her|their|a|an)\s+((?:[a-z][\w'-]*\s+){0,4}?[a-z][\w'-]*)"
+    r"(?=\s+(?:in|on|at|by|near|from|inside|under|behind|somewhere|that|which|when|yesterday"
+    r"|today|last|this)\b|\s*[,.?!]|\s*$)",
+    re.IGNORECASE,
+)
+
+
+def said_thing(description: str, name: str, utterance: str) -> str | None:
+    """A free-text field the tool's description defines as saying what a thing is ("item says
+    what it is and what it looks like") is the thing the caller names: "I left my navy scarf in
+    the hall" -> "navy scarf", up to where, when or the line's end; ``None`` when the
+    description defines no such field or the caller names no thing."""
+    label = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[_\-\s]+", name) if w)
+    defined = re.search(
+        rf"\b{label}\s+(?:says|is|describes|tells(?:\s+us)?)\s+what\s+(?:it|the\s+\w+)\s+is\b",
+        description,
+        re.IGNORECASE,
+    )
+    said = _THING_SAID.search(utterance) if defined else None
     return said.group(1).lower() if said else None
 
 

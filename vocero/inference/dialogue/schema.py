@@ -35,6 +35,11 @@ _DATETIME_SAID = re.compile(
     r"\brfc\s*3339\b|\bdate[\s-]?time\b|\biso\s*8601\s+(?:date[\s-]?time|timestamp|moment)",
     re.IGNORECASE,
 )
+_DATE_SAID = re.compile(
+    r"\byyyy-mm-dd\b|\biso\s*8601\s+date\b|\b(?:is|as)\s+(?:the|a)\s+(?:calendar\s+)?date\b",
+    re.IGNORECASE,
+)
+"""A bare field its line calls a date ("swim_day is the date as YYYY-MM-DD")."""
 _CLAUSES = re.compile(r"[.;,:](?:\s+|$)")
 _SENTENCES = re.compile(r"[.;](?:\s+|$)")
 _NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
@@ -43,8 +48,9 @@ _NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 def model_facing(tool: ToolDefinition) -> dict[str, Any]:
     """The tool's input schema without the fields the platform fills, and with what the tool's
     description says of a bare string field made explicit: one a clause of it calls an RFC 3339
-    date-time gets ``format: date-time``; one a clause names values for (proper names) gets
-    them under :data:`OPTIONS_KEY`. The schema's own ``format``, ``pattern`` or ``enum`` wins."""
+    date-time gets ``format: date-time``, one it calls a date (YYYY-MM-DD) ``format: date``;
+    one a clause names values for (proper names) gets them under :data:`OPTIONS_KEY`. The
+    schema's own ``format``, ``pattern`` or ``enum`` wins."""
     schema = copy.deepcopy(tool.input_schema or {"type": "object", "properties": {}})
     properties: dict[str, Any] = schema.get("properties", {})
     for name in PLATFORM_FIELDS & properties.keys():
@@ -67,6 +73,9 @@ def _described(name: str, prop: dict[str, Any], description: str, others: list[s
     clauses = [c for c in _CLAUSES.split(description or "") if word.search(c)]
     if _DATETIME_SAID.search(own) or _DATETIME_SAID.search(_said_of(name, description, others)):
         prop["format"] = "date-time"
+        return
+    if _DATE_SAID.search(own) or _DATE_SAID.search(_said_of(name, description, others)):
+        prop["format"] = "date"
         return
     options: list[str] = []
     for clause in [own, *clauses]:
