@@ -11,7 +11,7 @@ from vocero.speech.readout.context import Readout, ReadoutContext, TemplateError
 from vocero.speech.readout.records import used_identifier
 from vocero.speech.readout.spoken import moment_words
 from vocero.speech.readout.templates import fill
-from vocero.speech.readout.words import noun_of, sentence
+from vocero.speech.readout.words import is_identifier, key_words, noun_of, sentence
 
 _ERROR_CODE = re.compile(r"^\s*([a-z][a-z0-9_]+)\b")
 
@@ -56,14 +56,26 @@ def failure(call: ToolEvidence, spec: ToolSpec | None, ctx: ReadoutContext) -> s
         return WRITE_FAILURES[reason]
     named = used_identifier(call, ctx)
     if named and (reason == "not_found" or (not writes and reason in ("refused", ""))):
-        noun = noun_of(call.tool)
+        noun = _thing(call, named)
         return (
             f"I couldn't find {noun} {named} on your account — could you check the "
             f"{'number' if any(c.isdigit() for c in named) else 'name'}?"
         )
     if reason == "not_found":
-        return f"I couldn't find that {noun_of(call.tool)} on your account."
+        return f"I couldn't find that {_thing(call)} on your account."
     return "Sorry, I could not complete that."
+
+
+def _thing(call: ToolEvidence, named: str = "") -> str:
+    """What the caller's identifier names, from the field it went in (``job_ref`` -> "job",
+    ``order_no`` -> "order"), else what the tool is about (:func:`noun_of`): never another
+    word of the tool's name ("workshop.job_card" looks up a job, not a workshop)."""
+    for key, value in call.arguments.items():
+        if isinstance(value, str) and is_identifier(key) and (value == named or not named):
+            noun = " ".join(key_words(key)[:-1])
+            if noun:
+                return noun
+    return noun_of(call.tool)
 
 
 def _error_code(call: ToolEvidence) -> str:

@@ -22,6 +22,7 @@ from vocero.speech.readout.words import (
     FREE_TEXT_WORDS,
     STATUS_WORDS,
     article,
+    copula,
     internal,
     is_identifier,
     join,
@@ -81,7 +82,7 @@ def generic(
             return f"You have no {label_of(key)}."
         return list_sentence(key, _items(key, rows, ctx), ctx)
     noun = noun_of(call.tool)
-    named = used_identifier(call, ctx, record)
+    named = _as_recorded(used_identifier(call, ctx, record), record)
     subject = f"{noun} {named}" if named else f"your {noun}"
     fields = _fields(record)
     merged = dict(fields)
@@ -89,10 +90,14 @@ def generic(
     spoken = [(k, v) for k, v in fields if _speakable(k, v, ctx, named)]
     whens = whens_of(spoken, merged, ctx)
     clauses = [when_clause(w, ctx) for w in whens if not w.meta]
-    clauses += [c for k, v in sorted(spoken, key=_rank) if (c := clause_of(k, v, merged, ctx))]
+    clauses += [
+        c
+        for k, v in sorted(spoken, key=_rank)
+        if (c := _what_it_is(k, v, noun) or clause_of(k, v, merged, ctx))
+    ]
     clauses += [when_clause(w, ctx) for w in whens if w.meta]
     if status:
-        head = f"{upper_first(subject)} is {status}."
+        head = f"{upper_first(subject)} {copula(status)} {status}."
     elif clauses:
         first = next((c for c in clauses if c.startswith(("It ", "Its "))), clauses[0])
         head = with_subject(first, subject)
@@ -111,6 +116,26 @@ def generic(
             break
         said.append(clause)
     return " ".join(said)
+
+
+def _as_recorded(named: str, record: Mapping[str, Any]) -> str:
+    """The caller's identifier as the record spells it ("7731B" said, "7731-B" on record)."""
+    for key, value in record.items():
+        if isinstance(value, str) and is_identifier(key) and _compact(value) == _compact(named):
+            return value
+    return named
+
+
+def _what_it_is(key: str, value: Any, noun: str) -> str:
+    """A field named as the record itself (``part`` of a tool about parts) says what the record
+    is: "It is a detachable tow bar.", not "Its part is detachable tow bar."."""
+    if not isinstance(value, str) or " ".join(key_words(key)) != noun:
+        return ""
+    text = neutralise(value)
+    if not text or len(text.split()) > FREE_TEXT_WORDS:
+        return ""
+    thing = mid_sentence(text, common=True)
+    return f"It is {article(thing)} {thing}."
 
 
 def _rank(field: tuple[str, Any]) -> int:
@@ -166,8 +191,8 @@ def _speakable(key: str, value: Any, ctx: ReadoutContext, named: str = "") -> bo
     if not isinstance(value, str | int | float):
         return False
     text = str(value)
-    if is_identifier(key):
-        return text != named and _said_by_caller(text, ctx)
+    if is_identifier(key):  # the one the subject names is not said again ("7731B" is "7731-B")
+        return _compact(text) != _compact(named) and _said_by_caller(text, ctx)
     if isinstance(value, str) and len(value.split()) > FREE_TEXT_WORDS:
         return False
     return not (ZONE_NAME.match(text) or LINK.match(text))
@@ -192,15 +217,44 @@ def _items(key: str, rows: list[Mapping[str, Any]], ctx: ReadoutContext) -> list
     noun = singular(label_of(key))
     statuses = [_status(_fields(row)) for row in rows]
     shared = len(set(statuses)) == 1
+    what_key = _distinguishing(rows)
     return [
-        _describe(row, noun, "" if shared else status, ctx)
+        _describe(row, noun, "" if shared else status, ctx, what_key)
         for row, status in zip(rows, statuses, strict=True)
     ]
 
 
-def _describe(row: Mapping[str, Any], noun: str, status: str, ctx: ReadoutContext) -> str:
+_WORD_VALUE = re.compile(r"^[A-Za-z][A-Za-z '_-]*$")
+"""A value in words ("aqua_aerobics", "Spin"), not a time, a date, a number or a code."""
+
+
+def _distinguishing(rows: list[Mapping[str, Any]]) -> str:
+    """The field that tells a list's items apart when none names them (``activity`` of classes
+    that differ only in it and their times): the first short field in words, not an identifier,
+    a status or a message, whose values are not all the same; "" when there is none, or when a
+    field names the items (:func:`names_it`)."""
+    if not rows or any(names_it(k) for row in rows for k in row):
+        return ""
+    for key in rows[0]:
+        if is_identifier(key) or internal(key) or message_key(key) or names_person(key):
+            continue
+        if key_words(key)[-1:] and key_words(key)[-1] in STATUS_WORDS:
+            continue
+        said = [row.get(key) for row in rows]
+        if not all(isinstance(v, str) and _WORD_VALUE.match(v) for v in said):
+            continue
+        if all(len(str(v).split()) <= 3 for v in said) and (len(rows) == 1 or len(set(said)) > 1):
+            return key
+    return ""
+
+
+def _describe(
+    row: Mapping[str, Any], noun: str, status: str, ctx: ReadoutContext, what_key: str = ""
+) -> str:
     fields = [(k, v) for k, v in _fields(row) if _speakable(k, v, ctx)]
     what = next((neutralise(v) for k, v in fields if isinstance(v, str) and names_it(k)), "")
+    if not what and isinstance(row.get(what_key), str):  # "a spin class", "an aqua aerobics ..."
+        what = f"{neutralise(str(row[what_key]).replace('_', ' '))} {noun}"
     who = next((neutralise(v) for k, v in fields if isinstance(v, str) and names_person(k)), "")
     titled = next((neutralise(v) for _, v in fields if isinstance(v, str) and _TITLED.match(v)), "")
     whens = whens_of(fields, dict(_fields(row)), ctx)
@@ -215,7 +269,7 @@ def _describe(row: Mapping[str, Any], noun: str, status: str, ctx: ReadoutContex
     if whens:
         parts.append(item_when(whens[0], ctx))
     if status:
-        parts.append(f"that is {status}")
+        parts.append(f"that {copula(status)} {status}")
     if not (what or who or whens or status):
         extras = [
             f"{label_of(k)} {spoken_value(k, v, row, ctx, False)}"
@@ -247,6 +301,10 @@ def used_identifier(
         ):
             return value
     return ""
+
+
+def _compact(value: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", value.casefold())
 
 
 def _said_by_caller(value: str, ctx: ReadoutContext) -> bool:

@@ -152,6 +152,21 @@ def is_identifier(key: str) -> bool:
     return bool(words) and words[-1] in ID_WORDS
 
 
+_PERFECT = frozenset({
+    "arrived", "come", "gone", "departed", "expired", "failed", "lapsed", "landed",
+    "happened", "occurred", "begun", "started", "ended", "risen", "fallen",
+})  # fmt: skip
+"""Past participles of verbs that take no object: a status that opens with one is said with
+"has" ("has arrived at the garage"), never "is arrived"."""
+
+
+def copula(status: str) -> str:
+    """The verb a record's status is said with: "has" for a status that opens with an
+    intransitive past participle ("arrived at the depot"), else "is" ("packed", "on order")."""
+    first = status.split()[:1]
+    return "has" if first and first[0].lower() in _PERFECT else "is"
+
+
 def noun_of(tool: str) -> str:
     """What a tool is about, from its name: ``parcels.track`` -> "parcel", ``lookup_pet_visit``
     -> "pet visit"; never a verb or a system prefix."""
