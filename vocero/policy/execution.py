@@ -204,7 +204,12 @@ class Execution:
             self._facts.observe(receipt)
         result: dict[str, Any] = {
             "summary": readback.outcome(
-                run.tool.tool, run.arguments, op.status, op.reason_code, today=self._facts.today()
+                run.tool.tool,
+                run.arguments,
+                op.status,
+                op.reason_code,
+                today=self._facts.today(),
+                receipt=receipt if isinstance(receipt, dict) else None,
             ),
             "operation_id": op.id,
         }

@@ -206,9 +206,11 @@ def outcome(
     reason: str = "",
     *,
     today: date | None = None,
+    receipt: Mapping[str, Any] | None = None,
 ) -> str:
     """What the caller hears once the owning service answered a write: "Done: your booking
-    BK-101 is shifted to Friday at 11." on ``committed``, never before."""
+    BK-101 is shifted to Friday at 11." on ``committed``, never before; with the reference the
+    service's ``receipt`` gave it, when the caller has not said it (:func:`_new_reference`)."""
     verb, noun = action_words(tool)
     speak = _Speaker(arguments, today)
     target = speak.object(noun)
@@ -216,7 +218,7 @@ def outcome(
     yours = f"your {target}" if target else "it"
     if status == "committed":
         subject = f"your {target} is" if target else "that's"
-        return f"Done: {subject} {past_tense(verb)}{details}."
+        return f"Done: {subject} {past_tense(verb)}{details}.{_new_reference(receipt, arguments)}"
     if status == "rejected":
         why = REFUSALS.get(reason, "")
         return f"The request to {verb} {yours} was not accepted, so nothing changed. " \
@@ -239,6 +241,20 @@ def _identifier(key: str) -> bool:
     """An identifier's field (``order_id``, ``booking_ref``): its value names the object."""
     words = english.identifier_words(key)
     return kind_of(key, {}) == "id" or (len(words) > 1 and words[-1] in _REFERENCE_WORDS)
+
+
+def _new_reference(receipt: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> str:
+    """" Your booking reference is BAY-301.": the first reference field (``*_ref``,
+    ``*_reference``) of a write's receipt whose value the arguments did not carry, the one thing
+    of the receipt the caller needs and has not heard; "" without one."""
+    said = {str(v) for v in arguments.values()}
+    for key, value in (receipt or {}).items():
+        words = english.identifier_words(key)
+        if not words or words[-1] not in _REFERENCE_WORDS or not _identifier(key):
+            continue
+        if isinstance(value, str) and value and value not in said and not is_sensitive(key):
+            return f" Your {english.name_words(key)} is {value}."
+    return ""
 
 
 def _instant(arguments: Mapping[str, Any], today: date | None = None) -> str:
