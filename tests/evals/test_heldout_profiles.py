@@ -34,6 +34,8 @@ CASES: dict[str, tuple[str, str, list[str], str, dict[str, Any]]] = {
     "riverside": ("centre", "riverside", ["membership:read", "membership:freeze"],
                   "freeze_membership", {"member_no": "RL204518", "from_date": "2027-02-01",
                                         "weeks": 6}),
+    "quarryhill": ("library", "quarryhill", ["loans:read", "loans:renew"],
+                   "renew_item", {"barcode": "QH40217"}),
 }
 
 
