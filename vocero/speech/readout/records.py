@@ -253,10 +253,10 @@ def _describe(
 ) -> str:
     fields = [(k, v) for k, v in _fields(row) if _speakable(k, v, ctx)]
     what = next((neutralise(v) for k, v in fields if isinstance(v, str) and names_it(k)), "")
-    if not what and isinstance(row.get(what_key), str):  # "a spin class", "an aqua aerobics ..."
-        what = f"{neutralise(str(row[what_key]).replace('_', ' '))} {noun}"
     who = next((neutralise(v) for k, v in fields if isinstance(v, str) and names_person(k)), "")
     titled = next((neutralise(v) for _, v in fields if isinstance(v, str) and _TITLED.match(v)), "")
+    if not (what or who or titled) and isinstance(row.get(what_key), str):
+        what = f"{neutralise(str(row[what_key]).replace('_', ' '))} {noun}"  # "a spin class"
     whens = whens_of(fields, dict(_fields(row)), ctx)
     thing = mid_sentence(what, common=True) if what else noun
     if status and len(status.split()) == 1:
