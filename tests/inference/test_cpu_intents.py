@@ -21,6 +21,7 @@ from vocero.bench.dialogue import HELD_OUT, ROOT, score_all, weakest
 from vocero.contracts.domain import AgentProfile, ProfileMatch, ToolDefinition, ToolSpec
 from vocero.contracts.ports import ClaimTopic
 from vocero.contracts.prohibited import prohibited_tools
+from vocero.inference.dialogue.intent_material import material
 from vocero.inference.dialogue.intents import ACTS, OUT_OF_SCOPE, IntentModel
 
 PROFILES = Path(__file__).resolve().parents[2] / "fixtures" / "profiles"
@@ -216,6 +217,42 @@ def test_the_bench_fits_the_prohibited_tools_as_the_agent_does(tmp_path: Path) -
     )
     report = anyio.run(partial(score_all, tmp_path, PROFILES, servers=False))
     assert report["files"][0]["errors"] == []
+
+
+CLASSES = [
+    ToolDefinition(name=name, description=description, input_schema={})
+    for name, description in (
+        ("schedule.view", "List the caller's booked classes, soonest first."),
+        ("schedule.add", "Book a class with a trainer."),
+        ("schedule.shift", "Move a booked class to a new time."),
+        ("schedule.call_off", "Call off a booked class."),
+        ("passes.show", "Show the caller's gym passes and their expiry dates."),
+    )
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("line", "intent"),
+    [
+        ("can you cancel my class on friday", "schedule.call_off"),
+        ("please drop my class tomorrow", "schedule.call_off"),
+        ("what classes have i got", "schedule.view"),
+        ("book me a class with a trainer", "schedule.add"),
+    ],
+)
+def test_a_verb_of_the_names_area_is_not_every_siblings_action(line: str, intent: str) -> None:
+    """``schedule.*``: "schedule" is what the tools are about; each one's action is the rest of
+    its name ("call_off" spelt as two words) or its description's verb, so a cancellation is no
+    booking (all five were booked by "schedule" before)."""
+    assert IntentModel.fit(CLASSES, []).decide(line).intent == intent
+
+
+def test_the_everyday_words_are_those_of_the_first_noun_the_thesaurus_knows() -> None:
+    mine = ToolDefinition(name="agenda.mine", description="List the caller's booked visits.",
+                          input_schema={})  # fmt: skip
+    texts, labels = material([mine], [])
+    said = " ".join(t for t, label in zip(texts, labels, strict=True) if label == mine.name)
+    assert "appointment" in said, "visit's everyday words, though 'agenda' comes first"
 
 
 def test_a_profiles_examples_teach_its_own_phrasing() -> None:

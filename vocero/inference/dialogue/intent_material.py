@@ -7,6 +7,7 @@ normalised, deduplicated ``(line, label)`` pairs.
 from __future__ import annotations
 
 import itertools
+import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ from vocero.inference.dialogue.intent_lines import (
 
 MAX_TEMPLATE_LINES = 160
 """Template lines per tool at most (chosen deterministically), so fit time stays bounded."""
+RANDOM_SEED = 0
+"""The seed of that choice: the same tools always give the same lines."""
 
 _APOSTROPHE = re.compile(r"['\u2019`]")
 _NON_WORD = re.compile(r"[^a-z0-9]+")
@@ -78,22 +81,49 @@ def _schema_properties(tool: ToolDefinition) -> Mapping[str, Any]:
     return props if isinstance(props, dict) else {}
 
 
+_PHRASAL = {
+    phrase: family
+    for family, phrases in VERB_FAMILIES.items()
+    for phrase in phrases
+    if len(phrase.split()) == 2
+}
+"""Two-word verbs of the families ("call off", "set up"): a name may spell its action so."""
+
+
+def _name_words(name: str) -> tuple[list[str], list[str], list[str]]:
+    """The action families of a tool's name, those of its area, and its nouns (in name order).
+    In ``area.action`` the part after the last dot says what the tool does and the area what it
+    is about: a verb word of the area (``schedule.move``: its siblings share "schedule") names
+    the action only when nothing else does (:func:`_tool_words`), and is no noun either."""
+    area, _, action = name.rpartition(".")
+    families: tuple[list[str], list[str]] = ([], [])
+    nouns: list[str] = []
+    for part, found in ((_words(area), families[1]), (_words(action), families[0])):
+        skip = False
+        for word, after in itertools.zip_longest(part, part[1:], fillvalue=""):
+            if skip:
+                skip = False
+                continue
+            family = VERB_WORDS.get(word)
+            phrasal = _PHRASAL.get(f"{word} {after}")
+            if family is None and phrasal is not None:
+                family, skip = phrasal, True
+            if family is not None:
+                found.append(family)
+            elif word not in STOP:
+                nouns.append(_singular(word))
+    return families[0], families[1], nouns
+
+
 def _tool_words(tool: ToolDefinition) -> _ToolWords:
     name = _words(tool.name)
     sentences = [s for s in _SENTENCE.split(tool.description.strip()) if s]
     lead = _words(sentences[0]) if sentences else []
-    families: list[str] = []
+    families, area_families, nouns = _name_words(tool.name)
     literal: list[str] = []
-    nouns: list[str] = []
-    for word in name:
-        family = VERB_WORDS.get(word)
-        if family is not None:
-            families.append(family)
-        elif word not in STOP:
-            nouns.append(_singular(word))
     # The description's first word is its verb ("Look up the ...", "Move one of ...").
     if lead:
-        family = VERB_WORDS.get(lead[0])
+        family = VERB_WORDS.get(lead[0]) or _PHRASAL.get(" ".join(lead[:2]))
         if family is not None:
             families.append(family)
         elif lead[0] not in STOP:
@@ -112,6 +142,7 @@ def _tool_words(tool: ToolDefinition) -> _ToolWords:
     ordered = list(dict.fromkeys(nouns))
     head = [n for n in ordered if n in {_singular(w) for w in name}]
     rest = [n for n in ordered if n not in head][:3]
+    families = families or ([] if literal else area_families)
     return _ToolWords(
         families=tuple(dict.fromkeys(families)) or (() if literal else ("check",)),
         literal_verbs=tuple(literal),
@@ -122,11 +153,14 @@ def _tool_words(tool: ToolDefinition) -> _ToolWords:
 
 
 def _noun_forms(nouns: Sequence[str]) -> list[str]:
+    """The nouns and the everyday words for the tool's main noun only: the first of its nouns
+    the thesaurus knows (a first word such as "booked" or "mine" is no noun it knows)."""
     forms: list[str] = []
-    for i, noun in enumerate(nouns):
+    main = next((n for n in nouns if n in NOUN_SYNONYMS), None)
+    for noun in nouns:
         forms.append(noun)
-        if i == 0:  # synonyms of the tool's main noun only
-            forms.extend(NOUN_SYNONYMS.get(noun, ()))
+        if noun == main:
+            forms.extend(NOUN_SYNONYMS[noun])
     return list(dict.fromkeys(forms))
 
 
@@ -147,10 +181,11 @@ def _templated(words: _ToolWords) -> list[str]:
     for family in words.families:
         for template, noun in itertools.product(FAMILY_TEMPLATES.get(family, ()), nouns):
             lines.append(template.format(n=noun, t=next(times)))
-    # A deterministic spread over the product, capped: every verb and noun keeps a share.
+    # A deterministic sample of the product, capped: every verb and noun keeps a share. (A
+    # fixed stride did not: with 7 nouns varying fastest, a stride of 3.5 kept only 2 of them.)
     if len(lines) > MAX_TEMPLATE_LINES:
-        step = len(lines) / MAX_TEMPLATE_LINES
-        lines = [lines[int(i * step)] for i in range(MAX_TEMPLATE_LINES)]
+        kept = sorted(random.Random(RANDOM_SEED).sample(range(len(lines)), MAX_TEMPLATE_LINES))
+        lines = [lines[i] for i in kept]
     return lines
 
 

@@ -30,10 +30,11 @@ is two vectorisers and one sparse vector times a weight matrix: about a millisec
 
 Training material (:mod:`.intent_material`), besides the profile's own words, is generic
 English (:mod:`.intent_lines`): caller phrasings of an action a tool's name or description names
-(move -> push back, postpone, rebook), everyday words for common customer-service nouns (used only
-for the main noun of a tool's own name), sentence frames per action, call-back lines for the
-``followups.record`` built-in, question frames for claim topics, and lines for each act. None is
-written from, or tuned on, any held-out set (fixtures/dialogue).
+(move -> push back, postpone, rebook; in an ``area.action`` name the action part's, the area's
+only when nothing else names one), everyday words for common customer-service nouns (used only
+for a tool's main noun: the first of its nouns the thesaurus knows), sentence frames per action,
+call-back lines for the ``followups.record`` built-in, question frames for claim topics, and
+lines for each act. None is written from, or tuned on, any held-out set (fixtures/dialogue).
 
 Out of scope. Three ways, all documented in :meth:`IntentModel.decide`: an ``out_of_scope``
 class trained on generic off-topic lines (weather, jokes, sport, ...; a line sharing a word with
