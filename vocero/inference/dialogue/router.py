@@ -175,7 +175,7 @@ def _score(
     action_said = said.get(action, 0.0) >= 1.0
     verb = _example_verb(tool)
     if not action_said and verb and said.get(verb, 0.0) >= 1.0:
-        strength, action_said = strength + 1.0, True  # "freeze my plan": the tool's own verb
+        strength, action_said = strength + 1.0, True  # "hibernate my plan": the tool's own verb
     # "what visits do I have" for a tool that lists "the caller's booked visits"
     described = (
         not domain_said
@@ -539,8 +539,8 @@ _COUNT = rf"\d+|(?:{alternation(NUMBER_VALUES)})(?:[\s-]+(?:{alternation(NUMBER_
 
 
 def _counted(text: str, prop: dict[str, Any], name: str = "") -> int | None:
-    """A count of the unit the field is in ("weeks", "Whole weeks, 1 to 12"): the one number
-    the line says before that unit ("for 6 weeks"); a duration is no quantity otherwise."""
+    """A count of the unit the field is in ("months", "Whole months, 1 to 6"): the one number
+    the line says before that unit ("for 3 months"); a duration is no quantity otherwise."""
     words = set(re.findall(r"[a-z]+", f"{name} {prop.get('description', '')}".lower()))
     units = [u for u in _UNITS if u in words or f"{u}s" in words]
     if len(units) != 1 or prop.get("type") not in ("integer", "number"):

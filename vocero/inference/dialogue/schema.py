@@ -39,7 +39,7 @@ _DATE_SAID = re.compile(
     r"\byyyy-mm-dd\b|\biso\s*8601\s+date\b|\b(?:is|as)\s+(?:the|a)\s+(?:calendar\s+)?date\b",
     re.IGNORECASE,
 )
-"""A bare field its line calls a date ("swim_day is the date as YYYY-MM-DD")."""
+"""A bare field its line calls a date ("visit_day is the date as YYYY-MM-DD")."""
 _CLAUSES = re.compile(r"[.;,:](?:\s+|$)")
 _SENTENCES = re.compile(r"[.;](?:\s+|$)")
 _NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")

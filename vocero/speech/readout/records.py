@@ -225,14 +225,14 @@ def _items(key: str, rows: list[Mapping[str, Any]], ctx: ReadoutContext) -> list
 
 
 _WORD_VALUE = re.compile(r"^[A-Za-z][A-Za-z '_-]*$")
-"""A value in words ("aqua_aerobics", "Spin"), not a time, a date, a number or a code."""
+"""A value in words ("wheel_truing", "Tune-up"), not a time, a date, a number or a code."""
 
 
 def _distinguishing(rows: list[Mapping[str, Any]]) -> str:
-    """The field that tells a list's items apart when none names them (``activity`` of classes
-    that differ only in it and their times): the first short field in words, not an identifier,
-    a status or a message, whose values are not all the same; "" when there is none, or when a
-    field names the items (:func:`names_it`)."""
+    """The field that tells a list's items apart when none names them (``repair`` of workshop
+    slots that differ only in it and their times): the first short field in words, not an
+    identifier, a status or a message, whose values are not all the same; "" when there is
+    none, or when a field names the items (:func:`names_it`)."""
     if not rows or any(names_it(k) for row in rows for k in row):
         return ""
     for key in rows[0]:
@@ -256,7 +256,7 @@ def _describe(
     who = next((neutralise(v) for k, v in fields if isinstance(v, str) and names_person(k)), "")
     titled = next((neutralise(v) for _, v in fields if isinstance(v, str) and _TITLED.match(v)), "")
     if not (what or who or titled) and isinstance(row.get(what_key), str):
-        what = f"{neutralise(str(row[what_key]).replace('_', ' '))} {noun}"  # "a spin class"
+        what = f"{neutralise(str(row[what_key]).replace('_', ' '))} {noun}"  # "a wheel truing slot"
     whens = whens_of(fields, dict(_fields(row)), ctx)
     thing = mid_sentence(what, common=True) if what else noun
     if status and len(status.split()) == 1:
