@@ -55,3 +55,9 @@ def test_a_greeting_before_a_request_we_do_not_cover_is_still_refused() -> None:
     assert "can't help" in reply
     assert not small_talk.greeting_remark("Hello! I need a plumber for my kitchen.")
     assert not small_talk.greeting_remark("Lovely weather today.")  # no greeting: not this rule
+
+
+def test_thanks_and_a_short_bye_at_the_end_is_a_goodbye() -> None:
+    assert small_talk.act("Lovely, that's all I needed. Cheers, bye!") == "goodbye"
+    assert said("Brilliant, that's everything I needed. Thanks, bye!").endswith("Goodbye.")
+    assert small_talk.act("Can you look up CK-123? Thanks, bye") is None, "a request first"

@@ -184,6 +184,19 @@ def declines(utterance: str) -> bool:
     return bool(_DECLINE.search(utterance))
 
 
+def _signs_off(utterance: str) -> bool:
+    """The line ends with a short goodbye sentence after thanks or a "that's all": the caller
+    is leaving ("Lovely, that's all I needed. Cheers, bye!")."""
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+", utterance.strip()) if x.strip()]
+    last = sentences[-1] if sentences else ""
+    return (
+        len(sentences) > 1
+        and len(last.split()) <= 4
+        and bool(re.search(r"\b(?:bye|goodbye)\b", last, re.I))
+        and all(_GOODBYE.search(x) or _THANKS.search(x) for x in sentences)
+    )
+
+
 def act(utterance: str) -> str | None:
     """The conversational act the rules recognise in the line, if any: ``bare`` (a lone yes or
     no), ``repeat``, ``slower``, ``decline``, ``greet``, ``thanks``, ``goodbye`` (the line is
@@ -199,6 +212,8 @@ def act(utterance: str) -> str | None:
         return "decline"
     if _GOODBYE.search(utterance) and len(content.split()) <= 4:
         return "goodbye"
+    if _signs_off(utterance):
+        return "goodbye"  # "Lovely, that's all I needed. Cheers, bye!"
     if not content and _GREETING.search(utterance):
         return "greet"
     if _THANKS.search(utterance) and len(content.split()) <= 2:
