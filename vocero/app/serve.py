@@ -17,6 +17,7 @@ import uvicorn
 from vocero.app.http.operator_api import CALLBACK_PATH
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
+from vocero.app.websocket_protocol import CorkingWebSockets
 from vocero.observability.logging import configure_logging
 from vocero.store.retention import load_policy
 
@@ -60,6 +61,7 @@ def serve(settings: Settings, argv: Sequence[str] = ()) -> int:
         # Browsers offer permessage-deflate and uvicorn accepts it by default: zlib on every
         # frame, most of them base64 audio that hardly compresses. Declined, frames go as they are.
         ws_per_message_deflate=False,
+        ws=CorkingWebSockets,  # uvicorn's own, with a cork for the relay's bursts
         timeout_graceful_shutdown=8,
         ws_ping_interval=20,
         # TLS of its own (https and wss) with --ssl-certfile/--ssl-keyfile (docs/deployment.md).

@@ -208,6 +208,18 @@ class OutputChannel:
             with self._clock.move_on_after(wait_s):
                 await self._changed.wait()
 
+    def has_ready(self) -> bool:
+        """Whether :meth:`receive` would return a frame now, without waiting; nothing is
+        taken."""
+        if self._control or self._partial is not None:
+            return True
+        head = next((f for f in self._data if f.generation_id not in self._stopped), None)
+        if head is None:
+            return False
+        if not head.audio_ms:
+            return True
+        return self._playouts.pacing_wait(head.generation_id, head.audio_ms) <= 0
+
     def _pick(self) -> tuple[OutFrame | None, float | None]:
         if self._control:
             return self._control.popleft(), None

@@ -2,10 +2,12 @@
 ``docs/protocol.md``, "A client that stops reading").
 
 The pump drains the session's output channel (control lane first, paced audio after) onto the
-wire. A close asked for while frames are queued waits for the control frames (errors, the final
-state) to go out first. A client that stops reading while control frames keep coming fills the
-control lane; the channel flags the overflow instead of raising into the session's producers,
-and :meth:`OutboundPump.watch_overflow` returns on it so that the connection ends (1008).
+wire; the frames ready together go as one burst (:meth:`Wire.burst`: one segment, one wake-up of
+the client), each taken only as the one before it is out. A close asked for while frames are
+queued waits for the control frames (errors, the final state) to go out first. A client that
+stops reading while control frames keep coming fills the control lane; the channel flags the
+overflow instead of raising into the session's producers, and
+:meth:`OutboundPump.watch_overflow` returns on it so that the connection ends (1008).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import structlog
 from starlette.websockets import WebSocketDisconnect
 
 from vocero.contracts.errors import CloseCode
-from vocero.orchestrator.output import ControlLaneFull, OutputChannel
+from vocero.orchestrator.output import ControlLaneFull, OutFrame, OutputChannel
 from vocero.relay.ports import RelayMetrics
 from vocero.relay.wire import Wire
 
@@ -66,9 +68,28 @@ class OutboundPump:
                 if frame is None:
                     await self._close(self.close_code or CloseCode.NORMAL)
                     return
-                await self.wire.send(frame)
-                if self.close_code is not None and not out.has_control():
-                    await self._close(self.close_code)
+                if out.has_ready():  # more to send at once: one burst
+                    with self.wire.burst():
+                        closing = await self._send_ready(frame)
+                else:
+                    closing = await self._send_ready(frame)
+                if closing:
+                    await self._close(self.close_code or CloseCode.NORMAL)
                     return
         except ControlLaneFull:
             await self._close(CloseCode.POLICY_VIOLATION)
+
+    async def _send_ready(self, frame: OutFrame) -> bool:
+        """Send ``frame`` and each frame ready after it, taken one at a time as it goes (a stop
+        decided meanwhile is seen before the next frame). True: the connection is to close now
+        (a close was asked for and the control frames before it are out)."""
+        out = self.out
+        while True:
+            await self.wire.send(frame)
+            if self.close_code is not None and not out.has_control():
+                return True
+            if not out.has_ready():
+                return False
+            next_frame = await out.receive()  # ready: returns at once
+            assert next_frame is not None  # no ``until``: receive returns a frame
+            frame = next_frame

@@ -8,6 +8,7 @@ and grows by exactly 1 on every frame of the connection, errors sent before the 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
@@ -16,6 +17,12 @@ from vocero.contracts import events as ev
 from vocero.contracts.errors import CODES, ErrorCode
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import OutFrame
+
+CORK = "vocero.tcp_cork"
+"""The ASGI extension by which the server offers to hold the frames of a burst in the socket
+until the burst ends (``{"cork": switch}``; ``vocero serve`` offers it,
+:mod:`vocero.app.websocket_protocol`): the client gets them in one segment, and is woken once
+instead of once a frame."""
 
 
 def error_payload(code: ErrorCode, correlation_id: str = "") -> ev.Error:
@@ -39,6 +46,22 @@ class Wire:
         """Stamped on every server frame, once the session is open."""
         self.sequence = 0
         """The server sequence of the latest frame sent."""
+        offered = (websocket.scope.get("extensions") or {}).get(CORK) or {}
+        self._cork: Callable[[bool], None] | None = offered.get("cork")
+
+    @contextlib.contextmanager
+    def burst(self) -> Iterator[None]:
+        """The frames sent inside leave together when it ends (where the server can cork its
+        socket; elsewhere each leaves as it is sent, as always)."""
+        cork = self._cork
+        if cork is None:
+            yield
+            return
+        cork(True)
+        try:
+            yield
+        finally:
+            cork(False)
 
     async def receive_text(self) -> str | None:
         message = await self.ws.receive()
