@@ -22,5 +22,7 @@ def test_what_is_freed_between_live_blocks_stays_free_inside_the_arena() -> None
     freed = allocator.heap()
     assert freed is not None
     assert held.in_use - freed.in_use >= 45 * 2**20
-    assert freed.free - before.free >= 45 * 2**20  # the holes: free, but not given back
+    # the holes: free, but not given back (measured from after the allocation: the arena may
+    # have had free space from earlier work that the new blocks took first)
+    assert freed.free - held.free >= 45 * 2**20
     assert len(blocks) == 800
