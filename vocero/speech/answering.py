@@ -1,11 +1,12 @@
 """Whether an approved claim answers the question asked, not only shares a word with it.
 
 Retrieval (``knowledge.search``) ranks claims by the words they share with a question, so a
-claim about MOT prices comes first for "Do you price match if another garage quoted me less?"
-on the one word "price". SPEC §8 lets the agent speak a claim only as an answer: a claim answers
-when its wording, topics, conditions and key cover at least half of the question's key words
-(:func:`key_words`: the words left without stop words and conversational filler), and always
-at least one. A question no claim answers gets the agent's "I don't have an approved answer".
+claim about adult fares comes first for "Do you price match if another operator sold me a
+cheaper seat?" on the one word "price". SPEC §8 lets the agent speak a claim only as an answer:
+a claim answers when its wording, topics, conditions and key cover :data:`COVERAGE` of the
+question's key words (:func:`key_words`: the words left without stop words and conversational
+filler), and always at least one; ``knowledge.search_result`` keeps, of those, the ones that
+cover most. A question no claim answers gets the agent's "I don't have an approved answer".
 
 Pure: words in, a verdict out; generic English only, no catalog's own words.
 """
@@ -19,7 +20,7 @@ from vocero.store.knowledge import STOPWORDS
 
 COVERAGE = 0.3
 """The share of a question's key words a claim must cover to answer it: one of five ("price"
-of "price match ... another garage quoted ... the same job") is a shared word, not an answer;
+of "price match ... another operator sold ... cheaper seat ... same trip") is a shared word;
 two of five ("emergency ... who do I call" of a question that also tells a story) is one."""
 _FILLER = frozenset(
     ("actually", "again", "also", "another", "anything", "anyway", "bit", "currently", "else",

@@ -401,7 +401,7 @@ def _unrouted(turn: _Turn, utterance: str) -> Decision:
         return Call(ToolIntent(name=knowledge.name, arguments={"query": content}))
     label = named.intent if named is not None and named.intent in intents.ACTS else None
     if label == intents.OUT_OF_SCOPE and named is not None and not named.refused:
-        # "Good morning! Bit nippy out there, isn't it?": a greeting, not a request we refuse
+        # "Hello! Terrible weather, isn't it?": a greeting, not a request we refuse
         label = "greet" if small_talk.greeting_remark(utterance) else label
     return Say(small_talk.reply(utterance, request, label=label))
 

@@ -240,7 +240,7 @@ def fill_arguments(
         if value is None and kind == "reason" and not tool.builtin:
             value = values.requested_thing(utterance)  # "book a blood pressure check with ..."
         if value is None and kind == "reason" and tool.builtin == FOLLOWUPS_TOOL:
-            value = told_reason(utterance)  # "ring me back at four? My clutch is grinding."
+            value = told_reason(utterance)  # "ring me back at four? My glaze keeps crawling."
         if value is None and kind == "text":
             value = state_thing(tool.description, name, utterance)  # "my power has been out"
         if value is None and kind == "text":
@@ -267,7 +267,7 @@ _ASKED_BACK = re.compile(
 
 def told_reason(utterance: str) -> str | None:
     """What a call-back is about when the line says it in a sentence of its own, not after
-    "about" ("Could someone ring me back at four? My clutch is making a grinding noise."): the
+    "about" ("Could someone ring me back at four? The glaze keeps crawling off my bowls."): the
     first statement of three words or more that neither asks for the call-back, nor says when,
     nor greets."""
     for said in re.finditer(r"([^.?!]+)([.?!]|$)", utterance):
@@ -281,13 +281,13 @@ def told_reason(utterance: str) -> str | None:
 
 
 _SHOWN_ID = re.compile(r"(?<![\w-])(?=[\w./-]*\d)[A-Za-z0-9]+(?:[-/.][A-Za-z0-9]+)+(?![\w-])")
-"""An identifier a description shows with separators ("like 7731-B", "e.g. AB/1234")."""
+"""An identifier a description shows with separators ("like 4410-K", "e.g. AB/1234")."""
 
 
 def shaped_as_shown(value: str, *descriptions: str) -> str:
     """An identifier without a pattern written as the field's or tool's description shows one:
-    the same characters grouped by its separators ("7731B" or "7731 B" -> "7731-B" where the
-    description says "like 7731-B"); as found where no example has its shape."""
+    the same characters grouped by its separators ("5521K" or "5521 K" -> "5521-K" where the
+    description says "like 4410-K"); as found where no example has its shape."""
     bare = re.sub(r"[\s\-/.]", "", value)
     for example in _SHOWN_ID.findall(" ".join(descriptions)):
         groups = re.split(r"([-/.])", example)

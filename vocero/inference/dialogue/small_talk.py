@@ -169,8 +169,8 @@ _ASKS = re.compile(
 
 
 def greeting_remark(utterance: str) -> bool:
-    """A greeting with chit-chat after it ("Good morning! Bit nippy out there today, isn't
-    it?"): every sentence after the greeting remarks, none asks for anything. It is answered
+    """A greeting with chit-chat after it ("Good morning! Terrible weather we're having,
+    eh?"): every sentence after the greeting remarks, none asks for anything. It is answered
     as the greeting it is, never as a request out of scope."""
     if not _GREETING.search(utterance):
         return False

@@ -67,9 +67,9 @@ def failure(call: ToolEvidence, spec: ToolSpec | None, ctx: ReadoutContext) -> s
 
 
 def _thing(call: ToolEvidence, named: str = "") -> str:
-    """What the caller's identifier names, from the field it went in (``job_ref`` -> "job",
+    """What the caller's identifier names, from the field it went in (``hire_ref`` -> "hire",
     ``order_no`` -> "order"), else what the tool is about (:func:`noun_of`): never another
-    word of the tool's name ("workshop.job_card" looks up a job, not a workshop)."""
+    word of the tool's name ("depot.hire_card" looks up a hire, not a depot)."""
     for key, value in call.arguments.items():
         if isinstance(value, str) and is_identifier(key) and (value == named or not named):
             noun = " ".join(key_words(key)[:-1])

@@ -119,7 +119,7 @@ def generic(
 
 
 def _as_recorded(named: str, record: Mapping[str, Any]) -> str:
-    """The caller's identifier as the record spells it ("7731B" said, "7731-B" on record)."""
+    """The caller's identifier as the record spells it ("5521Q" said, "5521-Q" on record)."""
     for key, value in record.items():
         if isinstance(value, str) and is_identifier(key) and _compact(value) == _compact(named):
             return value
@@ -128,7 +128,7 @@ def _as_recorded(named: str, record: Mapping[str, Any]) -> str:
 
 def _what_it_is(key: str, value: Any, noun: str) -> str:
     """A field named as the record itself (``part`` of a tool about parts) says what the record
-    is: "It is a detachable tow bar.", not "Its part is detachable tow bar."."""
+    is: "It is a camping stove.", not "Its kit is camping stove."."""
     if not isinstance(value, str) or " ".join(key_words(key)) != noun:
         return ""
     text = neutralise(value)
@@ -191,7 +191,7 @@ def _speakable(key: str, value: Any, ctx: ReadoutContext, named: str = "") -> bo
     if not isinstance(value, str | int | float):
         return False
     text = str(value)
-    if is_identifier(key):  # the one the subject names is not said again ("7731B" is "7731-B")
+    if is_identifier(key):  # the one the subject names is not said again ("5521Q" is "5521-Q")
         return _compact(text) != _compact(named) and _said_by_caller(text, ctx)
     if isinstance(value, str) and len(value.split()) > FREE_TEXT_WORDS:
         return False

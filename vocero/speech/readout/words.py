@@ -157,7 +157,7 @@ _PERFECT = frozenset({
     "happened", "occurred", "begun", "started", "ended", "risen", "fallen",
 })  # fmt: skip
 """Past participles of verbs that take no object: a status that opens with one is said with
-"has" ("has arrived at the garage"), never "is arrived"."""
+"has" ("has arrived at the depot"), never "is arrived"."""
 
 
 def copula(status: str) -> str:
