@@ -244,7 +244,7 @@ def _identifier(key: str) -> bool:
 
 
 def _new_reference(receipt: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> str:
-    """" Your booking reference is BAY-301.": the first reference field (``*_ref``,
+    """" Your firing reference is FR-301.": the first reference field (``*_ref``,
     ``*_reference``) of a write's receipt whose value the arguments did not carry, the one thing
     of the receipt the caller needs and has not heard; "" without one."""
     said = {str(v) for v in arguments.values()}

@@ -19,7 +19,7 @@ _ID_TOKEN = (
 _ID_START = r"(?<![\w'\u2019-])"
 _ID_END = r"(?![\w-])"
 _ID_SUFFIX = r"(?:\s((?-i:[A-Z]{1,3}))(?![\w-]))?"
-"""Capital letters said apart after the characters ("7740 C", "KE19 ABC"): part of the
+"""Capital letters said apart after the characters ("5521 D", "LB12 XYZ"): part of the
 identifier where the pattern takes them, or a lone letter that ends the sentence (see
 :func:`_suffixed`)."""
 _SENTENCE_END = re.compile(r"\s*(?:[.?!,;]|$)")
@@ -82,9 +82,9 @@ def _suffixed(
     match: re.Match[str], cleaned: str, pattern: str | None, *, borrow: bool
 ) -> str | None:
     """The identifier of ``match`` (its characters, then the capitals said apart after them):
-    with ``pattern``, with the capitals where it takes them ("KE19 ABC"), else without; a lone
-    capital that ends the sentence is the identifier's last character, pattern or not ("Order
-    number 7740 C." is "7740C", never "7740")."""
+    with ``pattern``, with the capitals where it takes them ("LB12 XYZ"), else without; a lone
+    capital that ends the sentence is the identifier's last character, pattern or not ("Glaze
+    number 5521 D." is "5521D", never "5521")."""
     token, suffix = match.group(1), match.group(2) or ""
     if suffix:
         value = _canonical_id(f"{token} {suffix}", pattern, borrow=borrow)
@@ -109,7 +109,7 @@ def bare_identifier(text: str, pattern: str | None, *, borrow: bool = True) -> s
     Times, dates, counts and amounts are not identifiers ("at 3", "the 14th", "2 items", "$40").
     With ``pattern``, the first candidate with a spelling the pattern accepts. ``borrow=False``
     takes only spellings the caller said: never the pattern's literal prefix before bare digits
-    ("Order number 7740" is no "KM-7740"), for a line that answers no question about the field.
+    ("Glaze number 5521" is no "FR-5521"), for a line that answers no question about the field.
     """
     cleaned = _identifier_text(text)
     found = rf"{_ID_START}({_ID_TOKEN}){_ID_END}{_ID_SUFFIX}"

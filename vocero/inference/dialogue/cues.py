@@ -82,9 +82,9 @@ class CatalogCues:
 
 def identified_tools(text: str, tools: Sequence[ToolDefinition]) -> list[ToolDefinition]:
     """The tools whose pattern-checked identifier field accepts an identifier the line says,
-    as said: a number never takes another tool's prefix to fit ("order 7740" names no tool whose
-    pattern is "^KM-[0-9]{4}$"); and those whose identifier field without a pattern the line
-    names with its value ("order number 7740 C" for ``order_no``)."""
+    as said: a number never takes another tool's prefix to fit ("glaze 5521" names no tool whose
+    pattern is "^FR-[0-9]{4}$"); and those whose identifier field without a pattern the line
+    names with its value ("glaze number 5521 D" for ``glaze_no``)."""
     found: list[ToolDefinition] = []
     for tool in tools:
         properties = schema.model_facing(tool).get("properties", {})

@@ -62,7 +62,7 @@ def id_words(tool: ToolDefinition, name: str) -> tuple[str, str]:
             break
     noun = lowered.replace("_", " ").strip()
     if len(noun) <= 3 or noun == "id":
-        # "reg": the word its own description spells it with ("The vehicle's registration");
+        # "mem": the word its own description spells it with ("The potter's membership code");
         # "rx", "": the tool's own domain says it
         own = str(_property(tool, name).get("description") or "")
         spelled = re.search(rf"\b{re.escape(noun)}[a-z]*\b", own.lower()) if noun else None

@@ -92,8 +92,8 @@ def _named(name: str) -> re.Pattern[str]:
 
 def _said_of(name: str, description: str, others: list[str]) -> str:
     """What a description's sentence says of field ``name``: from where it names the field to
-    the sentence's end or another field's name ("drop_off is when the car is dropped off, as an
-    RFC 3339 date-time with its UTC offset")."""
+    the sentence's end or another field's name ("starts is when the potter arrives, as an RFC
+    3339 date-time with its UTC offset")."""
     said: list[str] = []
     for sentence in _SENTENCES.split(description or ""):
         found = _named(name).search(sentence)

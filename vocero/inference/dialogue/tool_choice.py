@@ -118,9 +118,9 @@ def named_by_value(text: str, tools: Sequence[ToolDefinition]) -> ToolDefinition
 def filled_by_line(
     text: str, tools: Sequence[ToolDefinition], today: dt.date, now: dt.datetime | None
 ) -> ToolDefinition | None:
-    """The one tool the line names by a word only its own name or description has ("what times
-    have you got free" of "the free drop-off times ...") and whose every required field the
-    line's values fill ("for an MOT on Thursday the 10th of December"): a request for what that
+    """The one tool the line names by a word only its own name or description has ("what hours
+    have you got spare" of "the spare throwing hours ...") and whose every required field the
+    line's values fill ("for a kick wheel on Thursday the 10th of December"): a request for what that
     tool does, not out of scope, even where the intent model was never shown such a line."""
     complete: list[ToolDefinition] = []
     for tool in cues.described_tools(text, tools):
