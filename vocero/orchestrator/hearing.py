@@ -343,26 +343,26 @@ class Hearing:
         if self.endpointer is not None and utterance.speculation is speculation:
             self.endpointer.words(utterance)  # the judge now weighs the words of this pause
 
-    async def final_transcript(self, utterance: Utterance) -> Transcription:
-        """The utterance's final: the speculation started at its last pause when no speech came
-        after it, otherwise a transcription of the whole utterance."""
-        core = self.core
-        speculation = utterance.speculation
-        if speculation is not None and utterance.speculation_holds():
-            await speculation.done.wait()
-            if speculation.result is not None:
-                core.metrics.count("stt_speculations", outcome="used")
-                return speculation.result
-        elif speculation is not None:
-            speculation.scope.cancel()
-            core.metrics.count("stt_speculations", outcome="stale")
-        return await core.runners.stt.transcribe(
-            bytes(utterance.audio),
-            sample_rate=16000,
-            locale=core.ctx.effective.locale,
-            utterance_id=utterance.utterance_id,
-            vocabulary=core.vocabulary(),
-        )
+
+async def final_transcript(core: SessionCore, utterance: Utterance) -> Transcription:
+    """The utterance's final: the speculation started at its last pause when no speech came
+    after it, otherwise a transcription of the whole utterance."""
+    speculation = utterance.speculation
+    if speculation is not None and utterance.speculation_holds():
+        await speculation.done.wait()
+        if speculation.result is not None:
+            core.metrics.count("stt_speculations", outcome="used")
+            return speculation.result
+    elif speculation is not None:
+        speculation.scope.cancel()
+        core.metrics.count("stt_speculations", outcome="stale")
+    return await core.runners.stt.transcribe(
+        bytes(utterance.audio),
+        sample_rate=16000,
+        locale=core.ctx.effective.locale,
+        utterance_id=utterance.utterance_id,
+        vocabulary=core.vocabulary(),
+    )
 
 
 def _words_of(utterance: Utterance) -> tuple[str, float | None]:

@@ -22,7 +22,7 @@ from vocero.orchestrator.asking import Asking
 from vocero.orchestrator.core import SessionCore
 from vocero.orchestrator.drafts import Drafts
 from vocero.orchestrator.false_interruptions import Resuming
-from vocero.orchestrator.hearing import Hearing
+from vocero.orchestrator.hearing import Hearing, final_transcript
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.listening import Utterance, is_backchannel
 from vocero.orchestrator.machine import Effect, Event, Intent, Step, routing_event
@@ -141,7 +141,7 @@ class Turns:
         core = self.core
         try:
             with core.clock.fail_after(core.timeouts.stt_s), tracing.span(tracing.STT):
-                return await self.hearing.final_transcript(utterance)
+                return await final_transcript(self.core, utterance)
         except CapacityError:
             core.error(ErrorCode.CAPACITY_EXHAUSTED)
             core.fire(Event.SPEECH_DISCARDED)
