@@ -120,8 +120,8 @@ def filled_by_line(
 ) -> ToolDefinition | None:
     """The one tool the line names by a word only its own name or description has ("what hours
     have you got spare" of "the spare throwing hours ...") and whose every required field the
-    line's values fill ("for a kick wheel on Thursday the 10th of December"): a request for what that
-    tool does, not out of scope, even where the intent model was never shown such a line."""
+    line's values fill ("for a kick wheel on Thursday the 10th of December"): a request for what
+    that tool does, not out of scope, even where the intent model was never shown such a line."""
     complete: list[ToolDefinition] = []
     for tool in cues.described_tools(text, tools):
         if tool.builtin:
