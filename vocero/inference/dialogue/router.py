@@ -26,22 +26,26 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from vocero.contracts import values
-from vocero.contracts.builtins import FOLLOWUPS_TOOL
 from vocero.contracts.domain import ToolDefinition
-from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.synonyms import NOUN_SYNONYMS
-from vocero.contracts.values.numbers import NUMBER_RUN, NUMBER_VALUES, number_run, word_value
 from vocero.inference.dialogue import schema
+from vocero.inference.dialogue.arguments import CALL_BACK_PHRASES, normalise, stem
+from vocero.inference.dialogue.arguments import (  # the routing API, as callers know it
+    enum_said_plainly as enum_said_plainly,
+)
+from vocero.inference.dialogue.arguments import field_kind as field_kind
+from vocero.inference.dialogue.arguments import fill_arguments as fill_arguments
+from vocero.inference.dialogue.arguments import fill_arguments_one as fill_arguments_one
+from vocero.inference.dialogue.arguments import id_noun as id_noun
+from vocero.inference.dialogue.arguments import said_thing as said_thing
+from vocero.inference.dialogue.arguments import shaped_as_shown as shaped_as_shown
+from vocero.inference.dialogue.arguments import state_thing as state_thing
+from vocero.inference.dialogue.arguments import told_reason as told_reason
 
 # action concept -> phrases that say it (lower case, matched on word boundaries); actions only,
 # never a domain's nouns (those come from the profile's tools)
 LEXICON: dict[str, tuple[str, ...]] = {
-    "followup": (
-        "follow up", "follow-up", "followup", "call me", "call back", "callback", "call-back",
-        "remind me", "get back to me", "text me", "email me", "reach out", "contact me",
-        "ring me", "phone me", "give me a call", "call me back",
-    ),
+    "followup": CALL_BACK_PHRASES,
     "status": (
         "status", "where is", "where's", "track", "tracking", "shipped", "arrive", "arriving",
         "delivered", "on its way", "update on", "check on", "find", "look up", "lookup",
@@ -109,11 +113,11 @@ def tool_concepts(tool: ToolDefinition) -> list[str]:
     parts = [p for p in name.split(".") if p]
     if len(parts) < 2:
         words = [w for w in re.split(r"[._\-\s]+", name) if w]
-        return [_stem(w) for w in words]
-    domain = [_stem(w) for part in parts[:-1] for w in re.split(r"[_\-\s]+", part) if w]
+        return [stem(w) for w in words]
+    domain = [stem(w) for part in parts[:-1] for w in re.split(r"[_\-\s]+", part) if w]
     phrase = " ".join(w for w in re.split(r"[_\-\s]+", parts[-1]) if w)
     known = _known_action(phrase) or _described_action(tool.description)
-    action = known or _stem(phrase.replace(" ", "_"))
+    action = known or stem(phrase.replace(" ", "_"))
     return [*domain, action]
 
 
@@ -124,7 +128,7 @@ def _known_action(phrase: str) -> str | None:
 def _described_action(description: str) -> str | None:
     """The action of a description that leads with a verb the lexicon knows ("List the caller's
     visits" -> "list"), for a name whose action word it does not know (``schedule.mine``)."""
-    first = _normalise(description).split()[:1]
+    first = normalise(description).split()[:1]
     return _known_action(first[0]) if first else None
 
 
@@ -132,16 +136,16 @@ def described_nouns(tool: ToolDefinition) -> frozenset[str]:
     """What the tool's things are called, from the profile: the nouns of its description that
     everyday English has other words for, with those words ("the caller's booked visits" ->
     visit and what else a visit is called), stemmed as a caller's words are."""
-    words = {_stem(w) for w in _normalise(tool.description).split()}
+    words = {stem(w) for w in normalise(tool.description).split()}
     out: set[str] = set()
     for noun, synonyms in NOUN_SYNONYMS.items():
         if noun in words:
-            out.update(_stem(s.replace(" ", "")) for s in synonyms)
+            out.update(stem(s.replace(" ", "")) for s in synonyms)
     return frozenset(out)
 
 
 def _concepts_said(utterance: str) -> dict[str, float]:
-    text = f" {_normalise(utterance)} "
+    text = f" {normalise(utterance)} "
     said: dict[str, float] = {}
     for concept, phrases in LEXICON.items():
         if any(f" {p} " in text for p in phrases):
@@ -151,9 +155,9 @@ def _concepts_said(utterance: str) -> dict[str, float]:
             said[concept] = 0.3
     words = text.split()
     for word in words:
-        said.setdefault(_stem(word), 1.0)
+        said.setdefault(stem(word), 1.0)
     for first, second in itertools.pairwise(words):  # "set up" says "setup"
-        said.setdefault(_stem(first + second), 1.0)
+        said.setdefault(stem(first + second), 1.0)
     return said
 
 
@@ -187,460 +191,20 @@ def _score(
     return _Scored(tool, strength, fit, arguments, tuple(missing), tuple(model_fill), candidate)
 
 
-def fill_arguments_one(tool: ToolDefinition, name: str, utterance: str) -> Any:
-    """The value of ``tool``'s enum field ``name`` the caller said, by its words (or ``None``)."""
-    prop = schema.model_facing(tool).get("properties", {}).get(name, {})
-    choices = [v for v in prop.get("enum") or [] if isinstance(v, str) and len(v) >= 4]
-    return _channel_or_enum(utterance, choices) if choices else None
-
-
 def _example_verb(tool: ToolDefinition) -> str | None:
     """The verb a tool's description leads with when its examples say it too ("Hibernate a
     plan ..." and "I want to hibernate my plan"): the profile's own word for the tool's action,
     whatever its name calls it (``plans.suspend``); ``None`` for a description that leads with
     anything else."""
-    first = _normalise(tool.description).split()[:1]
+    first = normalise(tool.description).split()[:1]
     if not first or len(first[0]) < 4 or not first[0].isalpha():
         return None
-    verb = _stem(first[0])
-    said = {_stem(w) for example in tool.examples for w in _normalise(example).split()}
+    verb = stem(first[0])
+    said = {stem(w) for example in tool.examples for w in normalise(example).split()}
     return verb if verb in said and verb not in tool_concepts(tool) else None
 
 
 def _phrase_said(concept: str, said: dict[str, float]) -> float:
     """An action of several words the lexicon does not know ("free_time" of
     ``schedule.free_times``) is said when each of its words is ("what times are free")."""
-    return min(said.get(_stem(w), 0.0) for w in concept.split("_") if w)
-
-
-def fill_arguments(
-    tool: ToolDefinition, utterance: str, today: dt.date, *, now: dt.datetime | None = None
-) -> tuple[dict[str, Any], list[str], list[str]]:
-    """Values for the tool's properties found by rules; required fields not found split into
-    those that must be asked for and those the model may fill.
-
-    ``now`` is the caller's clock, aware, in the caller's zone: a ``date-time`` field's value
-    carries that zone's offset. Without it, midnight of ``today`` in UTC stands in, so a moment
-    is still resolved against ``today`` but written with ``+00:00``."""
-    shown = schema.model_facing(tool)
-    properties: dict[str, Any] = shown.get("properties", {})
-    required = shown.get("required", [])
-    arguments: dict[str, Any] = {}
-    missing: list[str] = []
-    model_fill: list[str] = []
-    kinds = {name: field_kind(name, prop) for name, prop in properties.items()}
-    # Identifiers first: a quantity is a number the line says that no identifier took.
-    for name in sorted(properties, key=lambda n: kinds[n] == "quantity"):
-        kind, prop = kinds[name], properties[name]
-        value: Any
-        if kind == "quantity":
-            value = _quantity(utterance, prop, list(arguments.values()), name)
-        else:
-            value = _extract(kind, name, prop, utterance, today, now=now)
-        if value is None and kind == "reason" and not tool.builtin:
-            value = values.requested_thing(utterance)  # "book a blood pressure check with ..."
-        if value is None and kind == "reason" and tool.builtin == FOLLOWUPS_TOOL:
-            value = told_reason(utterance)  # "ring me back at four? My glaze keeps crawling."
-        if value is None and kind == "text":
-            value = state_thing(tool.description, name, utterance)  # "my power has been out"
-        if value is None and kind == "text":
-            value = said_thing(tool.description, name, utterance)  # "I left my blue scarf"
-        if isinstance(value, str) and kind == "id" and not prop.get("pattern"):
-            value = shaped_as_shown(value, prop.get("description", ""), tool.description)
-        if value is not None:
-            arguments[name] = value
-    for name in properties:
-        if name not in arguments and name in required:
-            (model_fill if kinds[name] == "text" else missing).append(name)
-    return {n: arguments[n] for n in properties if n in arguments}, missing, model_fill
-
-
-_OPENER = re.compile(
-    r"^\W*(?:hi|hello|hey|good (?:morning|afternoon|evening)|thanks|thank you|cheers|please|"
-    r"sorry|this is|it'?s|my name)\b",
-    re.IGNORECASE,
-)
-_ASKED_BACK = re.compile(
-    "|".join(rf"\b{re.escape(p)}\b" for p in LEXICON["followup"]), re.IGNORECASE
-)
-
-
-def told_reason(utterance: str) -> str | None:
-    """What a call-back is about when the line says it in a sentence of its own, not after
-    "about" ("Could someone ring me back at four? The glaze keeps crawling off my bowls."): the
-    first statement of three words or more that neither asks for the call-back, nor says when,
-    nor greets."""
-    for said in re.finditer(r"([^.?!]+)([.?!]|$)", utterance):
-        sentence, end = said.group(1), said.group(2)
-        if end == "?" or len(sentence.split()) < 3 or _OPENER.match(sentence):
-            continue
-        if _ASKED_BACK.search(sentence) or values.when_phrase(sentence) is not None:
-            continue
-        return sentence.strip(" ,")
-    return None
-
-
-_SHOWN_ID = re.compile(r"(?<![\w-])(?=[\w./-]*\d)[A-Za-z0-9]+(?:[-/.][A-Za-z0-9]+)+(?![\w-])")
-"""An identifier a description shows with separators ("like 4410-K", "e.g. AB/1234")."""
-
-
-def shaped_as_shown(value: str, *descriptions: str) -> str:
-    """An identifier without a pattern written as the field's or tool's description shows one:
-    the same characters grouped by its separators ("5521K" or "5521 K" -> "5521-K" where the
-    description says "like 4410-K"); as found where no example has its shape."""
-    bare = re.sub(r"[\s\-/.]", "", value)
-    for example in _SHOWN_ID.findall(" ".join(descriptions)):
-        groups = re.split(r"([-/.])", example)
-        if _id_shape(bare) != _id_shape("".join(groups[::2])):
-            continue
-        out, at = "", 0
-        for i, part in enumerate(groups):
-            out += bare[at : at + len(part)] if i % 2 == 0 else part
-            at += len(part) if i % 2 == 0 else 0
-        return out
-    return value
-
-
-def _id_shape(text: str) -> str:
-    return re.sub(r"[A-Za-z]", "A", re.sub(r"[0-9]", "9", text))
-
-
-_STATE_VERB = r"(?:is|are|was|were|has been|have been|had been|went|keeps? going)"
-
-
-def state_thing(description: str, name: str, utterance: str) -> str | None:
-    """A free-text field the tool's description defines by a state ("item is what is out",
-    "part: what is broken") is the thing the caller says is in that state: "My power has been
-    out since seven" -> "power", "the kitchen tap is broken" -> "kitchen tap"; ``None`` when the
-    description defines no such state or the caller names nothing in it."""
-    label = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[_\-\s]+", name) if w)
-    defined = re.search(
-        rf"\b{label}\s*(?:is|means|:|=)\s*what(?:ever)?\s+{_STATE_VERB}\s+([a-z]+)\b",
-        description,
-        re.IGNORECASE,
-    )
-    if defined is None:
-        return None
-    state = re.escape(defined.group(1))
-    said = re.search(
-        rf"\b(?:my|the|our|a|an)\s+((?:[a-z]+\s+)?[a-z]+?)\s+{_STATE_VERB}\s+(?:(?!not\b|never\b)\w+\s+)?{state}\b",
-        utterance,
-        re.IGNORECASE,
-    )
-    return said.group(1).lower() if said else None
-
-
-_THING_SAID = re.compile(
-    r"\b(?:my|our|his|her|their|a|an)\s+((?:[a-z][\w'-]*\s+){0,4}?[a-z][\w'-]*)"
-    r"(?=\s+(?:in|on|at|by|near|from|inside|under|behind|somewhere|that|which|when|yesterday"
-    r"|today|last|this)\b|\s*[,.?!]|\s*$)",
-    re.IGNORECASE,
-)
-
-
-def said_thing(description: str, name: str, utterance: str) -> str | None:
-    """A free-text field the tool's description defines as saying what a thing is ("item says
-    what it is and what it looks like") is the thing the caller names: "I left my navy scarf in
-    the hall" -> "navy scarf", up to where, when or the line's end; ``None`` when the
-    description defines no such field or the caller names no thing."""
-    label = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[_\-\s]+", name) if w)
-    defined = re.search(
-        rf"\b{label}\s+(?:says|is|describes|tells(?:\s+us)?)\s+what\s+(?:it|the\s+\w+)\s+is\b",
-        description,
-        re.IGNORECASE,
-    )
-    said = _THING_SAID.search(utterance) if defined else None
-    return said.group(1).lower() if said else None
-
-
-_DATETIME_SAMPLE, _DATE_SAMPLE, _TIME_SAMPLE = "2026-01-31T09:30:00+01:00", "2026-01-31", "09:30"
-_ID_SUFFIXES = ("_id", "_ref", "_reference", "_number", "_no", "_code")
-_PLAIN_WORDS = ("word", "Word", "WORD", "two words")
-
-
-def field_kind(name: str, schema: dict[str, Any]) -> str:
-    """How a property is filled: id, datetime, date, time, when, reason, enum, channel, option,
-    quantity or text.
-
-    The schema decides first: ``enum``; ``format`` (``date-time``, ``date``, ``time``); a
-    ``pattern`` by what it accepts (an ISO moment, date or clock time, and not a plain word), any
-    other pattern on a string is an identifier's ("^BK-[0-9]{4}$"). Without them, the name's
-    conventions: ``*_at`` / ``*datetime``, ``*date``, ``*time``, ``id`` / ``*_id`` / ``*_ref`` /
-    ``*_number`` / ``*_code``, and the free-text names. A pattern that no plain word satisfies
-    ("^BK-[0-9]{4}$", not "^[A-Za-z ]+$") is a code's, so its field is an identifier."""
-    fmt, pattern = schema.get("format", ""), schema.get("pattern", "")
-    lowered = name.lower()
-    if "enum" in schema:
-        return "enum"
-    shape = _pattern_shape(pattern)
-    for kind, format_name in (("datetime", "date-time"), ("date", "date"), ("time", "time")):
-        if fmt == format_name or shape == kind:
-            return kind
-    if schema.get("type") in ("integer", "number") and not _id_name(lowered):
-        return "quantity"
-    if schema.get(_OPTIONS):
-        return "option"
-    if lowered.endswith(("_at", "datetime")):
-        return "datetime"
-    if lowered.endswith("date"):
-        return "date"
-    if lowered.endswith("time"):
-        return "time"
-    if _id_name(lowered) or (schema.get("type", "string") == "string" and _code_pattern(pattern)):
-        return "id"
-    if lowered in ("when", "when_text"):
-        return "when"
-    if lowered in ("reason", "topic", "subject"):
-        return "reason"
-    if lowered == "channel":
-        return "channel"
-    return "text"
-
-
-def _id_name(lowered: str) -> bool:
-    return (
-        lowered == "id"
-        or lowered.endswith(_ID_SUFFIXES)
-        or (lowered.endswith("id") and "_" in lowered)
-    )
-
-
-def id_noun(lowered: str) -> str:
-    """What callers call the identified thing: ``booking_ref`` -> "booking", ``id`` -> "number"."""
-    noun = re.sub(r"(?:^|_)(?:id|ref|reference|number|no|code)$", "", lowered)
-    if noun == lowered:
-        noun = lowered.removesuffix("id")
-    return noun.strip("_").split("_")[-1] or "number"
-
-
-def _code_pattern(pattern: str) -> bool:
-    return bool(pattern) and not any(values.pattern_accepts(pattern, w) for w in _PLAIN_WORDS)
-
-
-def _pattern_shape(pattern: str) -> str | None:
-    """The kind of value a pattern is for ("datetime", "date", "time"), by the samples it
-    accepts; ``None`` for other patterns."""
-    if not _code_pattern(pattern):
-        return None
-    for kind, sample in (
-        ("datetime", _DATETIME_SAMPLE), ("date", _DATE_SAMPLE), ("time", _TIME_SAMPLE)
-    ):  # fmt: skip
-        if values.pattern_accepts(pattern, sample):
-            return kind
-    return None
-
-
-_CHANNELS = {
-    "sms": ("text me", "text message", "sms", "message me"),
-    "email": ("email", "e-mail", "mail me"),
-    "phone": ("call", "phone", "ring me"),
-}
-_CHANNEL_ALIASES = {"sms": ("sms", "text"), "email": ("email", "mail"), "phone": ("phone", "call")}
-_ENUM_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "morning": ("before noon", "before lunch"),
-    "afternoon": ("after lunch", "after noon"),
-    "evening": ("tonight", "after work"),
-    "in person": ("face to face", "in the office", "come in"),
-    "video": ("video call", "zoom", "online"),
-}
-"""Common other ways to say an enum value's words; the value's own words always count."""
-_ASSENT = frozenset(
-    ("approve", "approved", "accept", "accepted", "agree", "agreed", "allow", "allowed",
-     "authorise", "authorised", "authorize", "authorized", "proceed", "yes")
-)  # fmt: skip
-_DISSENT = frozenset(
-    ("decline", "declined", "reject", "rejected", "refuse", "refused", "deny", "denied", "no")
-)  # fmt: skip
-_ASSENT_SAID = (
-    "go ahead", "going ahead", "goes ahead", "proceed", "approve", "accept", "agree to",
-    "happy with", "fine with", "okay with", "ok with", "sign off", "authorise", "authorize",
-    "yes to",
-)  # fmt: skip
-_DISSENT_SAID = (
-    "don't want", "do not want", "don't need", "do not need", "turn down", "turn it down",
-    "turn them down", "say no", "no to", "decline", "reject", "refuse", "won't go ahead",
-    "not go ahead", "not going ahead", "don't go ahead", "do not go ahead",
-)  # fmt: skip
-"""A yes-or-no enum value ("approve", "decline") said in everyday words: "go ahead with it",
-"I don't want the new ones". An assent said after "not" says the dissent ("I don't approve")."""
-_NEGATED = re.compile(r"\b(?:not|don't|never|rather than|instead of)\b")
-"""Said just before an enum value, these take it back ("the afternoon, not the morning")."""
-
-
-def _extract(
-    kind: str,
-    name: str,
-    schema: dict[str, Any],
-    utterance: str,
-    today: dt.date,
-    *,
-    now: dt.datetime | None = None,
-) -> Any:
-    pattern = schema.get("pattern")
-    if kind == "id":
-        noun = id_noun(name.lower())
-        found = values.identifier_in(utterance, noun, pattern)
-        if found is None and pattern:
-            # A pattern-checked identifier with letters ("BK-1234") is one without its noun too,
-            # as said: bare digits never take the pattern's prefix (that is a question's answer).
-            bare = values.bare_identifier(utterance, pattern, borrow=False)
-            found = bare if bare and (not bare.isdigit() or _long_code(pattern)) else None
-        return found
-    if kind == "datetime":
-        return values.moment_in(utterance, now or dt.datetime.combine(today, dt.time(), dt.UTC))
-    if kind == "date":
-        return values.date_in(utterance, today)
-    if kind == "time":
-        return values.time_in(utterance)
-    if kind == "when":
-        return values.when_phrase(utterance)
-    if kind == "reason":
-        return values.reason_phrase(utterance)
-    if kind in ("channel", "enum"):
-        return _channel_or_enum(utterance, schema.get("enum"))
-    if kind == "option":
-        return _option(utterance, schema.get(_OPTIONS) or [])
-    return None
-
-
-_OPTIONS = schema.OPTIONS_KEY
-
-
-def _long_code(pattern: str) -> bool:
-    """A pattern that takes only long numbers ("^[0-9]{5}$"): digits said alone are its code,
-    never a count or an hour."""
-    return not any(values.pattern_accepts(pattern, n) for n in ("1", "12", "123"))
-
-
-def _option(utterance: str, options: list[str]) -> str | None:
-    """The value of those a description names that the caller said ("the Riverside store");
-    the last one said wins ("not Maple Street, Riverside"), none said is no value."""
-    text = f" {_normalise(utterance)} "
-    said: list[tuple[int, str]] = []
-    for option in options:
-        words = r"[\s-]+".join(re.escape(w) for w in _normalise(option).split())
-        found = [m.start() for m in re.finditer(rf"(?<=\s){words}(?=\s)", text)]
-        if found:
-            said.append((found[-1], option))
-    return max(said)[1] if said else None
-
-
-_NOT_QUANTITY = re.compile(
-    r"\b\d{1,2}(?:[:.]\d{2})?\s*(?:a\.?\s?m\b\.?|p\.?\s?m\b\.?|o'?clock\b)"
-    r"|\b(?:(?:at|around|by)\s+)?\d{1,2}:\d{2}\b|\b(?:at|around|by)\s+\d{1,2}\b"
-    r"|\b\d{1,2}(?:st|nd|rd|th)\b"
-    r"|\b\d+\s*(?:minutes?|hours?|days?|weeks?|months?|years?)\b",
-    re.IGNORECASE,
-)
-
-
-_UNITS = ("minute", "hour", "day", "night", "week", "month", "year")
-_COUNT = rf"\d+|(?:{alternation(NUMBER_VALUES)})(?:[\s-]+(?:{alternation(NUMBER_VALUES)}))?"
-
-
-def _counted(text: str, prop: dict[str, Any], name: str = "") -> int | None:
-    """A count of the unit the field is in ("months", "Whole months, 1 to 6"): the one number
-    the line says before that unit ("for 3 months"); a duration is no quantity otherwise."""
-    words = set(re.findall(r"[a-z]+", f"{name} {prop.get('description', '')}".lower()))
-    units = [u for u in _UNITS if u in words or f"{u}s" in words]
-    if len(units) != 1 or prop.get("type") not in ("integer", "number"):
-        return None
-    found = {word_value(m) for m in re.findall(rf"\b({_COUNT})\s*{units[0]}s?\b", text)}
-    if len(found) != 1:
-        return None
-    value = found.pop()
-    return value if prop.get("minimum", value) <= value <= prop.get("maximum", value) else None
-
-
-def _quantity(
-    utterance: str, prop: dict[str, Any], taken: list[Any], name: str = ""
-) -> int | float | None:
-    """The one number the line says for a quantity ("It says 48213", "Nine hundred and
-    twelve"), not a time, a date, a duration or an identifier another field took; two numbers
-    said is no value (it is asked)."""
-    text = NUMBER_RUN.sub(number_run, values.spoken_times(utterance.lower()))
-    counted = _counted(text, prop, name)
-    if counted is not None:
-        return counted
-    text = _NOT_QUANTITY.sub(" ", text)
-    taken_text = {str(t) for t in taken}
-    amounts: list[int | float] = []
-    for match in re.finditer(r"(?<![\w.:-])(\d+(?:\.\d+)?)(?![\w:-])", text.replace(",", "")):
-        if match.group(1) in taken_text:
-            continue
-        number = float(match.group(1))
-        value: int | float = int(number) if number.is_integer() else number
-        if prop.get("type") == "integer" and not isinstance(value, int):
-            continue
-        if not prop.get("minimum", value) <= value <= prop.get("maximum", value):
-            continue
-        if value not in amounts:
-            amounts.append(value)
-    return amounts[0] if len(amounts) == 1 else None
-
-
-def _channel_or_enum(utterance: str, enum: list[Any] | None) -> Any:
-    """The enum value the caller said, by its words ("in_person" from "in person", "afternoon"
-    from "in the afternoon") or a common synonym; a value said after "not" does not count, and
-    two different values said is no value (it is asked). Failing that, a contact channel said
-    ("text me" is ``sms``) when the enum has it, or the channel itself without an enum."""
-    text = f" {_normalise(utterance)} "
-    said = [v for v in enum or [] if _enum_value_said(text, str(v))]
-    if said:
-        return said[0] if len(said) == 1 else None
-    for channel, phrases in _CHANNELS.items():
-        if any(p in text for p in phrases):
-            if enum is None:
-                return channel
-            aliases = _CHANNEL_ALIASES[channel]
-            return next((v for v in enum if str(v).lower() in aliases), None)
-    return None
-
-
-def _enum_value_said(text: str, value: str, *, everyday: bool = True) -> bool:
-    """Whether the line says ``value`` by its words, or (``everyday``) by a common other way
-    to say it: a synonym, an assent's or a dissent's everyday words (:data:`_ASSENT_SAID`)."""
-    words = " ".join(w for w in re.split(r"[\s_\-]+", value.lower()) if w)
-    if not words:
-        return False
-    phrases: tuple[str, ...] = (words,)
-    if everyday:
-        phrases += _ENUM_SYNONYMS.get(words, ())
-        phrases += _ASSENT_SAID if words in _ASSENT else ()
-        phrases += _DISSENT_SAID if words in _DISSENT else ()
-    for phrase in phrases:
-        if _phrase_in(text, phrase, negated=False):
-            return True
-    # "I don't approve": an assent taken back is the dissent
-    return everyday and words in _DISSENT and any(_phrase_in(text, p) for p in _ASSENT_SAID)
-
-
-def _phrase_in(text: str, phrase: str, *, negated: bool = True) -> bool:
-    """Whether ``phrase`` is said in ``text`` (a plural or past tense too), taken back by a
-    negation just before it (``negated``) or not (``negated=False``)."""
-    spelled = r"[\s-]+".join(rf"{re.escape(w)}(?:s|es|d|ed)?" for w in phrase.split())
-    for match in re.finditer(rf"(?<=\s){spelled}(?=\s)", text):
-        before = " ".join(text[: match.start()].split()[-3:])
-        if bool(_NEGATED.search(before)) == negated:
-            return True
-    return False
-
-
-def enum_said_plainly(tool: ToolDefinition, name: str, value: object, utterance: str) -> bool:
-    """Whether the caller said ``tool``'s enum value of field ``name`` by its own words (not a
-    synonym, not an everyday assent such as "go ahead", which is also a plain yes)."""
-    text = f" {_normalise(utterance)} "
-    return _enum_value_said(text, str(value), everyday=False)
-
-
-def _stem(word: str) -> str:
-    """Plural to singular, enough to match tool name words ("orders", "followups", "notes")."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def _normalise(text: str) -> str:
-    return re.sub(r"[^\w'\- ]+", " ", text.lower().replace("\u2019", "'"))
+    return min(said.get(stem(w), 0.0) for w in concept.split("_") if w)
