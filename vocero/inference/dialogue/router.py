@@ -11,7 +11,7 @@ thesaurus, :mod:`vocero.contracts.lexicon.synonyms`); an action the
 name does not say ("schedule.mine") is the description's leading verb ("List ...").
 
 Ranking is lexicographic: first how many of the tool's concepts the caller said, then whether the
-tool's required arguments can be filled from the utterance (see :mod:`.slots`). A tool is a
+tool's required arguments can be filled from the utterance (:mod:`.arguments`). A tool is a
 candidate only when its domain was said, or its action together with at least one of its
 arguments: a verb alone ("change my password") is not enough, so chit-chat routes to no tool;
 nor is its action with one of its description's nouns ("what visits do I have" for a tool that
