@@ -155,3 +155,18 @@ def test_the_servers_cork_switch_corks_a_tcp_socket_and_a_closed_one_is_no_error
             assert client.getsockopt(socket_module.IPPROTO_TCP, socket_module.TCP_CORK) == 0
         cork(True)  # closed meanwhile: what it held is gone with it
     assert cork_switch(None) is None
+
+
+class _GoneDescriptor:
+    """uvloop's stand-in socket once the connection's descriptor is gone: it builds a socket
+    from fd -1, which raises ValueError (seen in tests/scaling/test_live_fuzz.py's server)."""
+
+    def setsockopt(self, *_: object) -> None:
+        raise ValueError("negative file descriptor")
+
+
+def test_a_cork_on_a_connection_whose_descriptor_is_gone_is_no_error() -> None:
+    cork = cork_switch(_GoneDescriptor())
+    assert cork is not None
+    cork(True)
+    cork(False)

@@ -23,13 +23,14 @@ from vocero.relay.wire import CORK
 
 def cork_switch(sock: Any) -> Callable[[bool], None] | None:
     """Turns ``TCP_CORK`` of ``sock`` on and off, or ``None`` where it cannot. A socket closed
-    meanwhile is no error: what it held is gone with it."""
+    meanwhile is no error: what it held is gone with it (a closed socket raises ``OSError``;
+    uvloop's stand-in for one whose descriptor is gone raises ``ValueError``)."""
     option = getattr(socket, "TCP_CORK", None)
     if sock is None or option is None:
         return None
 
     def cork(on: bool) -> None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):
             sock.setsockopt(socket.IPPROTO_TCP, option, 1 if on else 0)
 
     return cork
