@@ -31,11 +31,15 @@ CASES: dict[str, tuple[str, str, list[str], str, dict[str, Any]]] = {
     "kestrel": ("kestrel", "kestrel", ["jobs:read", "bookings:write"],
                 "reserve_bay", {"reg": "KE19 ABC", "service": "full",
                                 "drop_off": "2027-01-12T08:30:00+00:00"}),
+    "larkspur": ("larkspur", "larkspur", ["stays:read", "stays:write"],
+                 "add_to_stay", {"confirmation": "LK30422", "item": "breakfast"}),
     "riverside": ("centre", "riverside", ["membership:read", "membership:freeze"],
                   "freeze_membership", {"member_no": "RL204518", "from_date": "2027-02-01",
                                         "weeks": 6}),
     "quarryhill": ("library", "quarryhill", ["loans:read", "loans:renew"],
                    "renew_item", {"barcode": "QH40217"}),
+    "wattle": ("depot", "wattle", ["parcels:read", "parcels:write"],
+               "hold_at_depot", {"consignment": "WP310447", "days": 5}),
 }
 
 
