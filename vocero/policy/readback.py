@@ -161,6 +161,9 @@ class _Speaker:
                 continue
             if kind_of(key, {}) == "amount":
                 out.phrases.append("for " + self._said(speak_amount(value, args.get("currency"))))
+            elif isinstance(value, str) and _ISO_DAY.fullmatch(value):  # a bare ``return_on`` day
+                day = self._said(speak_date(value, self.today))
+                out.phrases.append(f"{'to' if verb in english.MOVING_VERBS else 'on'} {day}")
             elif isinstance(value, str | int | float) and not isinstance(value, bool):
                 said = self._said(english.clean_item(str(value)) or str(value))
                 label = english.name_words(key)

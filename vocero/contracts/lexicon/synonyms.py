@@ -36,3 +36,24 @@ NOUN_SYNONYMS: Final[dict[str, tuple[str, ...]]] = {
 """Everyday English words for common nouns of customer service: the dialogue manager uses a
 row only for a noun a tool's own name or description already names, to hear the caller's
 everyday word for it."""
+
+QUESTION_SYNONYMS: Final[tuple[tuple[str, ...], ...]] = (
+    (
+        "cost",
+        "costs",
+        "price",
+        "prices",
+        "fee",
+        "fees",
+        "charge",
+        "charges",
+        "charged",
+        "how much",
+        "pay",
+        "paying",
+    ),
+    ("age", "how old", "years old", "minimum age"),
+)
+"""Words that ask the same thing of a catalog: "how much does it cost" asks the fee a claim's
+topics may call "fee" or "charge". A line that says one says them all, for finding the claim
+topics it asks about (never a tool)."""

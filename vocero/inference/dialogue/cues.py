@@ -22,6 +22,7 @@ from vocero.contracts import values
 from vocero.contracts.builtins import KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.lexicon.en import LEXICON
+from vocero.contracts.lexicon.synonyms import QUESTION_SYNONYMS
 from vocero.contracts.ports import ClaimTopic
 from vocero.inference.dialogue import router, schema
 
@@ -74,10 +75,34 @@ class CatalogCues:
         if not _QUESTION.search(text):
             return False
         said = stems(text)
-        if not any(_contains(said, topic) for topic in self.topics):
+        alike = [stems(w) for w in _alike(text)]
+        if not any(_contains(said, t) or t in alike for t in self.topics):
             return False
         mine = {_stem(m.group(1).lower()) for m in _MINE.finditer(text)}
         return not mine & self.domains
+
+
+_AGE_SAID = re.compile(
+    r"\b(?:i'?m|i am|she'?s|he'?s|she is|he is|they'?re|aged)\s+(?:only\s+|just\s+)?"
+    r"(?:[1-9][0-9]|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty)"
+    r"(?:[\s-]+(?:one|two|three|four|five|six|seven|eight|nine))?(?:\s+years?\s+old)?"
+    r"(?![\s-]*(?:one|two|three|four|five|six|seven|eight|nine|minutes?|hours?|days?|weeks?|months?|"
+    r"euros?|dollars?|pounds?|percent|%|miles?|km|kilometres?|kilometers?|a\.?m|p\.?m))\b",
+    re.I,
+)
+
+
+def _alike(text: str) -> list[str]:
+    """Words the line asks by another name (:data:`QUESTION_SYNONYMS`): "how much does it cost"
+    says "fee"; "I'm 22" says "age"."""
+    lowered = f" {text.lower()} "
+    out: list[str] = []
+    for group in QUESTION_SYNONYMS:
+        if any(re.search(rf"\b{re.escape(w)}\b", lowered) for w in group):
+            out.extend(group)
+    if _AGE_SAID.search(text):
+        out.extend(next(g for g in QUESTION_SYNONYMS if "age" in g))
+    return out
 
 
 def identified_tools(text: str, tools: Sequence[ToolDefinition]) -> list[ToolDefinition]:

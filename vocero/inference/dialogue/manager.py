@@ -259,20 +259,43 @@ def unsaid(
 ) -> tuple[str, ...]:
     """The free-text ``fields`` whose value the model did not take from the caller's own words
     (junk such as "1000000000000000000000000,", or names from the tool's description): every
-    number of a value and some of its words must be the caller's, else the field is asked
-    for."""
+    number of a value and some of its words must be the caller's, and a value may neither hold
+    another field's value nor repeat a word three times, else the field is asked for."""
     said: set[str] = set()
     for message in request.messages:
         if message.role == "user":
             said.update(re.findall(r"[a-z0-9]+", message.content.lower()))
     out: list[str] = []
     for name in fields:
-        words = re.findall(r"[a-z0-9]+", str(arguments.get(name) or "").lower())
+        value = str(arguments.get(name) or "").lower()
+        words = re.findall(r"[a-z0-9]+", value)
         numbers = {w for w in words if any(c.isdigit() for c in w)}
         own = [w for w in words if w in said]
-        if not own or not numbers <= said:
+        taken = any(
+            isinstance(v, str) and len(v) >= 3 and v.lower() in value
+            for k, v in arguments.items()
+            if k != name
+        )  # "SW-5521_S-5521_…": another field's identifier, run on
+        if not own or not numbers <= said or taken or _stuck(value):
             out.append(name)
     return tuple(out)
+
+
+def trimmed(arguments: dict[str, object], fields: Sequence[str]) -> dict[str, object]:
+    """The model's free-text ``fields`` cut to their first sentence where the model ran on,
+    repeating itself ("the gate code is 4411. the note is 4411. the note is 4411. the"):
+    what it wrote before it looped; :func:`unsaid` still judges what is left."""
+    out = dict(arguments)
+    for name in fields:
+        value = out.get(name)
+        if isinstance(value, str) and _stuck(value):
+            out[name] = re.split(r"(?<=\w)[.;!?](?:\s|$)", value, maxsplit=1)[0].strip()
+    return out
+
+
+def _stuck(value: str) -> bool:
+    words = re.findall(r"[a-z0-9]+", value.lower())
+    return any(words.count(w) >= 3 for w in set(words))
 
 
 # ------------------------------------------------------------------------------ internals

@@ -57,13 +57,17 @@ def model_facing(tool: ToolDefinition) -> dict[str, Any]:
         del properties[name]
     if "required" in schema:
         schema["required"] = [r for r in schema["required"] if r not in PLATFORM_FIELDS]
+    free = [n for n, p in properties.items() if isinstance(p, dict) and _free_text(n, p)]
     for name, prop in properties.items():
         if isinstance(prop, dict):
-            _described(name, prop, tool.description, [n for n in properties if n != name])
+            others = [n for n in properties if n != name]
+            _described(name, prop, tool.description, others, sole=free == [name])
     return schema
 
 
-def _described(name: str, prop: dict[str, Any], description: str, others: list[str]) -> None:
+def _described(
+    name: str, prop: dict[str, Any], description: str, others: list[str], *, sole: bool = False
+) -> None:
     """``prop`` with the kind its own or its tool's description gives it (see
     :func:`model_facing`)."""
     if prop.get("type", "string") != "string" or {"format", "pattern", "enum"} & prop.keys():
@@ -77,13 +81,53 @@ def _described(name: str, prop: dict[str, Any], description: str, others: list[s
     if _DATE_SAID.search(own) or _DATE_SAID.search(_said_of(name, description, others)):
         prop["format"] = "date"
         return
-    options: list[str] = []
+    options = listed(name, own, description, sole=sole)
     for clause in [own, *clauses]:
         for match in _NAMED.finditer(clause.strip()):
-            if match.group(1) not in options:
+            if not any(match.group(1).lower() in o.lower() for o in options):
                 options.append(match.group(1))
     if len(options) >= 2:
         prop[OPTIONS_KEY] = options
+
+
+_LISTED = re.compile(r"\(([^()]{3,160})\)")
+_ITEMS = re.compile(r"\s*,\s*(?:or\s+|and\s+)?|\s+(?:or|and)\s+", re.IGNORECASE)
+_OPEN_LIST = re.compile(r"\s*(?:e\.?g\.?|for example|for instance|such as|like|including)\b", re.I)
+_ARTICLE = re.compile(r"^(?:an?|the|one)\s+", re.IGNORECASE)
+_NOT_FREE = re.compile(
+    r"(?:^|_)(?:id|ref|reference|number|no|code|when|reason|topic|subject|channel)$|(?:date|time|_at)$"
+)
+
+
+def listed(name: str, own: str, description: str, *, sole: bool = False) -> list[str]:
+    """The values a parenthesised list names for field ``name`` ("Add an extra (child seat, GPS,
+    snow chains or an additional driver)", "store is a desk (Airport, Central Station or
+    Harbour)"): the list in the field's own description, or in a sentence of the tool's that
+    names the field before it; or any list of the tool's line when the field is the tool's only
+    free-text one (``sole``: the other fields are identifiers, dates, times or typed values,
+    which a list of words cannot be). Each value as written, without its article; ``[]`` when no
+    list of two or more short values is there."""
+    for text, needs_name in ((own, False), *((s, True) for s in _SENTENCES.split(description))):
+        for found in _LISTED.finditer(text or ""):
+            before = text[: found.start()]
+            if needs_name and not sole and not _named(name).search(before):
+                continue
+            if _OPEN_LIST.match(found.group(1)):
+                continue  # "(for example a child seat)": the caller may name anything
+            items = [_ARTICLE.sub("", i.strip(" .")) for i in _ITEMS.split(found.group(1))]
+            items = [i for i in items if i]
+            if len(items) >= 2 and all(0 < len(i.split()) <= 4 for i in items):
+                return items
+    return []
+
+
+def _free_text(name: str, prop: dict[str, Any]) -> bool:
+    """Whether a field reads as free text: a bare string whose name is none of an identifier's,
+    a date's, a time's or a reason's."""
+    bare = (
+        prop.get("type", "string") == "string" and not {"format", "pattern", "enum"} & prop.keys()
+    )
+    return bare and not _NOT_FREE.search(name.lower())
 
 
 def _named(name: str) -> re.Pattern[str]:

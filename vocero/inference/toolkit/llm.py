@@ -190,7 +190,9 @@ class RoutedLlm(LlmBase):
         tool = next((t for t in request.tools if t.name == intent.name), None)
         if tool is None or not decision.model_fill:
             return intent
-        arguments = await self._fill(request, tool, intent.arguments)
+        arguments = dialogue.trimmed(
+            await self._fill(request, tool, intent.arguments), decision.model_fill
+        )
         unsaid = dialogue.unsaid(request, arguments, decision.model_fill)
         if unsaid:  # junk, or words of the tool's description: asked for, never sent
             log.warning("llm.arguments_unsaid", tool=tool.name, fields=unsaid)
