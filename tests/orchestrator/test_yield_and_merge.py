@@ -15,8 +15,9 @@ import pytest
 
 from tests.orchestrator.action_support import call
 from tests.support.audio import silence_frames, tone_frames
-from tests.support.fakes import fake_runners
+from tests.support.fakes import FakeStt, fake_runners
 from tests.support.harness import Harness, running
+from vocero.contracts.ports import Transcription
 from vocero.inference.sim import EnergyVad
 from vocero.inference.sim.script import Rule
 from vocero.inference.sim.turn import SimTurnJudge
@@ -136,6 +137,137 @@ async def test_a_caller_who_heard_more_than_a_second_interrupts_the_answer() -> 
         assert [m.content for m in h.session.history if m.role == "user"] == [HALF, REST]
 
 
+
+# ------------------------------------ a resume the barge-in path never saw (issue 45, item 2)
+
+SHORT_RULES = [
+    Rule(match=rf"^{HALF}$", reply="Okay."),
+    Rule(match=rf"^{WHOLE}$", reply=WHOLE_REPLY),
+    Rule(match=".*", reply="Tell me more."),
+]
+
+
+async def play_to(h: Harness, generation_id: str, played_ms: int) -> None:
+    """The client plays the answer up to ``played_ms``, reporting as the audio arrives."""
+    out = h.session.core.out
+    while out.acknowledged_ms(generation_id) < played_ms:
+        sent = int(h.out.playout_of(generation_id).sent_ms)
+        assert sent > out.acknowledged_ms(generation_id), "the answer is longer than that"
+        h.session.on_playout(generation_id, min(played_ms, sent))
+        await anyio.wait_all_tasks_blocked()
+
+
+async def test_a_caller_who_resumes_while_the_first_part_is_still_transcribed_is_merged() -> None:
+    """The caller goes on before the first part is even committed (its transcription is slow):
+    their speech began while the session was transcribing, where a new utterance is no
+    barge-in candidate. When the answer to the half begins, the caller is already speaking
+    over it: it yields (nothing of it heard) and the whole request is answered once."""
+    runners, stt, *_ = fake_runners(stt=[HALF, REST], rules=RULES, ms_per_char=20)
+    async with running(runners) as h:
+        stt.held = anyio.Event()  # a slow recogniser: the half waits for its final
+        await push(h, tone_frames(600) + silence_frames(420))
+        await push(h, tone_frames(200))  # they go on before the half is committed
+        assert finals(h) == []
+        held, stt.held = stt.held, None
+        held.set()
+        await h.until_frame("ResponseCreated")
+        assert finals(h) == [HALF]
+        await push(h, tone_frames(400) + silence_frames(420))
+        whole = await h.until_frame("ResponseCompleted", 2)
+        first = h.received.of("ResponseCompleted")[0]
+        assert first.status == "interrupted" and first.heard_text == ""
+        assert finals(h) == [HALF, WHOLE], "the continuation is joined to the first part"
+        assert whole.status == "completed" and whole.heard_text == WHOLE_REPLY
+        assert [(m.role, m.content) for m in h.session.history] == [
+            ("user", WHOLE), ("assistant", WHOLE_REPLY)
+        ]
+
+
+async def test_a_caller_who_began_before_a_short_answer_ended_is_merged() -> None:
+    """The caller went on while the answer to the half ("Okay.") was playing, but it played
+    out before their speech was long enough to be judged a barge-in: nothing was left to stop,
+    and the barge-in path never saw them. They were cut off all the same: the continuation is
+    joined, and the history keeps the "Okay." they heard."""
+    runners, *_ = fake_runners(stt=[HALF, REST], rules=SHORT_RULES, ms_per_char=20)
+    async with running(runners) as h:
+        h.auto_ack = False
+        await push(h, tone_frames(600) + silence_frames(420))
+        first = await h.until_frame("AudioOut")
+        await push(h, tone_frames(100))  # they go on while it plays
+        await play_to(h, first.generation_id, 100)  # "Okay." played out
+        done = await h.until_frame("ResponseCompleted")
+        assert done.status == "completed" and done.heard_text == "Okay."
+        h.auto_ack = True
+        await push(h, tone_frames(300) + silence_frames(420))
+        whole = await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF, WHOLE]
+        assert whole.heard_text == WHOLE_REPLY
+        assert [(m.role, m.content) for m in h.session.history] == [
+            ("assistant", "Okay."), ("user", WHOLE), ("assistant", WHOLE_REPLY)
+        ]
+
+
+async def test_a_caller_who_speaks_after_the_answer_ended_starts_a_turn_of_their_own() -> None:
+    """Inside the window, but the answer ("Okay.") had played out before they spoke: they heard
+    it out, and what they say now answers it."""
+    runners, *_ = fake_runners(stt=[HALF, REST], rules=SHORT_RULES, ms_per_char=20)
+    async with running(runners) as h:
+        await push(h, tone_frames(600) + silence_frames(420))
+        await h.until_frame("ResponseCompleted")
+        await h.advance(0.3)
+        await push(h, tone_frames(400) + silence_frames(420))
+        await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF, REST]
+
+
+class BusyPartials(FakeStt):
+    """A recogniser too busy to give a partial transcription (the cpu runner under load)."""
+
+    async def partial(self, pcm16: bytes, *, sample_rate: int, locale: str) -> Transcription:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+async def test_a_cut_off_caller_stops_the_answer_without_waiting_for_a_transcription() -> None:
+    """A barge-in waits for a partial transcription (is it only an "mm-hmm"?). A caller who
+    was cut off and goes on inside the window is finishing their sentence: the answer to the
+    half stops once their speech has lasted ``min_interruption_ms``, however busy the
+    recogniser is."""
+    runners, *_ = fake_runners(rules=RULES, ms_per_char=20)
+    runners = replace(runners, stt=BusyPartials([HALF, REST]))
+    async with running(runners) as h:
+        h.auto_ack = False
+        await push(h, tone_frames(600) + silence_frames(420))
+        first = await h.until_frame("AudioOut")
+        await push(h, tone_frames(400))
+        stop = await h.until_frame("StopAndFlush")
+        assert stop.generation_id == first.generation_id
+        h.auto_ack = True
+        await push(h, silence_frames(420))
+        await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF, WHOLE]
+
+
+async def test_what_was_heard_is_judged_when_the_caller_began_not_when_the_stop_came() -> None:
+    """The caller went on 800 ms into the answer; it went on playing while their speech was
+    judged a barge-in, past a second. The answer they reacted to is what they had heard when
+    they began: 800 ms, the rest of their own sentence."""
+    runners, *_ = fake_runners(stt=[HALF, REST], rules=RULES, ms_per_char=20)
+    async with running(runners) as h:
+        h.auto_ack = False
+        await push(h, tone_frames(600) + silence_frames(420))
+        first = await h.until_frame("AudioOut")
+        await play_to(h, first.generation_id, 800)
+        await push(h, tone_frames(100))  # their speech has begun
+        await play_to(h, first.generation_id, 1_100)  # judging it, the answer plays on
+        await push(h, tone_frames(300))
+        cut = await h.until_frame("ResponseCompleted")
+        assert cut.status == "interrupted"
+        h.auto_ack = True
+        await push(h, silence_frames(420))
+        await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF, WHOLE]
+
 MOVE = "move APT-1 to friday at 3pm"
 MOVE_REST = "for my daughter not for me"
 MOVE_RULES = [
@@ -153,10 +285,6 @@ MOVE_RULES = [
 async def test_a_read_back_of_the_cut_off_half_is_withdrawn_before_a_yes(db_path: Path) -> None:
     async with call(db_path, rules=MOVE_RULES, ms_per_char=20) as c:
         h = c.h
-        from dataclasses import replace
-
-        from tests.support.fakes import FakeStt
-
         h.session.core.runners = replace(h.session.core.runners,
                                          stt=FakeStt([MOVE, MOVE_REST, "yes", "yes"]))
         h.auto_ack = False

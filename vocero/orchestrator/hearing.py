@@ -75,7 +75,7 @@ class Hearing:
         self.drafts: Drafts | None = None
         """Told of each pause's words and of the caller going on (ADR-0037)."""
         self.merge: TurnMerge | None = None
-        """Told of each barge-in by speech (ADR-0037)."""
+        """Told of each utterance's first speech and each barge-in by speech (ADR-0037)."""
         core.on(Effect.WATCH_INTERRUPTION, self._watch)
         core.on(Effect.RESET_LISTENING, self.reset)
 
@@ -120,11 +120,14 @@ class Hearing:
         self.heard_ms += len(pcm16) / _BYTES_PER_MS
         if segment.started is not None:
             segment.started.clock_ms = self.heard_ms - segment.started.duration_ms
-            self._speech_detected_at = self.core.monotonic()
+            began = self._speech_detected_at = self.core.monotonic()
             self.core.caller_speaking = True
             if endpointer is not None:
                 endpointer.begin(segment.started)
             self.core.fire(Event.SPEECH_STARTED)
+            if self.merge is not None:  # a cut-off caller going on (ADR-0037)
+                self.merge.began(segment.started.utterance_id, began, speech_from_ms=(
+                    segment.started.clock_ms + segment.started.speech_from_ms))
         current = self.listener.current
         if segment.grown_ms > 0 and self.drafts is not None:
             self.drafts.resumed()  # the caller goes on: the pause's prepared answer is not it
@@ -184,6 +187,12 @@ class Hearing:
         if current is not None:
             current.candidate = True
 
+    def answering(self) -> None:
+        """The agent takes the turn: speech the caller began before it did (while their last
+        turn was still being transcribed, where speech starts no watch) is watched as if it
+        had begun over the answer, and barges in on the same terms."""
+        self._watch()
+
     def _interrupt(self, event: Event) -> None:
         core = self.core
         step = core.fire(event)
@@ -198,9 +207,13 @@ class Hearing:
             core.metrics.observe_ms("barge_in_stop_ms", (core.monotonic() - started) * 1000.0)
 
     async def _judge_interruption(self, utterance: Utterance) -> None:
-        """Long enough to be a barge-in: stop, unless it is only a backchannel."""
+        """Long enough to be a barge-in: stop, unless it is only a backchannel. A caller cut
+        off who goes on (:mod:`.merging`) is not asked for one: they are finishing their own
+        sentence, and the answer to half of it stops without waiting for a transcription."""
         core = self.core
-        if self.turn_mode == "server_vad":
+        merge = self.merge
+        taken_back = merge is not None and merge.continuation(utterance.utterance_id) is not None
+        if self.turn_mode == "server_vad" and not taken_back:
             try:
                 partial = await core.runners.stt.partial(
                     bytes(utterance.audio), sample_rate=16000, locale=core.ctx.effective.locale

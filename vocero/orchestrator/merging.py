@@ -11,6 +11,16 @@ a new request: it is joined to the turn it continues, and the whole request is a
 * :meth:`TurnMerge.interrupted` is told of every barge-in by speech: a stop of that turn's
   answer by speech that began inside the window, before the caller heard more than
   :data:`MAX_HEARD_MS` of it, marks the interrupting utterance as a continuation;
+* :meth:`TurnMerge.began` is told of every utterance's first speech, and remembers what the
+  caller had heard of the live answer then (:class:`Onset`). A caller who goes on inside the
+  window while the turn's answer is live (or not yet begun) takes the turn back at once, on
+  what they had heard when they began: the barge-in that stops the answer is judged hundreds of
+  ms later (on the cpu runners, after a partial transcription), by when a short answer may
+  have ended (nothing then stops it, and the barge-in path never sees the caller) or played
+  past :data:`MAX_HEARD_MS`. So is one who went on before the turn was even committed
+  (:meth:`TurnMerge.committed`: their speech began after the turn's last word, while it was
+  being transcribed), whose speech the barge-in path watches only once the agent takes the
+  turn. A caller who speaks after the answer ended heard it out: that is a turn of its own;
 * :meth:`TurnMerge.join` is asked with each audio turn's words before they are committed: for
   the marked utterance, the first part's message leaves the history (what the agent was heard
   saying stays), the question its answer opened (a read-back of the cut-off half) is dropped
@@ -58,6 +68,21 @@ class Yielded:
     """The caller's pause between the turn's last word and the continuation's speech."""
 
 
+@dataclass(frozen=True, slots=True)
+class Onset:
+    """Where an utterance's speech began, and what the caller had heard by then."""
+
+    utterance_id: str
+    at: float
+    """``monotonic`` seconds."""
+    speech_from_ms: float | None
+    """On the session's clock of caller audio."""
+    generation_id: str | None
+    """The answer live when it began, if any."""
+    heard_ms: float
+    """What the caller had heard of that answer then."""
+
+
 MAX_HEARD_MS = 1_000.0
 """A caller who heard more of the answer than this before the stop reacted to it: a real
 interruption ("stop please" over the agent's second sentence), not the rest of their own
@@ -76,6 +101,8 @@ class TurnMerge:
         self.max_heard_ms = max_heard_ms
         self.last: CommittedTurn | None = None
         self.pending: Yielded | None = None
+        self.onset: Onset | None = None
+        """The latest utterance's first speech."""
         self.merged = 0
 
     def _question(self) -> tuple[str, int] | None:
@@ -89,12 +116,42 @@ class TurnMerge:
     ) -> None:
         """A caller turn was committed; only a spoken one may be taken back (a typed turn, a
         key, a click was not cut off at a pause). ``spoken_to_ms``: its last word, on the
-        session's clock of caller audio."""
+        session's clock of caller audio. A caller whose next speech already began after that
+        word (they went on while the turn was being transcribed) is its continuation."""
         self.pending = None
         self.last = (
             CommittedTurn(turn_id, text, message, at, self._question(), spoken_to_ms)
             if spoken else None
         )
+        onset, last = self.onset, self.last
+        if (
+            last is None or onset is None or spoken_to_ms is None
+            or onset.speech_from_ms is None or onset.speech_from_ms <= spoken_to_ms
+        ):
+            return
+        self._yielded(onset.utterance_id, last, onset.at, 0.0, "", onset.speech_from_ms)
+
+    def began(
+        self, utterance_id: str, speech_at: float, *, speech_from_ms: float | None = None
+    ) -> None:
+        """An utterance's speech began at ``speech_at`` (``monotonic``; ``speech_from_ms`` on
+        the session's clock of caller audio). A caller who goes on inside the window while the
+        last turn's answer is live (or not yet begun) takes the turn back now, on what they had
+        heard by now: the barge-in that stops the answer comes later (it is judged), or never,
+        when the answer ends first. Once its answer is over, what they say answers it."""
+        core = self.core
+        live = core.generations.live()
+        heard_ms = 0.0 if live is None else core.out.acknowledged_ms(live.generation_id)
+        self.onset = Onset(utterance_id, speech_at, speech_from_ms,
+                           None if live is None else live.generation_id, heard_ms)
+        last, answer = self.last, core.generations.current
+        if last is None:
+            return
+        if answer is None or answer.turn_id != last.turn_id:
+            heard_ms = 0.0  # the turn's answer has not begun
+        elif answer is not live:
+            return  # it was over: they heard it out
+        self._yielded(utterance_id, last, speech_at, heard_ms, "", speech_from_ms)
 
     def interrupted(
         self, utterance_id: str, speech_at: float, *, speech_from_ms: float | None = None
@@ -103,23 +160,39 @@ class TurnMerge:
         session's clock of caller audio) stopped the live answer."""
         core = self.core
         last, stopped = self.last, core.generations.current
-        if self.window_ms <= 0 or last is None or last.question is not None:
+        if last is None or stopped is None or stopped.turn_id != last.turn_id:
             return
-        if stopped is None or stopped.turn_id != last.turn_id:
+        heard_ms = core.out.acknowledged_ms(stopped.generation_id)
+        onset = self.onset
+        if onset is not None and onset.utterance_id == utterance_id:
+            # What they had heard when they began: the answer played on while it was judged
+            # (none of it, if the answer began after their speech did).
+            heard_ms = onset.heard_ms if onset.generation_id == stopped.generation_id else 0.0
+        self._yielded(utterance_id, last, speech_at, heard_ms, stopped.heard, speech_from_ms)
+
+    def _yielded(
+        self, utterance_id: str, last: CommittedTurn, speech_at: float, heard_ms: float,
+        heard: str, speech_from_ms: float | None,
+    ) -> None:
+        """The caller took ``last`` back, unless the window, what they heard of its answer or
+        an open question says their speech is a turn of its own."""
+        core = self.core
+        if self.window_ms <= 0 or last.question is not None:
             return
         after_ms = (speech_at - last.at) * 1000.0
-        heard_ms = core.out.acknowledged_ms(stopped.generation_id)
         if after_ms > self.window_ms or heard_ms > self.max_heard_ms:
             return
         pause_ms = (
             None if speech_from_ms is None or last.spoken_to_ms is None
             else speech_from_ms - last.spoken_to_ms
         )
-        self.pending = Yielded(utterance_id, last, stopped.heard, pause_ms)
+        if self.pending is not None and self.pending.utterance_id == utterance_id:
+            return  # already taken back (at its onset, or at the commit)
+        self.pending = Yielded(utterance_id, last, heard, pause_ms)
         core.metrics.count("turn_yields")
         core.metrics.observe_ms("turn_yield_heard_ms", heard_ms)
         log.info("turn.yielded", session_id=core.ctx.session_id, turn_id=last.turn_id,
-                 after_ms=round(after_ms, 1), heard=bool(stopped.heard),
+                 after_ms=round(after_ms, 1), heard=bool(heard),
                  pause_ms=None if pause_ms is None else round(pause_ms))
 
     def continuation(self, utterance_id: str) -> CommittedTurn | None:

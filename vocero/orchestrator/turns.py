@@ -179,6 +179,8 @@ class Turns:
                                  spoken_to_ms=spoken_to_ms)
         core.admission.revise_question()  # whatever was planned for the last one is stale
         step = core.fire(Event.TURN_COMMITTED)
+        if Effect.RESPOND in step.effects or Effect.CLASSIFY_ANSWER in step.effects:
+            self.hearing.answering()  # a caller already speaking again barges in (ADR-0037)
         turn = TurnRef(session_id=core.ctx.session_id, turn_id=turn_id,
                        traceparent=tracing.committed(turn_id))
         await self._route(turn, step, committed_at, known)
