@@ -15,16 +15,23 @@ SECOND = 16_000 * 2  # bytes of one second of 16 kHz PCM16
 def answer(heard: Heard, at: float, generation: str, turn: str, said: str, audio_s: float,
            status: str) -> None:
     """The session commits ``said`` as ``turn`` and answers it with ``audio_s`` of audio from
-    ``at``, ending ``status``."""
+    ``at``, played as it comes, ending ``status`` (an interrupted one is flushed first)."""
     heard.take(OutFrame(payload=ev.Transcript(turn_id=turn, text=said),
                         envelope=ev.TranscriptFinalV1), at)
     heard.take(OutFrame(payload=ev.ResponseCreated(generation_id=generation, turn_id=turn)), at)
     for index in range(int(audio_s * 10)):
-        chunk = ev.AudioOut(generation_id=generation, unit_id="u", chunk_index=index,
-                            audio=b"\x00" * (SECOND // 10), sample_rate=16_000)
-        heard.take(OutFrame(payload=chunk), at + index * 0.1)
+        heard.take(OutFrame(payload=chunk(generation, index)), at + index * 0.1)
+        heard.play(100.0)
+    if status == "interrupted":
+        heard.take(OutFrame(payload=ev.StopAndFlush(generation_id=generation, reason="barge_in")),
+                   at + audio_s)
     heard.take(OutFrame(payload=ev.ResponseCompleted(generation_id=generation, status=status,
                                                      heard_text="")), at + audio_s)
+
+
+def chunk(generation: str, index: int, seconds: float = 0.1) -> ev.AudioOut:
+    return ev.AudioOut(generation_id=generation, unit_id="u", chunk_index=index,
+                       audio=b"\x00" * int(SECOND * seconds), sample_rate=16_000)
 
 
 def caller(commit_after_last_word_ms: float) -> PausedTurn:
@@ -96,3 +103,32 @@ def test_an_answer_to_the_half_stopped_after_the_last_word_is_heard_before_a_yie
     assert heard.settled(10.0)
     outcome = lived("p1", SENTENCE, caller(-1000.0), heard)
     assert outcome.whole and round(outcome.heard_before_yield_ms) == 600
+
+
+def test_audio_sent_ahead_of_its_playout_was_not_heard() -> None:
+    """The session sends an answer's audio ahead of where the client plays it: a caller has
+    heard what has played, in real time, never what is still queued. 2 s of the answer came at
+    once, 300 ms played, and the caller's continuation stopped it: 300 ms heard, and the
+    playout reported to the session said so as it went."""
+    heard = Heard()
+    heard.take(OutFrame(payload=ev.ResponseCreated(generation_id="g1", turn_id="t1")), 8.0)
+    heard.take(OutFrame(payload=chunk("g1", 0, seconds=2.0)), 8.0)
+    reports = [heard.play(100.0) for _ in range(3)]
+    assert reports == [[("g1", 100)], [("g1", 200)], [("g1", 300)]]
+    heard.take(OutFrame(payload=ev.StopAndFlush(generation_id="g1", reason="barge_in")), 8.3)
+    assert heard.play(100.0) == [], "a flushed answer plays no more"
+    heard.take(OutFrame(payload=ev.ResponseCompleted(generation_id="g1", status="interrupted",
+                                                     heard_text="")), 8.3)
+    answer(heard, 10.5, "g2", "t2", "I need to change my booking to the later slot on Thursday",
+           2.0, "completed")
+    outcome = lived("p1", SENTENCE, caller(-2000.0), heard)
+    assert outcome.whole and outcome.heard_before_yield_ms == 300.0
+
+
+def test_an_answer_plays_no_faster_than_its_audio_arrives() -> None:
+    heard = Heard()
+    heard.take(OutFrame(payload=ev.ResponseCreated(generation_id="g1", turn_id="t1")), 8.0)
+    heard.take(OutFrame(payload=chunk("g1", 0)), 8.0)
+    assert heard.play(500.0) == [("g1", 100)], "only 100 ms had come"
+    heard.take(OutFrame(payload=chunk("g1", 1)), 8.5)
+    assert heard.play(20.0) == [("g1", 120)]

@@ -1,17 +1,22 @@
 """What a paused caller lives through, in ``vocero bench ttfs`` (issue 45 item 5; ADR-0038).
 
 A paused clip is spoken *whole* (both parts, then the open line) and the session's answers are
-played as they come, until the *final answer* completes: the last answer whose audio began after
-the caller's last word and that was not stopped (or until
+played as a caller's client plays them: in real time, in order, each from its first frame, the
+playout reported every 20 ms (what a caller has heard of an answer is what has played, never
+what was sent ahead of it). That goes on until the *final answer* completes: the last answer
+whose audio began after the caller's last word and that was not stopped (or until
 :data:`~vocero.bench.halves.ANSWER_TIMEOUT_S` after the last word). Then, per clip:
 
 * **whole request answered**: the turn of the final answer holds the caller's words: at least
   half the words of each part of the sentence (the parts around its pause) are in that turn's
   final transcript;
 * **agent audio heard before a yield**: for a caller cut off (committed before their last
-  word), the audio of every answer that was stopped before the final one, all of it heard (the
-  bench plays what it is sent at once): what the caller heard of an answer to half their
-  request before the agent gave way; 0 when it gave way before its first audio;
+  word), the audio of every answer that was stopped before the final one that had played when
+  it was stopped: what the caller heard of an answer to half their request before the agent
+  gave way; 0 when it gave way before its first audio. (Until issue 45's second round the bench
+  reported every frame sent as played at once: a whole answer counted as heard the moment it
+  was synthesized, and the session, told so, finished it before a caller going on could stop
+  it, or judged them to have heard it out; see ADR-0037.)
 * **unrecovered cut-off**: a cut-off caller whose whole request was not answered.
 
 Each half is reported on its own (:mod:`.halves`). Nothing here chooses a threshold.
@@ -61,6 +66,10 @@ class Answer:
     turn_id: str
     first_audio_at: float | None = None
     audio_ms: float = 0.0
+    """Audio received (sent by the session)."""
+    played_ms: float = 0.0
+    """Of it, what the client has played."""
+    stopped: bool = False
     status: str = ""
 
 
@@ -83,8 +92,21 @@ class Heard:
             answer = self.answers[payload.generation_id]
             answer.first_audio_at = answer.first_audio_at or now
             answer.audio_ms += len(payload.audio) / 2 / payload.sample_rate * 1000.0
+        elif isinstance(payload, ev.StopAndFlush) and payload.generation_id in self.answers:
+            self.answers[payload.generation_id].stopped = True  # flushed: nothing more plays
         elif isinstance(payload, ev.ResponseCompleted) and payload.generation_id in self.answers:
             self.answers[payload.generation_id].status = payload.status
+
+    def play(self, elapsed_ms: float) -> list[tuple[str, int]]:
+        """``elapsed_ms`` of real time went by: each answer still playing plays on (in real
+        time, as far as its audio has come). Returns the playout to report, by generation."""
+        played: list[tuple[str, int]] = []
+        for generation_id, answer in self.answers.items():
+            if answer.first_audio_at is None or answer.stopped or answer.status:
+                continue
+            answer.played_ms = min(answer.audio_ms, answer.played_ms + elapsed_ms)
+            played.append((generation_id, int(answer.played_ms)))
+        return played
 
     def final(self, after: float) -> Answer | None:
         """The last answer whose audio began after ``after`` (the caller's last word) and that
@@ -131,7 +153,7 @@ def lived(clip_id: str, sentence: str, outcome: PausedTurn, heard: Heard) -> Liv
         clip_id=clip_id,
         cut_off=outcome.premature,
         whole=final is not None and covers(words, sentence),
-        heard_before_yield_ms=sum(a.audio_ms for a in before) if outcome.premature else 0.0,
+        heard_before_yield_ms=sum(a.played_ms for a in before) if outcome.premature else 0.0,
         final_words=words,
     )
 
@@ -139,23 +161,26 @@ def lived(clip_id: str, sentence: str, outcome: PausedTurn, heard: Heard) -> Liv
 async def speak_paused(
     session: Session, out: OutputChannel, clip: Clip, clock: CommitClock
 ) -> tuple[PausedTurn, Lived]:
-    """Speak a paused clip whole in real time, playing every answer, until an answer begun
-    after the caller's last word completes unstopped (or the time allowed runs out)."""
+    """Speak a paused clip whole in real time, playing every answer in real time, until an
+    answer begun after the caller's last word completes unstopped (or the time allowed runs
+    out)."""
     audio = clip.pcm16()
     silence = b"\x00\x00" * (FRAME // 2)
     started = time.perf_counter()
     last_word_at = started + clip.speech_end_ms / 1000.0
     heard = Heard()
     frames = clip.speech_end_ms // 20 + int(ANSWER_TIMEOUT_S * 50)
+    ticked = started
     for index in range(frames):
         await anyio.sleep(max(0.0, started + index * 0.02 - time.perf_counter()))
         offset = index * FRAME
         session.on_audio(audio[offset : offset + FRAME] if offset < len(audio) else silence)
         while (frame := await out.receive(until=lambda: True)) is not None:
             heard.take(frame, time.perf_counter())
-            if isinstance(frame.payload, ev.AudioOut):
-                generation_id = frame.payload.generation_id
-                session.on_playout(generation_id, int(out.playout_of(generation_id).sent_ms))
+        now = time.perf_counter()
+        for generation_id, played_ms in heard.play((now - ticked) * 1000.0):
+            session.on_playout(generation_id, played_ms)
+        ticked = now
         if heard.settled(last_word_at):
             break
     commit = clock.committed_at
@@ -174,10 +199,11 @@ def lived_report(callers: list[Lived]) -> dict[str, Any]:
     unrecovered = sorted(c.clip_id for c in cut if not c.whole)
     return {
         "clips": len(callers),
-        "measure": "each paused clip spoken whole, every answer played; whole: the turn of the "
-        "last answer begun after the caller's last word holds at least half the words of each "
-        "part of the sentence; heard before a yield: audio of the answers stopped before it, "
-        "over the callers cut off (0: stopped before its first audio)",
+        "measure": "each paused clip spoken whole, every answer played in real time; whole: the "
+        "turn of the last answer begun after the caller's last word holds at least half the "
+        "words of each part of the sentence; heard before a yield: audio of the answers stopped "
+        "before it that had played when they were stopped, over the callers cut off (0: stopped "
+        "before its first audio)",
         "whole_request_answered_rate": round(sum(c.whole for c in callers) / max(1, len(callers)),
                                              4),
         "not_whole": sorted(c.clip_id for c in callers if not c.whole),
