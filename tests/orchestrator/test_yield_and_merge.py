@@ -17,7 +17,7 @@ from tests.orchestrator.action_support import call
 from tests.support.audio import silence_frames, tone_frames
 from tests.support.fakes import FakeStt, fake_runners
 from tests.support.harness import Harness, running
-from vocero.contracts.ports import Transcription
+from vocero.contracts.ports import Transcription, VadEvent
 from vocero.inference.sim import EnergyVad
 from vocero.inference.sim.script import Rule
 from vocero.inference.sim.turn import SimTurnJudge
@@ -384,3 +384,48 @@ def test_the_continuations_speech_starts_where_its_first_voiced_frame_began() ->
     heard_ms = 600 + 200 + 500 + 60  # the session's clock when the VAD confirmed it
     speech_from = heard_ms - continuation.duration_ms + continuation.speech_from_ms
     assert speech_from - first.last_voiced_at_ms == 700
+
+
+class OpenClockVad:
+    """The sim VAD with Silero's clock: its events' ``at_ms`` count from ``open()``, also after
+    a ``reset()`` (vocero/inference/toolkit/vad.py)."""
+
+    def __init__(self) -> None:
+        self._vad = EnergyVad().open()
+        self._opened_ms = 0
+        self._reset_at_ms = 0
+
+    @property
+    def voiced_ms(self) -> int:
+        return self._vad.voiced_ms
+
+    def push(self, pcm16: bytes) -> list[VadEvent]:
+        self._opened_ms += len(pcm16) // 32
+        return [VadEvent(kind=e.kind, at_ms=e.at_ms + self._reset_at_ms)
+                for e in self._vad.push(pcm16)]
+
+    def reset(self) -> None:
+        self._vad.reset()
+        self._reset_at_ms = self._opened_ms
+
+
+def test_a_continuation_is_placed_alike_on_a_vad_whose_clock_runs_from_its_opening() -> None:
+    """Silero's clock is not restarted by the reset at a commit: the continuation's speech must
+    still begin where it did (the pause a join teaches the caller's pace is 700 ms, not 700 ms
+    plus everything heard before the commit)."""
+    listener = Listener(OpenClockVad())
+    for frame in silence_frames(2_000) + tone_frames(600) + silence_frames(200):
+        listener.push(frame)
+    first = listener.commit()
+    assert first is not None
+    heard_ms = 2_000 + 600 + 200
+    first.clock_ms = heard_ms - first.duration_ms
+    continuation = None
+    for frame in silence_frames(500) + tone_frames(100):
+        heard_ms += 20
+        continuation = listener.push(frame).started
+        if continuation is not None:
+            break
+    assert continuation is not None
+    speech_from = heard_ms - continuation.duration_ms + continuation.speech_from_ms
+    assert speech_from - first.spoken_to_ms == 700

@@ -115,7 +115,10 @@ class Listener:
         self._vad_ends = vad_ends
         self._vad_voiced = 0
         self._vad_heard_ms = 0.0
-        """Audio pushed to the VAD since it last started afresh: its events' clock."""
+        """Audio pushed to the VAD since it last started afresh: the sim VAD's events' clock."""
+        self._vad_open_ms = 0.0
+        """Audio pushed to the VAD since it was opened: Silero's events' clock (its ``reset``
+        keeps counting from ``open``)."""
         self._preroll: deque[bytes] = deque()
         self._preroll_bytes = 0
         self._preroll_cap = preroll_ms * _BYTES_PER_MS
@@ -127,6 +130,7 @@ class Listener:
         segment = Segment()
         events: list[VadEvent] = self._vad.push(pcm16)
         self._vad_heard_ms += len(pcm16) / _BYTES_PER_MS
+        self._vad_open_ms += len(pcm16) / _BYTES_PER_MS
         if self.current is not None:
             self.current.audio.extend(pcm16)
         else:
@@ -135,6 +139,8 @@ class Listener:
             if event.kind == "speech_started" and self.current is None:
                 self.current = Utterance(audio=bytearray(b"".join(self._preroll)))
                 behind_ms = self._vad_heard_ms - event.at_ms
+                if behind_ms < 0:  # a clock that kept counting through a reset (Silero's)
+                    behind_ms = self._vad_open_ms - event.at_ms
                 self.current.speech_from_ms = max(0.0, self.current.duration_ms - behind_ms)
                 self._preroll.clear()
                 self._preroll_bytes = 0
