@@ -183,6 +183,25 @@ async def test_a_caller_who_resumes_while_the_first_part_is_still_transcribed_is
         ]
 
 
+async def test_with_push_to_talk_the_clients_commit_is_never_taken_back() -> None:
+    """With push-to-talk the client ended the turn, not a pause: the next one, begun while the
+    first is still being transcribed, is a turn of its own."""
+    runners, stt, *_ = fake_runners(stt=[HALF, REST], rules=RULES, ms_per_char=20)
+    async with running(runners, turn_mode="push_to_talk") as h:
+        stt.held = anyio.Event()
+        await push(h, tone_frames(600))
+        h.session.on_commit()
+        await push(h, tone_frames(200))
+        held, stt.held = stt.held, None
+        held.set()
+        await h.until_frame("ResponseCreated")
+        await push(h, tone_frames(200))
+        h.session.on_commit()
+        await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF, REST]
+        assert [c.status for c in h.received.of("ResponseCompleted")] == ["completed"] * 2
+
+
 async def test_a_caller_who_began_before_a_short_answer_ended_is_merged() -> None:
     """The caller went on while the answer to the half ("Okay.") was playing, but it played
     out before their speech was long enough to be judged a barge-in: nothing was left to stop,

@@ -125,7 +125,8 @@ class Hearing:
             if endpointer is not None:
                 endpointer.begin(segment.started)
             self.core.fire(Event.SPEECH_STARTED)
-            if self.merge is not None:  # a cut-off caller going on (ADR-0037)
+            if self.merge is not None and self.turn_mode == "server_vad":
+                # a caller the session cut off at a pause, going on (ADR-0037)
                 self.merge.began(segment.started.utterance_id, began, speech_from_ms=(
                     segment.started.clock_ms + segment.started.speech_from_ms))
         current = self.listener.current
@@ -190,8 +191,10 @@ class Hearing:
     def answering(self) -> None:
         """The agent takes the turn: speech the caller began before it did (while their last
         turn was still being transcribed, where speech starts no watch) is watched as if it
-        had begun over the answer, and barges in on the same terms."""
-        self._watch()
+        had begun over the answer, and barges in on the same terms. Only where the session
+        ends the caller's turns (``server_vad``): with push-to-talk the client ended it."""
+        if self.turn_mode == "server_vad":
+            self._watch()
 
     def _interrupt(self, event: Event) -> None:
         core = self.core
