@@ -267,6 +267,27 @@ async def test_a_cut_off_caller_stops_the_answer_without_waiting_for_a_transcrip
         assert finals(h) == [HALF, WHOLE]
 
 
+async def test_an_mm_hmm_inside_the_window_stops_the_answer_and_it_resumes() -> None:
+    """The cost of not waiting for a partial: an "mm-hmm" early in the answer to a turn just
+    committed stops it like a continuation would. Its final holds no words, so nothing is
+    joined and the answer resumes from what was heard (ADR-0038): nothing of it is lost."""
+    runners, *_ = fake_runners(stt=[HALF, "mm-hmm"], rules=RULES, ms_per_char=20)
+    async with running(runners) as h:
+        h.auto_ack = False
+        await push(h, tone_frames(600) + silence_frames(420))
+        first = await h.until_frame("AudioOut")
+        await push(h, tone_frames(300))
+        cut = await h.until_frame("ResponseCompleted")
+        assert cut.status == "interrupted" and cut.generation_id == first.generation_id
+        h.auto_ack = True
+        await push(h, silence_frames(600))
+        resumed = await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF], "no turn of the mm-hmm, nothing joined"
+        assert resumed.status == "completed"
+        assert f"{cut.heard_text} {resumed.heard_text}".strip().endswith(
+            HALF_REPLY.split(". ")[-1])
+
+
 async def test_what_was_heard_is_judged_when_the_caller_began_not_when_the_stop_came() -> None:
     """The caller went on 800 ms into the answer; it went on playing while their speech was
     judged a barge-in, past a second. The answer they reacted to is what they had heard when
