@@ -160,8 +160,8 @@ async def play_to(h: Harness, generation_id: str, played_ms: int) -> None:
 async def test_a_caller_who_resumes_while_the_first_part_is_still_transcribed_is_merged() -> None:
     """The caller goes on before the first part is even committed (its transcription is slow):
     their speech began while the session was transcribing, where a new utterance is no
-    barge-in candidate. When the answer to the half begins, the caller is already speaking
-    over it: it yields (nothing of it heard) and the whole request is answered once."""
+    barge-in candidate. Nothing was committed or answered yet: the first part is carried and
+    said with the rest, one final and one answer, no answer to the half begun."""
     runners, stt, *_ = fake_runners(stt=[HALF, REST], rules=RULES, ms_per_char=20)
     async with running(runners) as h:
         stt.held = anyio.Event()  # a slow recogniser: the half waits for its final
@@ -170,17 +170,47 @@ async def test_a_caller_who_resumes_while_the_first_part_is_still_transcribed_is
         assert finals(h) == []
         held, stt.held = stt.held, None
         held.set()
-        await h.until_frame("ResponseCreated")
-        assert finals(h) == [HALF]
+        await anyio.wait_all_tasks_blocked()
+        assert finals(h) == [] and not h.received.of("ResponseCreated")
         await push(h, tone_frames(400) + silence_frames(420))
-        whole = await h.until_frame("ResponseCompleted", 2)
-        first = h.received.of("ResponseCompleted")[0]
-        assert first.status == "interrupted" and first.heard_text == ""
-        assert finals(h) == [HALF, WHOLE], "the continuation is joined to the first part"
+        whole = await h.until_frame("ResponseCompleted")
+        assert finals(h) == [WHOLE], "the first part is said with the rest"
         assert whole.status == "completed" and whole.heard_text == WHOLE_REPLY
+        assert len(h.received.of("ResponseCreated")) == 1
         assert [(m.role, m.content) for m in h.session.history] == [
             ("user", WHOLE), ("assistant", WHOLE_REPLY)
         ]
+
+
+async def test_a_carried_first_part_whose_continuation_was_over_before_its_final() -> None:
+    """The caller's whole continuation was said before the first part's final came (the
+    recogniser is that slow): once the continuation is over nothing would stop an answer to the
+    half, so none is begun; the whole request is answered once."""
+    runners, stt, *_ = fake_runners(stt=[HALF, REST], rules=RULES, ms_per_char=20)
+    async with running(runners) as h:
+        stt.held = anyio.Event()
+        await push(h, tone_frames(600) + silence_frames(420))
+        await push(h, tone_frames(400) + silence_frames(420))  # over, queued behind the half
+        held, stt.held = stt.held, None
+        held.set()
+        whole = await h.until_frame("ResponseCompleted")
+        assert finals(h) == [WHOLE]
+        assert whole.status == "completed" and whole.heard_text == WHOLE_REPLY
+
+
+async def test_a_carried_first_part_is_said_alone_if_what_followed_held_no_words() -> None:
+    """What followed the first part's pause was a sound with no words: the first part is
+    committed and answered on its own after all, nothing lost."""
+    runners, stt, *_ = fake_runners(stt=[HALF, ""], rules=RULES, ms_per_char=20)
+    async with running(runners) as h:
+        stt.held = anyio.Event()
+        await push(h, tone_frames(600) + silence_frames(420))
+        await push(h, tone_frames(200) + silence_frames(420))
+        held, stt.held = stt.held, None
+        held.set()
+        done = await h.until_frame("ResponseCompleted")
+        assert finals(h) == [HALF]
+        assert done.heard_text == HALF_REPLY
 
 
 async def test_with_push_to_talk_the_clients_commit_is_never_taken_back() -> None:

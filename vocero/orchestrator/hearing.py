@@ -188,14 +188,6 @@ class Hearing:
         if current is not None:
             current.candidate = True
 
-    def answering(self) -> None:
-        """The agent takes the turn: speech the caller began before it did (while their last
-        turn was still being transcribed, where speech starts no watch) is watched as if it
-        had begun over the answer, and barges in on the same terms. Only where the session
-        ends the caller's turns (``server_vad``): with push-to-talk the client ended it."""
-        if self.turn_mode == "server_vad":
-            self._watch()
-
     def _interrupt(self, event: Event) -> None:
         core = self.core
         step = core.fire(event)

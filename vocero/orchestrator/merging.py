@@ -17,10 +17,14 @@ a new request: it is joined to the turn it continues, and the whole request is a
   what they had heard when they began: the barge-in that stops the answer is judged hundreds of
   ms later (on the cpu runners, after a partial transcription), by when a short answer may
   have ended (nothing then stops it, and the barge-in path never sees the caller) or played
-  past :data:`MAX_HEARD_MS`. So is one who went on before the turn was even committed
-  (:meth:`TurnMerge.committed`: their speech began after the turn's last word, while it was
-  being transcribed), whose speech the barge-in path watches only once the agent takes the
-  turn. A caller who speaks after the answer ended heard it out: that is a turn of its own;
+  past :data:`MAX_HEARD_MS`. A caller who speaks after the answer ended heard it out: that is a
+  turn of its own;
+* :meth:`TurnMerge.carry` is asked with each audio turn's words before they are committed: a
+  caller whose speech began again after the turn's last word, while it was being transcribed,
+  has gone on before anything was committed or answered. The turn is not committed: its words
+  are said with the rest (joined to the next audio turn), and no answer to the half is begun
+  (once a short continuation is over, no speech would stop it). If that next audio turn is no
+  turn (no words, a backchannel), the first part is committed on its own then;
 * :meth:`TurnMerge.join` is asked with each audio turn's words before they are committed: for
   the marked utterance, the first part's message leaves the history (what the agent was heard
   saying stays), the question its answer opened (a read-back of the cut-off half) is dropped
@@ -66,6 +70,9 @@ class Yielded:
     """What the caller heard of the answer that yielded (empty: none of it played)."""
     pause_ms: float | None = None
     """The caller's pause between the turn's last word and the continuation's speech."""
+    carried: bool = False
+    """The first part was never committed (:meth:`TurnMerge.carry`): nothing of it to take
+    back, only its words to say with the rest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,20 +123,12 @@ class TurnMerge:
     ) -> None:
         """A caller turn was committed; only a spoken one may be taken back (a typed turn, a
         key, a click was not cut off at a pause). ``spoken_to_ms``: its last word, on the
-        session's clock of caller audio. A caller whose next speech already began after that
-        word (they went on while the turn was being transcribed) is its continuation."""
+        session's clock of caller audio."""
         self.pending = None
         self.last = (
             CommittedTurn(turn_id, text, message, at, self._question(), spoken_to_ms)
             if spoken else None
         )
-        onset, last = self.onset, self.last
-        if (
-            last is None or onset is None or spoken_to_ms is None
-            or onset.speech_from_ms is None or onset.speech_from_ms <= spoken_to_ms
-        ):
-            return
-        self._yielded(onset.utterance_id, last, onset.at, 0.0, "", onset.speech_from_ms)
 
     def began(
         self, utterance_id: str, speech_at: float, *, speech_from_ms: float | None = None
@@ -187,13 +186,46 @@ class TurnMerge:
             else speech_from_ms - last.spoken_to_ms
         )
         if self.pending is not None and self.pending.utterance_id == utterance_id:
-            return  # already taken back (at its onset, or at the commit)
+            return  # already taken back, at its onset
         self.pending = Yielded(utterance_id, last, heard, pause_ms)
         core.metrics.count("turn_yields")
         core.metrics.observe_ms("turn_yield_heard_ms", heard_ms)
         log.info("turn.yielded", session_id=core.ctx.session_id, turn_id=last.turn_id,
                  after_ms=round(after_ms, 1), heard=bool(heard),
                  pause_ms=None if pause_ms is None else round(pause_ms))
+
+    def carry(self, utterance_id: str, text: str, spoken_to_ms: float | None) -> bool:
+        """The words of the audio turn ``utterance_id`` are transcribed, and the caller has
+        already gone on (their speech began after its last word, ``spoken_to_ms``): True when
+        it is not to be committed now, but said with the rest (the next audio turn's words are
+        joined to it); an answer to half a request, which no speech would stop once the
+        continuation is over, is never begun. Not while a question is open (the half may
+        answer it)."""
+        onset = self.onset
+        if (
+            self.window_ms <= 0 or spoken_to_ms is None or onset is None
+            or onset.utterance_id == utterance_id or onset.speech_from_ms is None
+            or onset.speech_from_ms <= spoken_to_ms or self._question() is not None
+        ):
+            return False
+        core = self.core
+        half = CommittedTurn("", text, Message(role="user", content=text), core.monotonic(),
+                             None, spoken_to_ms)
+        self.pending = Yielded(onset.utterance_id, half, "",
+                               onset.speech_from_ms - spoken_to_ms, carried=True)
+        core.metrics.count("turn_yields")
+        log.info("turn.carried", session_id=core.ctx.session_id,
+                 pause_ms=round(onset.speech_from_ms - spoken_to_ms))
+        return True
+
+    def carried(self) -> str:
+        """The words of a first part that was carried and not yet said with anything (its
+        continuation was no turn): taken, to be committed on their own."""
+        pending = self.pending
+        if pending is None or not pending.carried:
+            return ""
+        self.pending = None
+        return pending.turn.text
 
     def continuation(self, utterance_id: str) -> CommittedTurn | None:
         """The turn the utterance ``utterance_id`` took back, if it is one's continuation."""
@@ -206,13 +238,14 @@ class TurnMerge:
         """The words to commit for the audio turn of ``utterance_id``: joined to the turn it
         continues when it took the turn back inside the window."""
         pending = self.pending
-        if pending is None or pending.utterance_id != utterance_id:
-            return text
+        if pending is None or (pending.utterance_id != utterance_id and not pending.carried):
+            return text  # (carried words go with the next audio turn, whichever it is)
         self.pending = None
         core = self.core
         first = pending.turn
-        core.history.remove(first.message)
-        await self._withdraw(first)
+        if not pending.carried:
+            core.history.remove(first.message)
+            await self._withdraw(first)
         self.merged += 1
         if self.pace is not None and pending.pause_ms is not None:
             self.pace.cut_off(pending.pause_ms)  # a pause inside their turn, taken for its end

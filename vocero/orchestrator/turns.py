@@ -63,6 +63,7 @@ class Turns:
             started = core.monotonic()
             result = await self._transcribe(utterance)
             if result is None:
+                await self._carried_alone(started)
                 return
             core.metrics.observe_ms("stt_final_ms", (core.monotonic() - started) * 1000.0)
             text = result.text.strip()
@@ -72,11 +73,21 @@ class Turns:
                 core.fire(Event.SPEECH_DISCARDED)
                 if stopped is not None:  # a cough, an "mm-hmm" stopped it (ADR-0038)
                     await self.resuming.resume(stopped)
+                await self._carried_alone(started)
                 return
             if self.merge is not None:
                 text = await self.merge.join(utterance.utterance_id, text)
+                if self.merge.carry(utterance.utterance_id, text, utterance.spoken_to_ms):
+                    return  # the caller already went on: said with the rest (ADR-0037)
             await self._commit(text, "audio", endpoint_at=started,
                                spoken_to_ms=utterance.spoken_to_ms)
+
+    async def _carried_alone(self, started: float) -> None:
+        """The audio turn after a carried first part was no turn (no words, a backchannel, the
+        recogniser failed): the first part is committed on its own after all."""
+        text = self.merge.carried() if self.merge is not None else ""
+        if text:
+            await self._commit(text, "audio", endpoint_at=started)
 
     async def text(self, text: str) -> None:
         async with tracing.turn(self.core.ctx.session_id, "text"), self._lock:
@@ -179,8 +190,6 @@ class Turns:
                                  spoken_to_ms=spoken_to_ms)
         core.admission.revise_question()  # whatever was planned for the last one is stale
         step = core.fire(Event.TURN_COMMITTED)
-        if Effect.RESPOND in step.effects or Effect.CLASSIFY_ANSWER in step.effects:
-            self.hearing.answering()  # a caller already speaking again barges in (ADR-0037)
         turn = TurnRef(session_id=core.ctx.session_id, turn_id=turn_id,
                        traceparent=tracing.committed(turn_id))
         await self._route(turn, step, committed_at, known)
