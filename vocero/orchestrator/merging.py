@@ -185,8 +185,9 @@ class TurnMerge:
             None if speech_from_ms is None or last.spoken_to_ms is None
             else speech_from_ms - last.spoken_to_ms
         )
-        if self.pending is not None and self.pending.utterance_id == utterance_id:
-            return  # already taken back, at its onset
+        pending = self.pending
+        if pending is not None and (pending.utterance_id == utterance_id or pending.carried):
+            return  # already taken back at its onset; or a carried part waits for its rest
         self.pending = Yielded(utterance_id, last, heard, pause_ms)
         core.metrics.count("turn_yields")
         core.metrics.observe_ms("turn_yield_heard_ms", heard_ms)
