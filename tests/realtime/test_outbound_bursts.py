@@ -1,20 +1,20 @@
-"""The outbound pump sends the frames that are ready together as one burst, held in the socket
-until its last frame where the server offers a cork (issue 46 item 5: one segment and one
-wake-up of the client, not one per frame); a lone frame is sent as it is; and a stop decided
+"""The outbound pump sends the frames that are ready together as one burst, held until its last
+frame where the server offers a cork (issue 46 item 5: one segment and one wake-up of the
+client, not one per frame; item 4: one write too); a lone frame is sent as it is; and a stop decided
 in the middle of a burst is seen before the burst's next frame, so nothing of the stopped
 generation follows its ``output.stop_and_flush.v1``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import socket as socket_module
 from typing import Any, cast
 
 import anyio
 import pytest
 from starlette.websockets import WebSocket
 
-from vocero.app.websocket_protocol import cork_switch
+from vocero.app.websocket_protocol import HeldTransport
 from vocero.contracts import events as ev
 from vocero.orchestrator.output import OutFrame, OutputChannel
 from vocero.relay.outbound import OutboundPump
@@ -144,29 +144,62 @@ async def test_a_stop_during_a_burst_is_sent_next_and_nothing_of_the_generation_
                           "uncork"]  # fmt: skip
 
 
-def test_the_servers_cork_switch_corks_a_tcp_socket_and_a_closed_one_is_no_error() -> None:
-    with socket_module.create_server(("127.0.0.1", 0)) as server:
-        with socket_module.create_connection(server.getsockname()) as client:
-            cork = cork_switch(client)
-            assert cork is not None
-            cork(True)
-            assert client.getsockopt(socket_module.IPPROTO_TCP, socket_module.TCP_CORK) == 1
-            cork(False)
-            assert client.getsockopt(socket_module.IPPROTO_TCP, socket_module.TCP_CORK) == 0
-        cork(True)  # closed meanwhile: what it held is gone with it
-    assert cork_switch(None) is None
+class Transport:
+    """A transport that logs each write (one write is one system call, one segment)."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closing = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        self.closing = True
+
+    def get_extra_info(self, name: str) -> str:
+        return f"info:{name}"
 
 
-class _GoneDescriptor:
-    """uvloop's stand-in socket once the connection's descriptor is gone: it builds a socket
-    from fd -1, which raises ValueError (seen in tests/scaling/test_live_fuzz.py's server)."""
-
-    def setsockopt(self, *_: object) -> None:
-        raise ValueError("negative file descriptor")
+def held(transport: Transport) -> HeldTransport:
+    return HeldTransport(cast(asyncio.Transport, transport))
 
 
-def test_a_cork_on_a_connection_whose_descriptor_is_gone_is_no_error() -> None:
-    cork = cork_switch(_GoneDescriptor())
-    assert cork is not None
-    cork(True)
-    cork(False)
+def test_the_writes_of_a_burst_leave_in_one_write_in_order() -> None:
+    transport = Transport()
+    socket = held(transport)
+    socket.write(b"alone")
+    socket.cork(True)
+    socket.write(b"one")
+    socket.write(b"two")  # a pong or a ping in the middle keeps its place too
+    socket.write(b"three")
+    assert transport.writes == [b"alone"]
+    socket.cork(False)
+    socket.write(b"after")
+    assert transport.writes == [b"alone", b"onetwothree", b"after"]
+    socket.cork(True)
+    socket.cork(False)  # an empty burst writes nothing
+    assert len(transport.writes) == 3
+    assert socket.get_extra_info("peername") == "info:peername"
+
+
+def test_a_close_during_a_burst_writes_what_was_held_first() -> None:
+    transport = Transport()
+    socket = held(transport)
+    socket.cork(True)
+    socket.write(b"frame")
+    socket.close()
+    assert transport.writes == [b"frame"] and transport.closing
+
+
+def test_a_burst_ended_on_a_closed_connection_is_no_error() -> None:
+    transport = Transport()
+    socket = held(transport)
+    socket.cork(True)
+    socket.write(b"frame")
+    transport.closing = True  # the client went away meanwhile
+    socket.cork(False)
+    assert transport.writes == []

@@ -8,7 +8,7 @@ and grows by exactly 1 on every frame of the connection, errors sent before the 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
@@ -18,11 +18,12 @@ from vocero.contracts.errors import CODES, ErrorCode
 from vocero.orchestrator.ids import new_id
 from vocero.orchestrator.output import OutFrame
 
-CORK = "vocero.tcp_cork"
-"""The ASGI extension by which the server offers to hold the frames of a burst in the socket
-until the burst ends (``{"cork": switch}``; ``vocero serve`` offers it,
-:mod:`vocero.app.websocket_protocol`): the client gets them in one segment, and is woken once
-instead of once a frame."""
+CORK = "vocero.burst"
+"""The ASGI extension by which the server offers to hold the frames of a burst until the burst
+ends, and to send a frame's encoded bytes as they are (``{"cork": switch, "send": coroutine}``,
+either may be missing; ``vocero serve`` offers both, :mod:`vocero.app.websocket_protocol`): the
+client gets a burst in one segment and one system call, and is woken once instead of once a
+frame; a frame sent directly skips the ASGI message and the decode to ``str`` and encode back."""
 
 
 def error_payload(code: ErrorCode, correlation_id: str = "") -> ev.Error:
@@ -48,11 +49,12 @@ class Wire:
         """The server sequence of the latest frame sent."""
         offered = (websocket.scope.get("extensions") or {}).get(CORK) or {}
         self._cork: Callable[[bool], None] | None = offered.get("cork")
+        self._send_bytes: Callable[[bytes], Awaitable[None]] | None = offered.get("send")
 
     @contextlib.contextmanager
     def burst(self) -> Iterator[None]:
-        """The frames sent inside leave together when it ends (where the server can cork its
-        socket; elsewhere each leaves as it is sent, as always)."""
+        """The frames sent inside leave together when it ends, in one write (where the server
+        offers it; elsewhere each leaves as it is sent, as always)."""
         cork = self._cork
         if cork is None:
             yield
@@ -79,7 +81,19 @@ class Wire:
             envelope=frame.envelope,
             turn_id=frame.turn_id,
         )
-        await self.ws.send_text(codec.encode(event).decode())
+        data = codec.encode(event)
+        send = self._send_bytes
+        if send is None:
+            await self.ws.send_text(data.decode())
+            return
+        ws = self.ws
+        if ws.application_state != WebSocketState.CONNECTED:  # as starlette's own send
+            raise RuntimeError('Cannot call "send" once a close message has been sent.')
+        try:
+            await send(data)
+        except OSError:  # the client is gone: as starlette's own send says it
+            ws.application_state = WebSocketState.DISCONNECTED
+            raise WebSocketDisconnect(code=1006) from None
 
     async def send_error(self, code: ErrorCode) -> None:
         await self.send(OutFrame(payload=error_payload(code)))
