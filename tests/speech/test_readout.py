@@ -208,3 +208,20 @@ def test_a_follow_up_over_a_cap_says_no_more_can_be_booked(demo: AgentProfile) -
         said = read_out(spec, refused, ctx())
         assert said.kind == "fallback"
         assert words in said.text and "Nothing was booked." in said.text, said.text
+
+
+def test_an_empty_list_among_a_records_fields_is_one_field_not_the_result() -> None:
+    # Was "You have no extras.": a stay with no extras read as an empty list result.
+    record = {"confirmation": "LK30417", "guest": "Jordan Ames", "arrival": "2026-12-18",
+              "nights": 3, "extras": [], "checkout_time": "11:00"}  # fmt: skip
+    spec = ToolSpec(
+        name="stay.find", server="s", resolves_to="t", action_class="read",
+        readout="Reservation {confirmation} for {guest}: arriving {arrival} for {nights} nights.",
+    )  # fmt: skip
+    said = read_out(spec, call("stay.find", record), ctx())
+    assert said.text.startswith("Reservation LK30417 for Jordan Ames: arriving")
+    generic = ToolSpec(name="stay.find", server="s", resolves_to="t", action_class="read")
+    text = read_out(generic, call("stay.find", record), ctx()).text
+    assert not text.startswith("You have no") and "December 18" in text
+    # The check-out time is no time of the arrival day (was "arrival is on ... at 11 AM").
+    assert "December 18 at" not in text

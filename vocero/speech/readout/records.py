@@ -48,9 +48,14 @@ _INSTRUCTION = re.compile(
 
 
 def list_of(record: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]] | None:
+    """The record's list of items, when it is a list result (``{"appointments": [...]}``): a
+    list of records, or an empty list in a result that holds little else (a count, a page). An
+    empty list among a record's own fields (a stay's ``extras: []``) is one field of it."""
     for key, value in record.items():
         if isinstance(value, list) and all(isinstance(v, Mapping) for v in value):
-            return key, value
+            scalars = [v for k, v in record.items() if k != key and not isinstance(v, list | dict)]
+            if value or len(scalars) <= 2:
+                return key, value
     return None
 
 

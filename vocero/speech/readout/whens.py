@@ -80,7 +80,7 @@ def whens_of(
     for key, day in days:
         stem = _stem(key)
         pair = next((c for c in free if _stem(c[0]) == stem), None)
-        if pair is None and free and (not stem or not _stem(free[0][0]) or len(days) == 1):
+        if pair is None and free and (not stem or not _stem(free[0][0])):
             pair = free[0]
         if pair is not None:
             free.remove(pair)
