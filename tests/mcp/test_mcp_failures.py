@@ -21,6 +21,7 @@ from gateway_support import (
 from vocero.contracts.errors import (
     ErrorCode,
     ToolChangedError,
+    ToolNotAllowedError,
     ToolTimeoutError,
     ToolUnavailableError,
 )
@@ -201,3 +202,30 @@ async def test_server_crash_opens_the_breaker_and_recovers(
         assert await _call_orders(stack.gateway) is None  # the reconnection let the probe pass
         assert conn.breaker.state == "closed"
         assert len(stack.audit.of("mcp.server_connected")) == 2
+
+
+@TRANSPORTS
+async def test_a_prohibited_tool_is_described_by_its_servers_line_never_offered(
+    transport: Transport, tmp_path: Path
+) -> None:
+    """Issue 42: a prohibited tool the profile names without a description ("billing.comp"
+    in Larkspur) was material only by its name in words ("Cancel appointment."); the server's
+    own line says what callers ask for. It is still never offered, and a call is refused."""
+    record = tmp_path / "appointments.jsonl"
+    env = {"VOCERO_MCP_RECORD": str(record)}
+    tools = tool_specs(
+        appointments_cancel={"action_class": "prohibited", "requires_confirmation": False}
+    )
+    servers = {"appointments": ("appointments_server.py", env)}
+    async with gateway_stack(transport, servers, tools=tools) as stack:
+        refused = {t.name: t for t in stack.gateway.refused()}
+        assert refused["appointments.cancel"].description == (
+            "Cancel an appointment. This cannot be undone."
+        )
+        assert refused["appointments.cancel"].input_schema == {}
+        # a server never connected (only prohibited tools): the name in words, as before
+        assert refused["account.close"].description == "Delete account."
+        assert "appointments.cancel" not in {d.name for d in stack.gateway.definitions()}
+        with pytest.raises(ToolNotAllowedError, match="prohibited"):
+            await stack.gateway.call(request("appointments.cancel", {"appointment_id": "A"}))
+        assert records(record) == []

@@ -177,6 +177,10 @@ class ServerConnection:
         """How many complete listings this connection has fetched."""
         return self.registry.listed
 
+    def described(self, tool: str) -> str:
+        """The line the server's last listing gave ``tool`` ("" when it was not listed)."""
+        return self.registry.described.get(tool, "")
+
     @property
     def attempts(self) -> int:
         """How many times this connection has tried to connect."""

@@ -23,6 +23,7 @@ import msgspec
 from vocero.contracts.domain import AgentProfile, ToolDefinition, ToolSpec
 from vocero.contracts.errors import ToolCallError, ToolNotAllowedError, ToolUnavailableError
 from vocero.contracts.ports import CallMeta, InputHandler, ToolCallRequest, ToolResult
+from vocero.contracts.prohibited import prohibited_tools
 from vocero.mcp_gateway.connection import BUILTIN_SERVER, McpConnections, ServerConnection
 from vocero.mcp_gateway.delegation import DelegationUnavailable
 from vocero.mcp_gateway.errors import (
@@ -114,6 +115,22 @@ class McpGateway:
                 )
             )
         return found
+
+    def refused(self) -> list[ToolDefinition]:
+        """The profile's prohibited tools as material only (:mod:`vocero.contracts.prohibited`),
+        each described, where the profile does not, by the line its server lists it with ("Take
+        a night off a reservation's bill"): never callable, never offered; what tells the
+        dialogue that a request in those words is one the agent refuses."""
+        described = {}
+        for spec in self._profile.tools:
+            if spec.action_class != "prohibited" or spec.description:
+                continue
+            conn = self._connections.connection(spec.server)
+            described[spec.name] = conn.described(spec.resolves_to) if conn is not None else ""
+        return [
+            msgspec.structs.replace(t, description=described.get(t.name) or t.description)
+            for t in prohibited_tools(self._profile)
+        ]
 
     def withheld(self, tool: str) -> str:
         """``tool_pending`` when ``tool`` (a profile name) is not offered because its server

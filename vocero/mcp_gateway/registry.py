@@ -58,6 +58,9 @@ class ToolRegistry:
         self.partition = Partition(credential="oauth" if oauth else "static")
         self.pin_epoch = 0
         self.stale = False
+        self.described: dict[str, str] = {}
+        """Each tool's line as the last listing gave it, pinned or not: material for what the
+        profile prohibits (``McpGateway.refused``), never a definition the model is offered."""
         self._link = link
         self._outbox = outbox
         self._settings = settings
@@ -171,6 +174,7 @@ class ToolRegistry:
     async def _observe(self, listing: Listing) -> None:
         """Compare a listing with the pins; a pin change starts a new cache epoch."""
         events = await self.pins.observe(listing.tools)
+        self.described = {t.name: t.description[:500] for t in listing.tools}
         if events:
             self.pin_epoch += 1
         for kind, data in events:

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from vocero.contracts.domain import AgentProfile, Caller, Principal, ToolDefinition, VoiceRef
 from vocero.contracts.events import Effective
+from vocero.contracts.prohibited import prohibited_tools
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +19,9 @@ class SessionContext:
     effective: Effective
     voice: VoiceRef
     tools: tuple[ToolDefinition, ...] = ()
+    refused: tuple[ToolDefinition, ...] | None = None
+    """The profile's prohibited tools as material (``LlmRequest.refused``), described by their
+    servers where the gateway knows them; ``None``: from the profile alone."""
     voice_usable: Callable[[], bool] = lambda: True
     """Whether :attr:`voice` may still speak (the vault's revocation check); synchronous and
     cheap, asked before every spoken unit."""
@@ -27,6 +31,13 @@ class SessionContext:
     opening: str = ""
     """The agent's first line, said unasked as soon as the session runs (a call-back answered on
     the phone says who is calling and why); empty: the agent waits for the caller."""
+
+    @property
+    def refused_tools(self) -> list[ToolDefinition]:
+        """:attr:`refused`, or the profile's prohibited tools as the profile alone gives them."""
+        if self.refused is not None:
+            return list(self.refused)
+        return prohibited_tools(self.profile)
 
     @property
     def principal(self) -> Principal:

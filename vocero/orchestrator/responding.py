@@ -21,7 +21,6 @@ from vocero.contracts.ports import (
     Message,
     ToolIntent,
 )
-from vocero.contracts.prohibited import prohibited_tools
 from vocero.observability import tracing
 from vocero.orchestrator.acting import Actor, proposal_evidence, say_disclosures
 from vocero.orchestrator.asking import Asking
@@ -310,7 +309,7 @@ class Responder:
             now=core.clock.now(),
             locale=ctx.effective.locale,
             claims=core.claim_topics,
-            refused=prohibited_tools(ctx.profile),
+            refused=ctx.refused_tools,
         )
 
     def model_messages(self) -> list[Message]:

@@ -31,7 +31,6 @@ from vocero.contracts.actions import ActionCoordinator
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.events import SessionState
 from vocero.contracts.ports import Message, Timers
-from vocero.contracts.prohibited import prohibited_tools
 from vocero.inference.runner_set import RunnerSet
 from vocero.orchestrator.acting import Actor
 from vocero.orchestrator.answers import Answers
@@ -200,7 +199,7 @@ class Session:
         core = self.core
         try:
             await core.runners.llm.prepare(
-                list(core.ctx.tools), core.claim_topics, prohibited_tools(core.ctx.profile)
+                list(core.ctx.tools), core.claim_topics, core.ctx.refused_tools
             )
         except Exception:
             log.warning("session.model_prepare_failed", session_id=core.ctx.session_id,

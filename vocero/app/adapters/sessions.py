@@ -37,6 +37,7 @@ from vocero.contracts.events import Effective, RejectedField, ToolStatusChanged
 from vocero.contracts.ports import Message, ToolGateway, Tts, speaks
 from vocero.contracts.secrets import NO_SECRET, Secret
 from vocero.inference.runner_set import RunnerSet
+from vocero.mcp_gateway.gateway import McpGateway
 from vocero.orchestrator.caller_pace import PaceSettings
 from vocero.orchestrator.context import SessionContext
 from vocero.orchestrator.drafts import RecoverySettings
@@ -238,7 +239,8 @@ class SessionFactory:
         coordinator = None
         gateway = runtime.gateway_for(profile, caller)
         if gateway is not None:
-            ctx = replace(ctx, tools=self._tools(profile, gateway.definitions()))
+            refused = tuple(gateway.refused()) if isinstance(gateway, McpGateway) else None
+            ctx = replace(ctx, tools=self._tools(profile, gateway.definitions()), refused=refused)
         if runtime.actions is not None:
             coordinator = runtime.actions.coordinator(
                 session_id=session_id,
