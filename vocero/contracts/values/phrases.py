@@ -66,7 +66,8 @@ def when_phrase(text: str) -> str | None:
     spans.sort()
     start, end = spans[0]
     for s, e in spans[1:]:
-        if re.fullmatch(r"[\s,]*(?:at|on|in the|around|by)?[\s,]*", text[end:s], re.IGNORECASE):
+        gap = r"[\s,]*(?:(?:at|on|in the|around|by|at about|at around)(?:\s+a)?)?[\s,]*"
+        if re.fullmatch(gap, text[end:s], re.IGNORECASE):  # "Thursday at a quarter past nine"
             end = max(end, e)
     phrase = text[start:end]
     before = text[:start].rstrip().split(" ")[-1].lower()

@@ -312,15 +312,25 @@ def _long_code(pattern: str) -> bool:
 
 def _option(utterance: str, options: list[str]) -> str | None:
     """The value of those a description names that the caller said ("the Riverside store");
-    the last one said wins ("not Maple Street, Riverside"), none said is no value."""
+    the last one said wins ("not Maple Street, Riverside"), one said after "not" never does
+    ("breakfast, not parking"); none said is no value."""
     text = f" {normalise(utterance)} "
     said: list[tuple[int, str]] = []
     for option in options:
         words = r"[\s-]+".join(re.escape(w) for w in normalise(option).split())
-        found = [m.start() for m in re.finditer(rf"(?<=\s){words}(?=\s)", text)]
+        found = [
+            m.start()
+            for m in re.finditer(rf"(?<=\s){words}(?=\s)", text)
+            if not _OPTION_NEGATED.search(text[: m.start()])  # "breakfast, not parking"
+        ]
         if found:
             said.append((found[-1], option))
     return max(said)[1] if said else None
+
+
+_OPTION_NEGATED = re.compile(
+    r"\b(?:not|no|never|rather than|instead of)\s+(?:the\s+|a\s+|an\s+|any\s+)?$"
+)
 
 
 _NOT_QUANTITY = re.compile(

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from vocero.contracts import values
 from vocero.contracts.builtins import KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.en import LEXICON
 from vocero.contracts.lexicon.synonyms import QUESTION_SYNONYMS
 from vocero.contracts.ports import ClaimTopic
+from vocero.contracts.values.numbers import NUMBER_VALUES
 from vocero.inference.dialogue import router, schema
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -33,6 +35,13 @@ _QUESTION = re.compile(
     re.I,
 )
 _DAYS = frozenset(LEXICON.calendar.weekdays)
+_HYPOTHETICAL = re.compile(
+    r"^\W*(?:(?:and|but|so|also|just wondering|quick question)\W+)?"
+    r"(?:if (?:i|we)|what (?:happens|if)|what would happen if|suppose|say i)\b",
+    re.I,
+)
+"""A question about what would happen ("If I cancel my booking, is there a fee?"): it asks the
+terms, even about the caller's own record."""
 _MINE = re.compile(r"\b(?:my|our|mine)\s+(?:\w+\s+){0,2}?(\w+)", re.I)
 
 
@@ -78,16 +87,18 @@ class CatalogCues:
         alike = [stems(w) for w in _alike(text)]
         if not any(_contains(said, t) or t in alike for t in self.topics):
             return False
+        if _HYPOTHETICAL.search(text):
+            return True  # "If I cancel my reservation, will I be charged?" asks the terms
         mine = {_stem(m.group(1).lower()) for m in _MINE.finditer(text)}
         return not mine & self.domains
 
 
+_NUMBER_WORD = alternation(NUMBER_VALUES)
 _AGE_SAID = re.compile(
     r"\b(?:i'?m|i am|she'?s|he'?s|she is|he is|they'?re|aged)\s+(?:only\s+|just\s+)?"
-    r"(?:[1-9][0-9]|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty)"
-    r"(?:[\s-]+(?:one|two|three|four|five|six|seven|eight|nine))?(?:\s+years?\s+old)?"
-    r"(?![\s-]*(?:one|two|three|four|five|six|seven|eight|nine|minutes?|hours?|days?|weeks?|months?|"
-    r"euros?|dollars?|pounds?|percent|%|miles?|km|kilometres?|kilometers?|a\.?m|p\.?m))\b",
+    rf"(?:[1-9][0-9]|(?:{_NUMBER_WORD})(?:[\s-]+(?:{_NUMBER_WORD}))?)(?:\s+years?\s+old)?"
+    rf"(?![\s-]*(?:{_NUMBER_WORD}|of|minutes?|hours?|days?|weeks?|months?|"
+    r"euros?|dollars?|pounds?|percent|%|miles?|km|kilometres?|kilometers?|a\.?m|p\.?m)\b)\b",
     re.I,
 )
 
@@ -103,6 +114,21 @@ def _alike(text: str) -> list[str]:
     if _AGE_SAID.search(text):
         out.extend(next(g for g in QUESTION_SYNONYMS if "age" in g))
     return out
+
+
+_ACTION_ASKED = re.compile(
+    r"^\W*(?:(?:hi|hello|hey|yes|ok(?:ay)?|so|and)\W+)*(?:(?:can|could|would|will) you"
+    r"(?:\s+please)?|please)\s+(?!tell|let|explain|say|check|confirm|find out|remind)"
+    r"[a-z]+\s+(?:me|us|my|our)\b",
+    re.I,
+)
+
+
+def asks_action(text: str) -> bool:
+    """The line asks the agent to do something for the caller ("Can you book me a flight?",
+    "Please order us a taxi"), not to tell them something: a catalog topic it happens to say
+    ("... for Friday morning") makes it no catalog question."""
+    return bool(_ACTION_ASKED.search(text))
 
 
 def identified_tools(text: str, tools: Sequence[ToolDefinition]) -> list[ToolDefinition]:

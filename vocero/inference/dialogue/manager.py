@@ -414,6 +414,7 @@ def _unrouted(turn: _Turn, utterance: str) -> Decision:
     elif named is not None:
         asked = knowledge is not None and named.intent == knowledge.name
         topical = turn.catalog is not None and turn.catalog.asks_catalog(content)
+        topical = topical and not cues.asks_action(content)  # "can you book me a flight?"
         catalog = catalog and (
             named.intent == "person" or topical or (asked and named.score >= CATALOG_CONFIDENCE)
         )

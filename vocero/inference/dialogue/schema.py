@@ -116,8 +116,24 @@ def listed(name: str, own: str, description: str, *, sole: bool = False) -> list
                 continue  # "(for example a child seat)": the caller may name anything
             items = [_ARTICLE.sub("", i.strip(" .")) for i in _ITEMS.split(found.group(1))]
             items = [i for i in items if i]
+            if items:  # "(the North Gate or Lakeside shed)": the field's noun closes the list
+                items[-1] = re.sub(rf"\s+{re.escape(name)}s?$", "", items[-1], flags=re.I)
             if len(items) >= 2 and all(0 < len(i.split()) <= 4 for i in items):
                 return items
+    for text in (own, *(s for s in _SENTENCES.split(description) if _named(name).search(s))):
+        label = r"[\s_]+".join(re.escape(w) for w in name.split("_"))
+        said = re.search(
+            rf"\b{label}\s*(?:is|can be|must be|:)\s+"
+            r"(?:one of\s+|either\s+)?(?P<list>[^.;()]+?\s+or\s+[^.;,()]+)",
+            text or "",
+            re.IGNORECASE,
+        )
+        if said is None:
+            continue
+        items = [_ARTICLE.sub("", i.strip(" .")) for i in _ITEMS.split(said.group("list"))]
+        items = [i for i in items if i]
+        if len(items) >= 2 and all(0 < len(i.split()) <= 3 for i in items):
+            return items
     return []
 
 

@@ -189,12 +189,25 @@ def _signs_off(utterance: str) -> bool:
     is leaving ("Lovely, that's all I needed. Cheers, bye!")."""
     sentences = [x for x in re.split(r"(?<=[.!?])\s+", utterance.strip()) if x.strip()]
     last = sentences[-1] if sentences else ""
+    # Before it, thanks or a "that's all", and nothing asked ("Glad to hear it. Actually,
+    # that's all I needed. Thanks, bye!": a remark may lead).
     return (
         len(sentences) > 1
         and len(last.split()) <= 4
         and bool(re.search(r"\b(?:bye|goodbye)\b", last, re.I))
-        and all(_GOODBYE.search(x) or _THANKS.search(x) for x in sentences)
+        and any(_GOODBYE.search(x) or _THANKS.search(x) for x in sentences[:-1])
+        and all(
+            _GOODBYE.search(x) or _THANKS.search(x) or _REMARK.match(x) for x in sentences[:-1]
+        )
     )
+
+
+_REMARK = re.compile(
+    r"^(?:glad|great|good|perfect|lovely|wonderful|excellent|awesome|nice|cool|fine|brilliant|"
+    r"ok(?:ay)?|alright|all right)\b(?:\W+\w+){0,4}\W*$",
+    re.I,
+)
+"""A short pleasantry before a goodbye ("Glad to hear it."), that asks for nothing."""
 
 
 def act(utterance: str) -> str | None:
