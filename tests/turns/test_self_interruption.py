@@ -131,3 +131,47 @@ def test_the_gate_follows_the_agents_recent_output_level() -> None:
     assert gate.over_echo(tone_frames(20, amplitude=0.3)[0], 10.5)
     assert gate.threshold(10.5) == pytest.approx(rms(loud) * 10 ** (-14 / 20))
     assert gate.over_echo(echo, 11.2), "a second after the agent's last audio the gate is open"
+
+
+def test_the_output_level_is_measured_only_when_asked_and_gives_the_same_thresholds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 46 item 4: a chunk's level is computed when a caller frame asks for it, not for
+    every chunk sent; the thresholds are those of measuring each chunk as it was sent."""
+    import vocero.orchestrator.echo as echo
+
+    measured: list[float] = []
+
+    def counted(pcm16: bytes) -> float:
+        measured.append(rms(pcm16))
+        return measured[-1]
+
+    monkeypatch.setattr(echo, "rms", counted)
+    gate = EchoGate(margin_db=-14.0, window_ms=1000)
+    sent: list[tuple[float, bytes]] = []
+
+    def play(at: float, amplitude: float) -> None:
+        chunk = tone_frames(20, amplitude=amplitude)[0]
+        sent.append((at, chunk))
+        gate.played(chunk, at)
+
+    def eager(now: float) -> float:  # every chunk measured as it was sent, as before
+        levels = [rms(chunk) for at, chunk in sent if at >= now - 1.0]
+        return max(levels, default=0.0) * 10 ** (-14 / 20)
+
+    play(10.0, 0.05)
+    play(10.3, 0.2)
+    play(10.6, 0.1)
+    assert measured == [], "sending measures nothing"
+    assert gate.threshold(10.7) == pytest.approx(eager(10.7))
+    assert eager(10.7) > 0
+    assert len(measured) == 3
+    play(11.4, 0.02)
+    play(11.9, 0.08)
+    assert gate.threshold(12.0) == pytest.approx(eager(12.0))  # the 10.0 s chunk is out
+    assert len(measured) == 5
+    play(13.0, 0.3)
+    play(14.5, 0.01)  # the 13.0 s chunk leaves the window unasked
+    assert gate.threshold(14.6) == pytest.approx(eager(14.6))
+    assert len(measured) == 6, "a chunk that left the window unasked is never measured"
+    assert gate.threshold(16.0) == 0.0

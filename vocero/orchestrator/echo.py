@@ -36,18 +36,33 @@ class EchoGate:
         self._ratio = 10.0 ** (margin_db / 20.0) if window_ms > 0 else 0.0
         self._window_s = window_ms / 1000.0
         self._played: deque[tuple[float, float]] = deque(maxlen=MAX_CHUNKS)
+        """The level of each chunk of the window already asked for."""
+        self._unmeasured: deque[tuple[float, bytes]] = deque(maxlen=MAX_CHUNKS)
+        """Chunks handed over since the level was last asked for, not measured yet: a level is
+        needed only while the caller speaks over the agent, so a chunk's is computed then, not
+        for every chunk sent (issue 46 item 4: it was a twentieth of a streaming session's
+        CPU time). Chunks that left the window are dropped as chunks are added."""
 
     def played(self, pcm16: bytes, now_s: float) -> None:
         """The agent's audio ``pcm16`` was handed to the client at ``now_s``."""
         if self._ratio > 0.0:
-            self._played.append((now_s, rms(pcm16)))
+            unmeasured = self._unmeasured
+            since = now_s - self._window_s
+            while unmeasured and unmeasured[0][0] < since:
+                unmeasured.popleft()
+            unmeasured.append((now_s, pcm16))
 
     def output_level(self, now_s: float) -> float:
         """The loudest agent output of the window before ``now_s`` (0.0: it was quiet)."""
         since = now_s - self._window_s
-        while self._played and self._played[0][0] < since:
-            self._played.popleft()
-        return max((level for _, level in self._played), default=0.0)
+        played, unmeasured = self._played, self._unmeasured
+        while unmeasured:
+            at, pcm16 = unmeasured.popleft()
+            if at >= since:
+                played.append((at, rms(pcm16)))
+        while played and played[0][0] < since:
+            played.popleft()
+        return max((level for _, level in played), default=0.0)
 
     def threshold(self, now_s: float) -> float:
         """The level a caller frame must exceed to count toward a barge-in now."""
