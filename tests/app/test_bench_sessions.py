@@ -80,6 +80,9 @@ def test_a_short_run_reports_every_figure() -> None:
     assert report["server"]["peak_rss_mb"] > 0
     assert report["server"]["cpu_s"] > 0
     assert report["server"]["cpu_us_per_message"] > 0
+    for side in ("server", "generator"):  # CPU seconds over 4 sessions x about 1 s
+        assert report[side]["cpu_s_per_session_minute"] == pytest.approx(
+            report[side]["cpu_s"] / (4 / 60), rel=0.25, abs=0.01)
     assert report["generator"]["workers"] == 2
     assert report["generator"]["cpu_s"] > 0
     assert set(report["checks"]) == {

@@ -355,6 +355,9 @@ def _report(
         "p95_lag": lag.get("p95", math.inf) <= GOAL_P95_MS,
     }
     within = all(checks.values())
+    # the per-session CPU cost (issue 46 item 4): CPU seconds a process spent in the window per
+    # minute of one session; process CPU time, so comparable on a loaded machine too
+    session_minutes = max(1, n) * wall_s / 60.0
     cores = os.cpu_count() or 1
     rss_mb = round(peak_rss_mb, 1)
     return {
@@ -387,11 +390,13 @@ def _report(
             "cpu_s": round(server_cpu_s, 2),
             "cpu_share_of_one_core": round(server_cpu_s / wall_s, 3),
             "cpu_us_per_message": round(server_cpu_s / max(1, sent + received + reports) * 1e6, 1),
+            "cpu_s_per_session_minute": round(server_cpu_s / session_minutes, 4),
         },
         "generator": {
             "workers": len(pool),
             "cpu_s": round(generator_cpu_s, 2),
             "cpu_share_of_one_core": round(generator_cpu_s / wall_s, 3),
+            "cpu_s_per_session_minute": round(generator_cpu_s / session_minutes, 4),
             "send_slip_ms": percentiles([slip for r in results for slip in r.send_slip_ms]),
         },
         "machine": {
@@ -410,7 +415,8 @@ def _report(
             "'other_cpu_s' is what the rest of the machine used in the window. Lag is arrival "
             "minus the server's envelope time (1 ms resolution); a late frame arrived after the "
             "caller's playout buffer ran dry. cpu_us_per_message counts caller audio, agent "
-            "audio and playout reports alike."
+            "audio and playout reports alike; cpu_s_per_session_minute is CPU time over "
+            "session-minutes in the window."
         ),
     }
 
