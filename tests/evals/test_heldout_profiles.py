@@ -40,6 +40,8 @@ CASES: dict[str, tuple[str, str, list[str], str, dict[str, Any]]] = {
                    "renew_item", {"barcode": "QH40217"}),
     "wattle": ("depot", "wattle", ["parcels:read", "parcels:write"],
                "hold_at_depot", {"consignment": "WP310447", "days": 5}),
+    "gannet": ("gannet", "gannet", ["bookings:read", "bookings:write"],
+               "set_passengers", {"booking_ref": "GF41733", "passengers": 3}),
 }
 
 
