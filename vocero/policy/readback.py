@@ -16,6 +16,7 @@ from datetime import date, datetime, time
 from typing import Any
 
 from vocero.contracts import english
+from vocero.contracts.lexicon.synonyms import NOUN_SYNONYMS
 from vocero.contracts.spoken import spoken_date, spoken_time
 from vocero.observability.redaction import is_sensitive
 from vocero.policy.canonical import VERSION_KEYS, kind_of
@@ -86,6 +87,7 @@ def readback(
     else:
         verb, noun = action_words(tool)
         target = speak.object(noun) or "this"
+        target = f"the {target}" if speak.owned_by_other else target
         phrase = f"{verb} {target}{speak.details(verb).asked()}"
     phrase = phrase.rstrip(" .")
     text = f"To confirm: {phrase}. {QUESTION}"
@@ -105,6 +107,10 @@ class _Speaker:
         self.arguments = arguments
         self.today = today
         self.parts: list[str] = []
+        self.owned_by_other = False
+        """The object is the tool's noun of another record ("the return of reservation
+        SW-5523"): said with "the", not "your"."""
+        self._coded: str | None = None
 
     def _said(self, text: str) -> str:
         self.parts.append(text)
@@ -140,7 +146,27 @@ class _Speaker:
         if ids:
             self._said(ids[0][1])
             noun = noun or english.name_words(ids[0][0])
-        return " ".join([noun, *(v for _, v in ids[:1])]).strip()
+            return " ".join([noun, *(v for _, v in ids[:1])]).strip()
+        coded = next(
+            (
+                (k, v)
+                for k, v in self.arguments.items()
+                if isinstance(v, str)
+                and _CODED.fullmatch(v)
+                and english.name_words(k) in _RECORD_NOUNS
+                and not is_sensitive(k)
+            ),
+            None,
+        )
+        if coded is None:
+            return noun
+        # A field named for a record, whose value is a code ("reservation": "SW-5523"), names it.
+        self._coded = coded[0]
+        named = f"{english.name_words(coded[0])} {self._said(coded[1])}"
+        if noun and noun not in english.name_words(coded[0]):
+            self.owned_by_other = True
+            return f"{noun} of {named}"  # "return of reservation SW-5523"
+        return named
 
     def details(self, verb: str) -> _Details:
         """The consequential values besides the identifier, as English: a moment, an amount
@@ -149,9 +175,12 @@ class _Speaker:
         args = self.arguments
         out = _Details()
         when = _when(args, self.today) or _instant(args, self.today)
+        if verb in english.MOVING_VERBS:  # what is extended or moved goes *to* the moment
+            when = re.sub(r"^(?:on|at|for) ", "to ", when)
         if when:
             out.phrases.append(self._said(when))
         skip = {k for k in args if kind_of(k, {}) in ("date", "time", "timezone") or _identifier(k)}
+        skip |= {self._coded} if self._coded else set()
         skip |= set(VERSION_KEYS) | {"currency", "due_exact"}
         skip |= {k for k in args if k.endswith("_at") or _moment(args[k]) is not None}
         if _instant(args, self.today):
@@ -218,9 +247,10 @@ def outcome(
     speak = _Speaker(arguments, today)
     target = speak.object(noun)
     details = speak.details(verb).done()
-    yours = f"your {target}" if target else "it"
+    whose = "the" if speak.owned_by_other else "your"
+    yours = f"{whose} {target}" if target else "it"
     if status == "committed":
-        subject = f"your {target} is" if target else "that's"
+        subject = f"{whose} {target} is" if target else "that's"
         return f"Done: {subject} {past_tense(verb)}{details}.{_new_reference(receipt, arguments)}"
     if status == "rejected":
         why = REFUSALS.get(reason, "")
@@ -236,6 +266,12 @@ def outcome(
 
 
 LABELS = {"reason": "about", "channel": "by"}
+_CODED = re.compile(r"(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*[0-9])[A-Z0-9][A-Z0-9-]{3,15}")
+"""A value that is a record's code ("SW-5523", "LK30417"): upper-case letters and digits."""
+_RECORD_NOUNS = frozenset(NOUN_SYNONYMS) | {
+    "confirmation", "reference", "consignment", "job", "loan", "rental", "stay", "tracking",
+}  # fmt: skip
+"""Field names that name a record (a field so named, valued with a code, is the record)."""
 NOUNS = {"followup": "call-back"}
 _REFERENCE_WORDS = frozenset({"ref", "reference"})
 
@@ -293,12 +329,12 @@ def _when(arguments: Mapping[str, Any], today: date | None = None) -> str:
     if day_key is None and time_key is None:
         return ""
     zone = next((str(v) for k, v in arguments.items() if kind_of(k, {}) == "timezone"), "")
-    preposition = "to" if (day_key or time_key or "").startswith("new_") else "on"
-    text = preposition
+    moved = (day_key or time_key or "").startswith("new_")
+    text = ("to" if moved else "on") if day_key is not None else ("to" if moved else "at")
     if day_key is not None:
         text += " " + speak_date(str(arguments[day_key]), today)
-    if time_key is not None:
-        text += " at " + speak_time(str(arguments[time_key]))
+    if time_key is not None:  # "on Friday at 1 PM"; a time alone: "at 1 PM", never "on at"
+        text += (" at " if day_key is not None else " ") + speak_time(str(arguments[time_key]))
     if zone:
         text += f", {speak_zone(zone)} time"
     return text
