@@ -205,10 +205,9 @@ class UnitRepository:
 
 
 async def _new_row(session: AsyncSession, entry: UnitEntry, dialect: str) -> SpokenUnitRow:
-    lock = select(SessionRow.id).where(SessionRow.id == entry.session_id)
-    if dialect == "postgresql":
-        lock = lock.with_for_update()
-    await session.execute(lock)
+    if dialect == "postgresql":  # SQLite has one writer at a time: its transaction is the lock
+        lock = select(SessionRow.id).where(SessionRow.id == entry.session_id).with_for_update()
+        await session.execute(lock)
     last = await session.scalar(
         select(func.max(SpokenUnitRow.seq)).where(SpokenUnitRow.session_id == entry.session_id)
     )
