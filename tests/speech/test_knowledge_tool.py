@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import msgspec
 import pytest
 
 from vocero.contracts.builtins import BuiltinSet, CanonicalError, Context
-from vocero.contracts.domain import AgentProfile, Principal
+from vocero.contracts.domain import AgentProfile, Claim, ClaimSource, Principal
 from vocero.contracts.ports import CallMeta, Message
 from vocero.speech.knowledge import KNOWLEDGE, KnowledgeTools
 from vocero.store import Store
@@ -109,3 +110,37 @@ async def test_it_composes_with_other_built_ins(store: Store, demo: AgentProfile
     result = await builtins.call(KNOWLEDGE, {"query": "talk to a person"}, meta(),
                                  session_id="ses_1")
     assert result.content["best"] == ["contact.person"]
+
+
+def _claim(key: str, text: str, topics: list[str]) -> Claim:
+    return Claim(key=key, text=text, topics=topics,
+                 sources=[ClaimSource(id="terms", version="1", passage=text)])  # fmt: skip
+
+
+async def test_a_question_asked_in_other_words_finds_the_claim_of_its_topic(
+    store: Store, demo: AgentProfile
+) -> None:
+    """Issue 42: "I'm 22, can I still hire a kayak?" found the claims sharing "kayak" (fuel,
+    abroad in the rental suite), not the one about age; "how much does it cost" finds a fee."""
+    catalog = [
+        _claim("hire.age", "Paddlers under 18 need an adult with them on the water.",
+               ["age", "under 18", "minimum age"]),
+        _claim("hire.kit", "Every kayak comes with a paddle, a buoyancy aid and a dry bag.",
+               ["kit", "kayak", "paddle"]),
+        _claim("hire.cancel", "Cancelling a kayak hire is free up to a day before; later a "
+               "10 pound fee applies.", ["cancellation", "fee", "refund"]),
+        _claim("hire.weather", "We close the water in winds over 25 knots; your kayak hire is "
+               "then moved or refunded.", ["weather", "wind", "kayak"]),
+    ]  # fmt: skip
+    profile = msgspec.structs.replace(demo, id="paddle", claims=catalog)
+    knowledge = KnowledgeTools(store)
+    await knowledge.sync([profile])
+    await session(store, "ses_paddle", profile="paddle")
+
+    async def best(query: str) -> list[str]:
+        result = await knowledge.call(KNOWLEDGE, {"query": query}, meta(), session_id="ses_paddle")
+        assert result.content["query"] == query  # the caller's words, as they were asked
+        return list(result.content["best"])
+
+    assert await best("I'm 17, can I still hire a kayak?") == ["hire.age"]
+    assert await best("How much does it cost to cancel my kayak?") == ["hire.cancel"]

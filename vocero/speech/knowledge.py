@@ -20,6 +20,7 @@ from typing import Any
 
 import structlog
 
+from vocero.contracts import values
 from vocero.contracts.builtins import Canonical, CanonicalError, Context
 from vocero.contracts.domain import AgentProfile
 from vocero.contracts.ports import CallMeta, Clock, ToolResult
@@ -104,8 +105,10 @@ class KnowledgeTools:
         if scope is None:
             return ToolResult(content={"error": "no_catalog"}, is_error=True)
         query = str(arguments.get("query") or "")[:MAX_QUERY_CHARS]
-        hits = await self._repo.search(scope, query, limit=self._limit)
-        return ToolResult(content=search_result(query, hits))
+        # "I'm 22, can I still rent?" asks about age; "how much does it cost" about a fee.
+        asked = " ".join([query, *dict.fromkeys(values.asked_alike(query))])
+        hits = await self._repo.search(scope, asked, limit=self._limit)
+        return ToolResult(content=search_result(query, hits, asked=asked))
 
     async def _scope(self, session_id: str, tenant_id: str) -> Scope | None:
         """The catalog of the session's profile, and only of the caller's own tenant."""
@@ -117,11 +120,12 @@ class KnowledgeTools:
         return Scope(session.tenant_id, session.profile_id, session.profile_version)
 
 
-def search_result(query: str, hits: list[ClaimHit]) -> dict[str, Any]:
+def search_result(query: str, hits: list[ClaimHit], *, asked: str = "") -> dict[str, Any]:
     """What the model (and the planner) sees of a search: no passages, no scores; only the
     claims that answer the question (:mod:`.answering`), those that cover it best, so a claim
-    that merely shares a word ("price") is never offered as the answer."""
-    hits = answering_hits(query, hits)
+    that merely shares a word ("price") is never offered as the answer. ``asked``: the question
+    with the words it asks by another name (``values.asked_alike``), judged in its place."""
+    hits = answering_hits(asked or query, hits)
     best = [h.key for h in hits if hits and h.score >= hits[0].score * NEAR_TIE][:2]
     return {
         "query": query,

@@ -29,10 +29,16 @@ from vocero.contracts.values.dates import (
     weekday_date,
 )
 from vocero.contracts.values.identifiers import bare_identifier, identifier_in, pattern_accepts
-from vocero.contracts.values.phrases import reason_phrase, requested_thing, when_phrase
+from vocero.contracts.values.phrases import (
+    asked_alike,
+    reason_phrase,
+    requested_thing,
+    when_phrase,
+)
 from vocero.contracts.values.times import hour_of, part_of_day, spoken_times, time_in
 
 __all__ = [
+    "asked_alike",
     "bare_identifier",
     "date_in",
     "hour_of",

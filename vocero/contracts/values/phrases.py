@@ -7,7 +7,9 @@ import re
 
 from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.en import LEXICON
+from vocero.contracts.lexicon.synonyms import QUESTION_SYNONYMS
 from vocero.contracts.values.dates import MONTH_DAY, WEEKDAYS
+from vocero.contracts.values.numbers import NUMBER_VALUES
 from vocero.contracts.values.times import (
     CLOCK,
     HOUR_WORD,
@@ -107,3 +109,26 @@ def requested_thing(text: str) -> str | None:
         return None
     thing = match.group(1).strip()
     return None if _WHEN_WORDS.search(thing) else thing
+
+
+_NUMBER_WORD = alternation(NUMBER_VALUES)
+_AGE_SAID = re.compile(
+    r"\b(?:i'?m|i am|she'?s|he'?s|she is|he is|they'?re|aged)\s+(?:only\s+|just\s+)?"
+    rf"(?:[1-9][0-9]|(?:{_NUMBER_WORD})(?:[\s-]+(?:{_NUMBER_WORD}))?)(?:\s+years?\s+old)?"
+    rf"(?![\s-]*(?:{_NUMBER_WORD}|of|minutes?|hours?|days?|weeks?|months?|"
+    r"euros?|dollars?|pounds?|percent|%|miles?|km|kilometres?|kilometers?|a\.?m|p\.?m)\b)\b",
+    re.I,
+)
+
+
+def asked_alike(text: str) -> list[str]:
+    """Words the line asks by another name (:data:`QUESTION_SYNONYMS`): "how much does it cost"
+    says "fee"; "I'm 22" says "age"."""
+    lowered = f" {text.lower()} "
+    out: list[str] = []
+    for group in QUESTION_SYNONYMS:
+        if any(re.search(rf"\b{re.escape(w)}\b", lowered) for w in group):
+            out.extend(group)
+    if _AGE_SAID.search(text):
+        out.extend(next(g for g in QUESTION_SYNONYMS if "age" in g))
+    return out

@@ -21,11 +21,8 @@ from dataclasses import dataclass
 from vocero.contracts import values
 from vocero.contracts.builtins import KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
-from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.en import LEXICON
-from vocero.contracts.lexicon.synonyms import QUESTION_SYNONYMS
 from vocero.contracts.ports import ClaimTopic
-from vocero.contracts.values.numbers import NUMBER_VALUES
 from vocero.inference.dialogue import router, schema
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -84,36 +81,13 @@ class CatalogCues:
         if not _QUESTION.search(text):
             return False
         said = stems(text)
-        alike = [stems(w) for w in _alike(text)]
+        alike = [stems(w) for w in values.asked_alike(text)]
         if not any(_contains(said, t) or t in alike for t in self.topics):
             return False
         if _HYPOTHETICAL.search(text):
             return True  # "If I cancel my reservation, will I be charged?" asks the terms
         mine = {_stem(m.group(1).lower()) for m in _MINE.finditer(text)}
         return not mine & self.domains
-
-
-_NUMBER_WORD = alternation(NUMBER_VALUES)
-_AGE_SAID = re.compile(
-    r"\b(?:i'?m|i am|she'?s|he'?s|she is|he is|they'?re|aged)\s+(?:only\s+|just\s+)?"
-    rf"(?:[1-9][0-9]|(?:{_NUMBER_WORD})(?:[\s-]+(?:{_NUMBER_WORD}))?)(?:\s+years?\s+old)?"
-    rf"(?![\s-]*(?:{_NUMBER_WORD}|of|minutes?|hours?|days?|weeks?|months?|"
-    r"euros?|dollars?|pounds?|percent|%|miles?|km|kilometres?|kilometers?|a\.?m|p\.?m)\b)\b",
-    re.I,
-)
-
-
-def _alike(text: str) -> list[str]:
-    """Words the line asks by another name (:data:`QUESTION_SYNONYMS`): "how much does it cost"
-    says "fee"; "I'm 22" says "age"."""
-    lowered = f" {text.lower()} "
-    out: list[str] = []
-    for group in QUESTION_SYNONYMS:
-        if any(re.search(rf"\b{re.escape(w)}\b", lowered) for w in group):
-            out.extend(group)
-    if _AGE_SAID.search(text):
-        out.extend(next(g for g in QUESTION_SYNONYMS if "age" in g))
-    return out
 
 
 _ACTION_ASKED = re.compile(
