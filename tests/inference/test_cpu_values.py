@@ -338,3 +338,14 @@ def test_a_reason_given_with_because_is_the_callers_words() -> None:
     said = "I need to call off visit VX-2043 because we are moving away"
     assert values.reason_phrase(said) == "we are moving away"
     assert values.reason_phrase("Call me back about my refund tomorrow") == "my refund"
+
+
+def test_a_time_the_recogniser_misspelt_is_read_as_the_time_said() -> None:
+    """Issue 42, by voice: Whisper wrote "Make that half past ten." as "Make that half pass
+    then.", so the correction was not heard and the old hour was booked."""
+    from vocero.contracts import values
+
+    assert values.time_in("Make that half pass then.") == "10:30"
+    assert values.time_in("at a quarter passed four pm") == "16:15"
+    assert values.when_phrase("Tomorrow at half pass then") == "Tomorrow at half past ten"
+    assert values.time_in("I passed then the exam") is None  # no time word, nothing mended

@@ -17,6 +17,7 @@ from vocero.contracts.values.times import (
     MINUTE_WORDS,
     OCLOCK,
     RELATIVE_TIME,
+    misheard_times,
 )
 
 _WEEKDAY = alternation(WEEKDAYS)
@@ -55,6 +56,7 @@ _REASON = re.compile(
 def when_phrase(text: str) -> str | None:
     """The span that says when, in the caller's words ("tomorrow at 10 am", "next week", "on
     Monday at 3 pm", "next Tuesday at half past two")."""
+    text = misheard_times(text)  # "tomorrow at half pass then"
     spans = [m.span() for m in _WHEN_WORDS.finditer(text)]
     spans += [m.span() for m in CLOCK.finditer(text)]
     spans += [m.span() for m in _SPOKEN_CLOCK_SPAN.finditer(text)]

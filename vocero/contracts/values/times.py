@@ -190,11 +190,30 @@ def spoken_times(text: str) -> str:
     "two thirty pm" -> "2:30 pm", "at eleven" -> "at 11", "eleven am" -> "11 am". An hour word
     is a time only with a.m./p.m., a part of day, or a word such as "at" before it.
     """
+    text = misheard_times(text)
     text = RELATIVE_TIME.sub(_relative_time, text)
     text = HALF_HOUR.sub(_half_hour, text)
     text = OCLOCK.sub(lambda m: f"{word_value(m.group(1))}:00", text)
     text = _HOUR_MINUTES.sub(_hour_minutes, text)
     return _HOUR_ALONE.sub(_hour_alone, text)
+
+
+_MISHEARD = (
+    (
+        re.compile(r"\b(half|quarter|ten|five|twenty(?:[\s-]five)?)\s+pass(?:ed)?\b", re.I),
+        r"\1 past",
+    ),
+    (re.compile(r"\b(past|half|at)\s+then\b", re.I), r"\1 ten"),
+)
+"""How a small recogniser writes a time it heard ("half pass then" for "half past ten"):
+rewritten before the time is read; only where the words around make it a time."""
+
+
+def misheard_times(text: str) -> str:
+    """``text`` with the recogniser's usual spellings of time words mended (:data:`_MISHEARD`)."""
+    for pattern, repl in _MISHEARD:
+        text = pattern.sub(repl, text)
+    return text
 
 
 def _relative_time(match: re.Match[str]) -> str:
