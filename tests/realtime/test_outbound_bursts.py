@@ -11,7 +11,6 @@ import json
 from typing import Any, cast
 
 import anyio
-import anyio.lowlevel
 import pytest
 from starlette.websockets import WebSocket
 
@@ -143,51 +142,6 @@ async def test_a_stop_during_a_burst_is_sent_next_and_nothing_of_the_generation_
     assert socket.log == ["cork", "response.created.v1", "response.text_delta.v1",
                           "response.audio_delta.v1", "output.stop_and_flush.v1",
                           "uncork"]  # fmt: skip
-
-
-async def _stream(out: OutputChannel, socket: Socket, count: int) -> None:
-    """A synthesizer's pace: the first chunk, then one chunk an event-loop turn."""
-    assert await out.data(audio(0))
-    await socket.sent.wait()
-    for index in range(1, count):
-        assert await out.data(audio(index))
-        await anyio.lowlevel.checkpoint()
-
-
-async def test_with_the_caller_ahead_the_chunks_that_follow_leave_in_one_burst() -> None:
-    socket, out = Socket(), OutputChannel(playout_acks=True)  # nothing played: all is ahead
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(pump(socket, out).run)
-        tg.start_soon(_stream, out, socket, 4)
-        with anyio.fail_after(5):
-            await socket.uncorked.wait()
-        tg.cancel_scope.cancel()
-    # the answer's first audio at once; the three after it, one a turn, as one burst
-    assert socket.log == ["response.audio_delta.v1", "cork", "response.audio_delta.v1",
-                          "response.audio_delta.v1", "response.audio_delta.v1",
-                          "uncork"]  # fmt: skip
-
-
-async def test_a_stop_while_a_burst_gathers_drops_the_held_frame() -> None:
-    socket, out = Socket(), OutputChannel(playout_acks=True)
-
-    async def stop_after_the_next_chunk() -> None:
-        assert await out.data(audio(0))
-        await socket.sent.wait()
-        assert await out.data(audio(1))  # taken by the pump, which waits for more
-        await anyio.lowlevel.checkpoint()
-        out.stop_generation(GEN)  # a barge-in meanwhile
-        out.control(OutFrame(payload=ev.StopAndFlush(generation_id=GEN, reason="barge_in")))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(pump(socket, out).run)
-        tg.start_soon(stop_after_the_next_chunk)
-        with anyio.fail_after(5):
-            while len(socket.log) < 2:
-                socket.sent = anyio.Event()
-                await socket.sent.wait()
-        tg.cancel_scope.cancel()
-    assert socket.log == ["response.audio_delta.v1", "output.stop_and_flush.v1"]
 
 
 class Transport:

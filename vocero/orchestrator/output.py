@@ -183,17 +183,6 @@ class OutputChannel:
     def has_control(self) -> bool:
         return bool(self._control)
 
-    def data_queued(self) -> int:
-        """Frames in the data lane (a producer adding to it moves this on)."""
-        return len(self._data)
-
-    def lead_ms(self, generation_id: str) -> float:
-        """Audio of the generation sent and not yet played: what the caller has buffered."""
-        track = self._playouts.get(generation_id)
-        if track is None:
-            return 0.0
-        return track.sent_ms - self._playouts.played(track)
-
     def has_pending_data(self, generation_id: str) -> bool:
         return any(f.generation_id == generation_id for f in self._data)
 

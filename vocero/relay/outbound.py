@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import anyio
-import anyio.lowlevel
 import structlog
 from starlette.websockets import WebSocketDisconnect
 
@@ -25,15 +23,6 @@ from vocero.relay.ports import RelayMetrics
 from vocero.relay.wire import Wire
 
 log = structlog.get_logger("vocero.relay")
-
-GATHER_LEAD_MS = 100.0
-"""How much of a generation's audio the caller must have buffered before the pump waits a few
-event-loop turns to send its next frame together with those that follow (issue 46 item 4): a
-write, a wake-up of the pump and one of the client for every 20 ms frame were the largest cost
-of a streaming session. The wait is a few event-loop turns, and the caller is this far
-ahead (not counting the frame); the first audio of an answer is never held."""
-GATHER_TURNS = 4
-"""The most event-loop turns the pump waits for more frames of a burst."""
 
 
 class OutboundPump:
@@ -79,8 +68,6 @@ class OutboundPump:
                 if frame is None:
                     await self._close(self.close_code or CloseCode.NORMAL)
                     return
-                if frame.audio_ms and not await self._gathered(frame):
-                    continue  # its generation was stopped meanwhile: it is not sent
                 if out.has_ready():  # more to send at once: one burst
                     with self.wire.burst():
                         closing = await self._send_ready(frame)
@@ -91,21 +78,6 @@ class OutboundPump:
                     return
         except ControlLaneFull:
             await self._close(CloseCode.POLICY_VIOLATION)
-
-    async def _gathered(self, frame: OutFrame) -> bool:
-        """With the caller :data:`GATHER_LEAD_MS` or more ahead in ``frame``'s generation, let
-        the producer add the frames it has ready now (a few turns of the event loop, while the
-        data lane grows) so that they leave with ``frame`` as one burst. False: the generation
-        was stopped meanwhile, and ``frame`` must not be sent."""
-        out = self.out
-        if out.lead_ms(frame.generation_id) - frame.audio_ms < GATHER_LEAD_MS:
-            return True  # the answer's first audio, or a caller short of audio: at once
-        for _ in range(GATHER_TURNS):
-            queued = out.data_queued()
-            await anyio.lowlevel.checkpoint()
-            if out.data_queued() == queued or out.has_control():
-                break
-        return not out.is_stopped(frame.generation_id)
 
     async def _send_ready(self, frame: OutFrame) -> bool:
         """Send ``frame`` and each frame ready after it, taken one at a time as it goes (a stop
