@@ -80,8 +80,6 @@ class Onset:
     """Where an utterance's speech began, and what the caller had heard by then."""
 
     utterance_id: str
-    at: float
-    """``monotonic`` seconds."""
     speech_from_ms: float | None
     """On the session's clock of caller audio."""
     generation_id: str | None
@@ -141,7 +139,7 @@ class TurnMerge:
         core = self.core
         live = core.generations.live()
         heard_ms = 0.0 if live is None else core.out.acknowledged_ms(live.generation_id)
-        self.onset = Onset(utterance_id, speech_at, speech_from_ms,
+        self.onset = Onset(utterance_id, speech_from_ms,
                            None if live is None else live.generation_id, heard_ms)
         last, answer = self.last, core.generations.current
         if last is None:
