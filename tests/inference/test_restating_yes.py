@@ -56,14 +56,14 @@ class OneLabelEngine:
         raise AssertionError("classification never chats")
 
 
-def label(line: str, model_says: str = "reject") -> str:
+def label(line: str, model_says: str = "reject", pending: ToolIntent = PENDING) -> str:
     llm = RoutedLlm(OneLabelEngine(model_says), QueueSettings(), today=lambda: TODAY)  # type: ignore[arg-type]
     request = LlmRequest(
         messages=[Message(role="system", content="You hold tables for guests."),
                   Message(role="user", content="Hold a table for 4 on Thursday at 7 pm"),
                   Message(role="assistant", content=READBACK),
                   Message(role="user", content=line)],
-        tools=TOOLS, mode="classify_confirmation", pending=PENDING,
+        tools=TOOLS, mode="classify_confirmation", pending=pending,
     )  # fmt: skip
 
     async def classify() -> str:
@@ -90,3 +90,20 @@ def test_a_yes_restating_the_pending_action_confirms_whatever_the_model_says(lin
 ])  # fmt: skip
 def test_a_yes_that_goes_on_or_another_verb_never_confirms(line: str, not_taken: str) -> None:
     assert label(line, model_says="confirm") != not_taken
+
+
+AREA = ToolIntent(name="tables.hold", arguments={"when": "Thursday at 7 PM", "party": 4,
+                                                 "area": "terrace"})  # fmt: skip
+
+
+@pytest.mark.parametrize("line", ["Yes, the terrace. Go ahead.", "yes the terrace please"])
+def test_a_yes_saying_a_value_the_read_back_already_holds_confirms(line: str) -> None:
+    """Was asked again ("Yes, the van. Go ahead." in the Gannet suite): the value said is the
+    one the caller heard read back, so nothing but that proposal can be meant."""
+    assert label(line, model_says="uncertain", pending=AREA) == "confirm"
+    assert label(line, model_says="uncertain") != "confirm"  # no terrace in what waits
+
+
+@pytest.mark.parametrize("line", ["Yes, the garden. Go ahead.", "yes the terrace at 8"])
+def test_a_yes_saying_another_value_or_a_number_does_not(line: str) -> None:
+    assert label(line, model_says="confirm", pending=AREA) != "confirm"

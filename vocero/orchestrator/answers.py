@@ -55,7 +55,8 @@ class Answers:
                     break
         said = core.history[-1].content if core.history and core.history[-1].role == "user" else ""
         question = core.coordinator.active_question() if core.coordinator is not None else None
-        action = question.tool if question is not None else ""  # "Yes, book it." restates it
+        # "Yes, book it." or "Yes, the van." restates what waits
+        action = consent.restatable(question.tool, question.fields) if question is not None else ""
         return consent.bound(label, said, for_locale(core.ctx.effective.locale), action)
 
     async def spoken(

@@ -34,6 +34,7 @@ DTMF key always can.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Literal
 
 from vocero.contracts.lexicon import en
@@ -127,6 +128,17 @@ def explicit_yes(answer: str, action: str = "") -> bool:
     if all(word in _POLITE for word in rest.split()):
         return True
     return bool(action) and _restates(rest.split(), action) and not names_value(text)
+
+
+def restatable(tool: str, fields: Mapping[str, object] | None = None) -> str:
+    """What a yes may restate of a pending proposal (the ``action`` of :func:`explicit_yes`):
+    the tool's name and the words of its values that are words, not numbers ("Yes, the van. Go
+    ahead." for ``vehicle: van``): saying a value the read-back already holds changes nothing.
+    A digit, number, date or time word is still a value (:func:`names_value`), never a yes."""
+    said = [
+        str(v) for v in (fields or {}).values() if isinstance(v, str) and not _DIGIT.search(v)
+    ]
+    return " ".join([tool, *said])
 
 
 def action_words(action: str) -> frozenset[str]:

@@ -166,7 +166,8 @@ class RemoteLlm:
 
     async def _classify(self, request: LlmRequest) -> IntentClassified:
         answer = replies.last_user_text(request)
-        action = request.pending.name if request.pending is not None else ""
+        pending = request.pending
+        action = consent.restatable(pending.name, pending.arguments) if pending is not None else ""
         intent = consent.classify(answer, action)  # "Yes, book it." restates what waits
         if intent is not None:
             return IntentClassified(intent=intent)

@@ -94,7 +94,8 @@ class LlmBase(RunnerShell):
 
     async def _classify(self, request: LlmRequest) -> IntentClassified:
         answer = replies.last_user_text(request)
-        action = request.pending.name if request.pending is not None else ""
+        pending = request.pending
+        action = consent.restatable(pending.name, pending.arguments) if pending is not None else ""
         if consent.explicit_yes(answer, action):
             # "Yes, book it.": a yes restating the pending action asks for nothing else.
             return IntentClassified(intent="confirm")
