@@ -32,6 +32,9 @@ NOUN_SYNONYMS: Final[dict[str, tuple[str, ...]]] = {
     "address": ("address", "details", "location"),
     "prescription": ("prescription", "medication", "refill"),
     "repair": ("repair", "fix", "service job"),
+    "departure": ("departure", "sailing", "crossing", "train", "bus"),
+    "sailing": ("sailing", "crossing", "departure", "ferry", "boat"),
+    "crossing": ("crossing", "sailing", "departure", "ferry", "boat"),
 }  # fmt: skip
 """Everyday English words for common nouns of customer service: the dialogue manager uses a
 row only for a noun a tool's own name or description already names, to hear the caller's

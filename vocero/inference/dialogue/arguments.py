@@ -325,11 +325,52 @@ def _option(utterance: str, options: list[str]) -> str | None:
         ]
         if found:
             said.append((found[-1], option))
+    if not said:
+        said = _option_by_parts(text, options) or _option_by_own_word(text, options)
     return max(said)[1] if said else None
 
 
+def _option_by_parts(text: str, options: list[str]) -> list[tuple[int, str]]:
+    """A value joining places ("Kinloch-Skerra") said as its parts, in its order ("from Kinloch
+    over to Skerra"); never in the other order (that is "Skerra-Kinloch")."""
+    said: list[tuple[int, str]] = []
+    for option in options:
+        raw = [p for p in re.split(r"\s*[-\u2013/]\s*", option) if p.strip()]
+        if len(raw) < 2 or not all(p[:1].isupper() for p in raw):
+            continue  # "pet-friendly" is no pair of places
+        parts = [normalise(p) for p in raw]
+        at, ok = 0, True
+        for part in parts:
+            found = re.search(rf"(?<=\s){re.escape(part)}(?=\s)", text[at:])
+            if found is None:
+                ok = False
+                break
+            at += found.end()
+        if ok:
+            said.append((at, option))
+    return said
+
+
+def _option_by_own_word(text: str, options: list[str]) -> list[tuple[int, str]]:
+    """Options said by the one word no other option has ("an outside cabin" for "outside
+    two-berth" beside "inside two-berth"), where the whole value was not said."""
+    words = {o: set(normalise(o).replace("-", " ").split()) for o in options}
+    said: list[tuple[int, str]] = []
+    for option, own in words.items():
+        others = set().union(*(w for o, w in words.items() if o != option))
+        for word in own - others:
+            found = [
+                m.start()
+                for m in re.finditer(rf"(?<=\s){re.escape(word)}(?=\s)", text)
+                if len(word) > 3 and not _OPTION_NEGATED.search(text[: m.start()])
+            ]
+            if found:
+                said.append((found[-1], option))
+    return said
+
+
 _OPTION_NEGATED = re.compile(
-    r"\b(?:not|no|never|rather than|instead of)\s+(?:the\s+|a\s+|an\s+|any\s+)?$"
+    r"\b(?:not|never|rather than|instead of)\s+(?:the\s+|a\s+|an\s+|any\s+)?$"
 )
 
 

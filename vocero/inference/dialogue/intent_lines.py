@@ -40,7 +40,7 @@ VERB_FAMILIES: dict[str, tuple[str, ...]] = {
              "bring forward", "change the date of", "change the time of"),
     "cancel": ("cancel", "call off", "drop", "scrap", "get rid of", "delete", "remove"),
     "create": ("book", "make", "schedule", "set up", "arrange", "add", "create", "request",
-               "get", "open"),
+               "get", "open", "bring", "include"),
     "update": ("update", "change", "edit", "correct", "fix", "amend"),
     "record": ("record", "note down", "log", "write down", "take down", "save"),
     "search": ("find", "search for", "look for", "ask about"),

@@ -259,8 +259,9 @@ def unsaid(
 ) -> tuple[str, ...]:
     """The free-text ``fields`` whose value the model did not take from the caller's own words
     (junk such as "1000000000000000000000000,", or names from the tool's description): every
-    number of a value and some of its words must be the caller's, and a value may neither hold
-    another field's value nor repeat a word three times, else the field is asked for."""
+    number of a value and some of its words must be the caller's, and a value may neither be
+    another field's value with nothing of its own nor repeat a word three times, else the
+    field is asked for."""
     said: set[str] = set()
     for message in request.messages:
         if message.role == "user":
@@ -271,11 +272,12 @@ def unsaid(
         words = re.findall(r"[a-z0-9]+", value)
         numbers = {w for w in words if any(c.isdigit() for c in w)}
         own = [w for w in words if w in said]
-        taken = any(
-            isinstance(v, str) and len(v) >= 3 and v.lower() in value
-            for k, v in arguments.items()
-            if k != name
-        )  # "SW-5521_S-5521_…": another field's identifier, run on
+        rest = value
+        for k, v in arguments.items():
+            if k != name and isinstance(v, str) and len(v) >= 3:
+                rest = rest.replace(v.lower(), " ")
+        # Nothing of its own beside another field's value ("SW-5521" for an extra's name).
+        taken = rest != value and not [w for w in re.findall(r"[a-z]+", rest) if w in said]
         if not own or not numbers <= said or taken or _stuck(value):
             out.append(name)
     return tuple(out)

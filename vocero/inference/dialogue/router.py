@@ -55,6 +55,7 @@ LEXICON: dict[str, tuple[str, ...]] = {
         "reschedule", "move", "change", "push", "rebook", "shift", "postpone", "instead",
     ),
     "cancel": ("cancel", "call off", "drop", "scrap", "delete", "remove"),
+    "add": ("add", "bring", "include", "put on", "take along"),
     "record": ("record", "note down", "log"),
 }  # fmt: skip
 WEAK_CUES: dict[str, tuple[str, ...]] = {"list": ("what", "which", "when", "any", "anything")}

@@ -92,6 +92,7 @@ def _described(
 
 _LISTED = re.compile(r"\(([^()]{3,160})\)")
 _ITEMS = re.compile(r"\s*,\s*(?:or\s+|and\s+)?|\s+(?:or|and)\s+", re.IGNORECASE)
+_STATE_QUESTION = re.compile(r"\s*(?:whether|if|returns|tells|says)\b", re.I)
 _OPEN_LIST = re.compile(r"\s*(?:e\.?g\.?|for example|for instance|such as|like|including)\b", re.I)
 _ARTICLE = re.compile(r"^(?:an?|the|one)\s+", re.IGNORECASE)
 _NOT_FREE = re.compile(
@@ -118,13 +119,18 @@ def listed(name: str, own: str, description: str, *, sole: bool = False) -> list
             items = [i for i in items if i]
             if items:  # "(the North Gate or Lakeside shed)": the field's noun closes the list
                 items[-1] = re.sub(rf"\s+{re.escape(name)}s?$", "", items[-1], flags=re.I)
+            if items and all(i[:1].isupper() for i in items):
+                # "(the Maple Street or Riverside pharmacy counter)": names, then their noun
+                items[-1] = re.sub(r"(?:\s+[a-z][\w-]*)+$", "", items[-1])
             if len(items) >= 2 and all(0 < len(i.split()) <= 4 for i in items):
                 return items
     for text in (own, *(s for s in _SENTENCES.split(description) if _named(name).search(s))):
+        if _STATE_QUESTION.match(text or ""):
+            continue  # "Whether today's sailing is running or disrupted": the answer's values
         label = r"[\s_]+".join(re.escape(w) for w in name.split("_"))
         said = re.search(
             rf"\b{label}\s*(?:is|can be|must be|:)\s+"
-            r"(?:one of\s+|either\s+)?(?P<list>[^.;()]+?\s+or\s+[^.;,()]+)",
+            r"(?:one of\s+|either\s+)?(?:the\s+\w+\s*:\s*)?(?P<list>[^.;:()]+?\s+or\s+[^.;:,()]+)",
             text or "",
             re.IGNORECASE,
         )

@@ -193,7 +193,7 @@ def _signs_off(utterance: str) -> bool:
     # that's all I needed. Thanks, bye!": a remark may lead).
     return (
         len(sentences) > 1
-        and len(last.split()) <= 4
+        and len(last.split()) <= 6  # "Thanks very much, bye now."
         and bool(re.search(r"\b(?:bye|goodbye)\b", last, re.I))
         and any(_GOODBYE.search(x) or _THANKS.search(x) for x in sentences[:-1])
         and all(
