@@ -279,3 +279,31 @@ async def test_a_changed_value_in_any_wording_is_a_new_revision_on_the_cpu_dialo
         assert sent.arguments == {"booking_ref": "BK-101", "when": "Monday at 3"}
         assert (sent.meta.proposal_id, sent.meta.revision) == (
             questions[-1].proposal_id, questions[-1].revision)
+
+
+ASKS_BETWEEN = [
+    Rule(match=r"what time do you open", intent="new_request"),
+    *CONFIRM_EVERYTHING[:2],
+    Rule(match=r"what time do you open", reply="We open at nine."),
+    *CONFIRM_EVERYTHING[2:],
+]
+
+
+@pytest.mark.parametrize(("yes", "runs"), [("yes, please shift it", True), ("yes", False)])
+async def test_a_yes_naming_the_proposal_answers_it_after_a_question_in_between(
+    db_path: Path, yes: str, runs: bool
+) -> None:
+    """Issue 42 (Gannet): asked something else mid-question and answered, the caller's "yes,
+    please shift it" binds the read-back they heard; a bare "yes" may answer what they heard
+    last, so it is asked about (nothing runs)."""
+    runners, *_ = fake_runners(rules=ASKS_BETWEEN)
+    async with booking(db_path, runners) as b:
+        question = await proposed(b, "move BK-101 to Thursday at 9", 1)
+        assert "nine" in await answered(b, "wait, what time do you open?")
+        said = await answered(b, yes)
+        if runs:
+            await b.h.until(lambda: len(b.sent()) == 1)
+            [sent] = b.sent()
+            assert (sent.meta.proposal_id, sent.meta.revision) == (question.proposal_id, 1)
+        else:
+            assert said.startswith("Just to be sure. To confirm:") and b.sent() == []

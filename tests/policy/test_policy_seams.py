@@ -181,10 +181,11 @@ class Desk:
         )
         return await self.confirmations.ask(question, f"gen_{revision}")
 
-    async def answer(self, revision: int, source: str = "speech") -> Any:
+    async def answer(self, revision: int, source: str = "speech", restated: bool = False) -> Any:
         turn = TurnRef(session_id="ses_1", turn_id="turn_2")
         return await self.confirmations.submit(
-            turn, "prp_1", revision, "confirm", source=source  # type: ignore[arg-type]
+            turn, "prp_1", revision, "confirm", source=source,  # type: ignore[arg-type]
+            restated=restated,
         )
 
 
@@ -247,3 +248,19 @@ async def test_an_executed_revision_is_not_confirmed_again() -> None:
     assert desk.repo.audits[-1] == "confirmation.abandoned"
     late = await desk.answer(1)
     assert (late.binds, late.reason_code) == (False, "confirmation_used")
+
+
+async def test_a_yes_naming_the_proposal_answers_it_after_something_else_was_heard() -> None:
+    """Issue 42 (Gannet): after a catalog answer the caller asked for mid-question, "Yes,
+    please move it" was "Just to be sure" and the question again; a bare yes still is (it may
+    answer what was heard last), and naming it never stands in for hearing the read-back."""
+    desk = Desk()
+    await desk.ask(1)
+    early = await desk.answer(1, restated=True)  # named, but the read-back was never heard
+    assert (early.binds, early.reason_code) == (False, "required_delivery_missing")
+    await desk.evidence.delivered("gen_1", heard_text="APT-1 on Friday", complete=True)
+    await desk.evidence.delivered("gen_other", heard_text="Check in an hour before.", complete=True)
+    bare = await desk.answer(1)
+    assert (bare.binds, bare.reason_code) == (False, "different_question")
+    named = await desk.answer(1, restated=True)
+    assert named.binds and named.plan is not None

@@ -179,6 +179,7 @@ class FakeActionCoordinator:
     outcomes: dict[str, ToolOutcome] = field(default_factory=dict)
     proposed: list[tuple[TurnRef, ToolIntent]] = field(default_factory=list)
     answers: list[tuple[str, int, str, str]] = field(default_factory=list)
+    restated: list[bool] = field(default_factory=list)
     executed: list[ToolPlan] = field(default_factory=list)
     deliveries: list[tuple[str, str, bool]] = field(default_factory=list)
     question: ToolPlan | None = None
@@ -214,8 +215,10 @@ class FakeActionCoordinator:
         decision: Literal["confirm", "reject", "uncertain"],
         *,
         source: Literal["button", "speech"],
+        restated: bool = False,
     ) -> ConfirmationVerdict:
         self.answers.append((proposal_id, revision, decision, source))
+        self.restated.append(restated)
         verdict = self.verdicts.pop(0)
         if verdict.binds:
             self.question = None

@@ -99,7 +99,11 @@ class ActionCoordinator(Protocol):
         decision: Literal["confirm", "reject", "uncertain"],
         *,
         source: Literal["button", "speech"],
-    ) -> ConfirmationVerdict: ...
+        restated: bool = False,
+    ) -> ConfirmationVerdict:
+        """``restated``: the spoken answer names the proposal itself ("Yes, please move it"),
+        so it answers that question even when something else was heard after it."""
+        ...
 
     def active_question(self) -> ToolPlan | None:
         """The proposal the caller was last asked to confirm, while it can still bind."""

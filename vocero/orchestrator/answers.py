@@ -64,8 +64,11 @@ class Answers:
     ) -> None:
         coordinator = self.core.coordinator
         assert coordinator is not None and intent != "new_request"
+        said = self.core.history[-1].content if self.core.history else ""
+        restated = intent == "confirm" and consent.restates(said, question.tool, question.fields)
         verdict = await coordinator.submit_confirmation(
-            turn, question.proposal_id, question.revision, intent, source="speech"
+            turn, question.proposal_id, question.revision, intent, source="speech",
+            restated=restated,
         )
         if verdict.binds and intent == "confirm" and verdict.plan is not None:
             self.core.fire(Event.CONFIRMED)

@@ -94,12 +94,16 @@ class Confirmations:
         decision: Literal["confirm", "reject", "uncertain"],
         *,
         source: Literal["button", "speech"],
+        restated: bool = False,
     ) -> ConfirmationVerdict:
         delivered = await self._evidence.satisfied((proposal_id, revision))
         question = self._question
         if delivered and self._steps is not None and question is not None:
             delivered = await self._steps.heard_all(resolve(self._facts.profile, question.tool))
         current = source == "button" or self._evidence.last_heard_was((proposal_id, revision))
+        # A yes naming the proposal answers it, even after the caller heard something else
+        # (a catalog answer they asked for); it still binds only once the read-back was heard.
+        current = current or restated
         judgement = judge(
             question,
             proposal_id=proposal_id,

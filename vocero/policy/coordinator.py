@@ -164,9 +164,10 @@ class SessionCoordinator:
         decision: Literal["confirm", "reject", "uncertain"],
         *,
         source: Literal["button", "speech"],
+        restated: bool = False,
     ) -> ConfirmationVerdict:
         return await self.confirmations.submit(
-            turn, proposal_id, revision, decision, source=source
+            turn, proposal_id, revision, decision, source=source, restated=restated
         )
 
     async def drop_question(self, proposal_id: str, revision: int) -> None:

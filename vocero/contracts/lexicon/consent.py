@@ -141,6 +141,12 @@ def restatable(tool: str, fields: Mapping[str, object] | None = None) -> str:
     return " ".join([tool, *said])
 
 
+def restates(answer: str, tool: str, fields: Mapping[str, object] | None = None) -> bool:
+    """Whether a yes names the pending proposal itself ("Yes, please move it", "Yes, the
+    van"): an explicit yes with a word of its action or values, not a bare one."""
+    return explicit_yes(answer, restatable(tool, fields)) and not explicit_yes(answer)
+
+
 def action_words(action: str) -> frozenset[str]:
     """The words a caller may restate a pending action with: its tool name's words
     (``rooms.reserve`` -> "room", "reserve"), each also as its stem."""
