@@ -200,3 +200,25 @@ def test_a_model_value_that_ran_on_keeps_its_first_sentence() -> None:
     }
     fine = {"job": "PW-3310", "finish": "gloss. on the cover"}
     assert dialogue.trimmed(fine, ["finish"]) == fine
+
+
+def test_a_field_named_only_item_takes_the_thing_the_request_names() -> None:
+    """Northwind: the small model wrote the account number into ``item`` ("40021877"), which
+    is no thing; now the thing said after "my" is the value, and a clause is none."""
+    visit = ToolDefinition(
+        name="engineers.book",
+        description="Book an engineer visit; slot is the start as an RFC 3339 date-time.",
+        input_schema={
+            "type": "object",
+            "properties": {"job": JOB, "item": {"type": "string"}, "slot": {"type": "string"}},
+            "required": ["job", "item", "slot"],
+        },
+    )
+    arguments, _, model_fill = router.fill_arguments(
+        visit, "Can someone come to service my guillotine on Friday at 10 am? Job PW-3310.", TODAY
+    )
+    assert arguments["item"] == "guillotine" and model_fill == []
+    arguments, _, model_fill = router.fill_arguments(
+        visit, "My guillotine is jammed, job PW-3310, Friday at 10 am.", TODAY
+    )
+    assert "item" not in arguments and model_fill == ["item"]

@@ -20,6 +20,11 @@ from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.values.numbers import NUMBER_RUN, NUMBER_VALUES, number_run, word_value
 from vocero.inference.dialogue import schema
+from vocero.inference.dialogue.things import normalise as normalise
+from vocero.inference.dialogue.things import only_named, option_said, thing_named
+from vocero.inference.dialogue.things import said_thing as said_thing
+from vocero.inference.dialogue.things import state_thing as state_thing
+from vocero.inference.dialogue.things import stem as stem
 
 CALL_BACK_PHRASES: tuple[str, ...] = (
     "follow up", "follow-up", "followup", "call me", "call back", "callback", "call-back",
@@ -68,6 +73,8 @@ def fill_arguments(
             value = state_thing(tool.description, name, utterance)  # "my power has been out"
         if value is None and kind == "text":
             value = said_thing(tool.description, name, utterance)  # "I left my blue scarf"
+        if value is None and kind == "text" and only_named(name, tool.description):
+            value = thing_named(utterance)  # "replace my gas meter on Thursday"
         if isinstance(value, str) and kind == "id" and not prop.get("pattern"):
             value = shaped_as_shown(value, prop.get("description", ""), tool.description)
         if value is not None:
@@ -101,54 +108,6 @@ def shaped_as_shown(value: str, *descriptions: str) -> str:
 
 def _id_shape(text: str) -> str:
     return re.sub(r"[A-Za-z]", "A", re.sub(r"[0-9]", "9", text))
-
-
-_STATE_VERB = r"(?:is|are|was|were|has been|have been|had been|went|keeps? going)"
-
-
-def state_thing(description: str, name: str, utterance: str) -> str | None:
-    """A free-text field the tool's description defines by a state ("item is what is out",
-    "part: what is broken") is the thing the caller says is in that state: "My power has been
-    out since seven" -> "power", "the kitchen tap is broken" -> "kitchen tap"; ``None`` when the
-    description defines no such state or the caller names nothing in it."""
-    label = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[_\-\s]+", name) if w)
-    defined = re.search(
-        rf"\b{label}\s*(?:is|means|:|=)\s*what(?:ever)?\s+{_STATE_VERB}\s+([a-z]+)\b",
-        description,
-        re.IGNORECASE,
-    )
-    if defined is None:
-        return None
-    state = re.escape(defined.group(1))
-    said = re.search(
-        rf"\b(?:my|the|our|a|an)\s+((?:[a-z]+\s+)?[a-z]+?)\s+{_STATE_VERB}\s+(?:(?!not\b|never\b)\w+\s+)?{state}\b",
-        utterance,
-        re.IGNORECASE,
-    )
-    return said.group(1).lower() if said else None
-
-
-_THING_SAID = re.compile(
-    r"\b(?:my|our|his|her|their|a|an)\s+((?:[a-z][\w'-]*\s+){0,4}?[a-z][\w'-]*)"
-    r"(?=\s+(?:in|on|at|by|near|from|inside|under|behind|somewhere|that|which|when|yesterday"
-    r"|today|last|this)\b|\s*[,.?!]|\s*$)",
-    re.IGNORECASE,
-)
-
-
-def said_thing(description: str, name: str, utterance: str) -> str | None:
-    """A free-text field the tool's description defines as saying what a thing is ("item says
-    what it is and what it looks like") is the thing the caller names: "I left my navy scarf in
-    the hall" -> "navy scarf", up to where, when or the line's end; ``None`` when the
-    description defines no such field or the caller names no thing."""
-    label = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[_\-\s]+", name) if w)
-    defined = re.search(
-        rf"\b{label}\s+(?:says|is|describes|tells(?:\s+us)?)\s+what\s+(?:it|the\s+\w+)\s+is\b",
-        description,
-        re.IGNORECASE,
-    )
-    said = _THING_SAID.search(utterance) if defined else None
-    return said.group(1).lower() if said else None
 
 
 _DATETIME_SAMPLE, _DATE_SAMPLE, _TIME_SAMPLE = "2026-01-31T09:30:00+01:00", "2026-01-31", "09:30"
@@ -297,7 +256,7 @@ def _extract(
     if kind in ("channel", "enum"):
         return _channel_or_enum(utterance, schema.get("enum"))
     if kind == "option":
-        return _option(utterance, schema.get(_OPTIONS) or [])
+        return option_said(utterance, schema.get(_OPTIONS) or [])
     return None
 
 
@@ -308,70 +267,6 @@ def _long_code(pattern: str) -> bool:
     """A pattern that takes only long numbers ("^[0-9]{5}$"): digits said alone are its code,
     never a count or an hour."""
     return not any(values.pattern_accepts(pattern, n) for n in ("1", "12", "123"))
-
-
-def _option(utterance: str, options: list[str]) -> str | None:
-    """The value of those a description names that the caller said ("the Riverside store");
-    the last one said wins ("not Maple Street, Riverside"), one said after "not" never does
-    ("breakfast, not parking"); none said is no value."""
-    text = f" {normalise(utterance)} "
-    said: list[tuple[int, str]] = []
-    for option in options:
-        words = r"[\s-]+".join(re.escape(w) for w in normalise(option).split())
-        found = [
-            m.start()
-            for m in re.finditer(rf"(?<=\s){words}(?=\s)", text)
-            if not _OPTION_NEGATED.search(text[: m.start()])  # "breakfast, not parking"
-        ]
-        if found:
-            said.append((found[-1], option))
-    if not said:
-        said = _option_by_parts(text, options) or _option_by_own_word(text, options)
-    return max(said)[1] if said else None
-
-
-def _option_by_parts(text: str, options: list[str]) -> list[tuple[int, str]]:
-    """A value joining places ("Kinloch-Skerra") said as its parts, in its order ("from Kinloch
-    over to Skerra"); never in the other order (that is "Skerra-Kinloch")."""
-    said: list[tuple[int, str]] = []
-    for option in options:
-        raw = [p for p in re.split(r"\s*[-\u2013/]\s*", option) if p.strip()]
-        if len(raw) < 2 or not all(p[:1].isupper() for p in raw):
-            continue  # "pet-friendly" is no pair of places
-        parts = [normalise(p) for p in raw]
-        at, ok = 0, True
-        for part in parts:
-            found = re.search(rf"(?<=\s){re.escape(part)}(?=\s)", text[at:])
-            if found is None:
-                ok = False
-                break
-            at += found.end()
-        if ok:
-            said.append((at, option))
-    return said
-
-
-def _option_by_own_word(text: str, options: list[str]) -> list[tuple[int, str]]:
-    """Options said by the one word no other option has ("an outside cabin" for "outside
-    two-berth" beside "inside two-berth"), where the whole value was not said."""
-    words = {o: set(normalise(o).replace("-", " ").split()) for o in options}
-    said: list[tuple[int, str]] = []
-    for option, own in words.items():
-        others = set().union(*(w for o, w in words.items() if o != option))
-        for word in own - others:
-            found = [
-                m.start()
-                for m in re.finditer(rf"(?<=\s){re.escape(word)}(?=\s)", text)
-                if len(word) > 3 and not _OPTION_NEGATED.search(text[: m.start()])
-            ]
-            if found:
-                said.append((found[-1], option))
-    return said
-
-
-_OPTION_NEGATED = re.compile(
-    r"\b(?:not|never|rather than|instead of)\s+(?:the\s+|a\s+|an\s+|any\s+)?$"
-)
 
 
 _NOT_QUANTITY = re.compile(
@@ -480,19 +375,6 @@ def enum_said_plainly(tool: ToolDefinition, name: str, value: object, utterance:
     synonym, not an everyday assent such as "go ahead", which is also a plain yes)."""
     text = f" {normalise(utterance)} "
     return _enum_value_said(text, str(value), everyday=False)
-
-
-def stem(word: str) -> str:
-    """Plural to singular, enough to match tool name words ("orders", "followups", "notes")."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def normalise(text: str) -> str:
-    return re.sub(r"[^\w'\- ]+", " ", text.lower().replace("\u2019", "'"))
 
 
 _OPENER = re.compile(

@@ -1,0 +1,158 @@
+"""The things and choices a caller names in a line: a free-text field's thing (by the state
+or the description its tool gives it, or, for a field named only ``item``, by what the request
+names), and one of the values a tool's line lists for a bare field (:data:`schema.OPTIONS_KEY`:
+said whole, as its places in order, or by the word only it has; never one said after "not").
+
+Split from :mod:`.arguments`, which fills each field by its kind and calls these. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+_STATE_VERB = r"(?:is|are|was|were|has been|have been|had been|went|keeps? going)"
+
+
+def state_thing(description: str, name: str, utterance: str) -> str | None:
+    """A free-text field the tool's description defines by a state ("item is what is out",
+    "part: what is broken") is the thing the caller says is in that state: "My power has been
+    out since seven" -> "power", "the kitchen tap is broken" -> "kitchen tap"; ``None`` when the
+    description defines no such state or the caller names nothing in it."""
+    label = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[_\-\s]+", name) if w)
+    defined = re.search(
+        rf"\b{label}\s*(?:is|means|:|=)\s*what(?:ever)?\s+{_STATE_VERB}\s+([a-z]+)\b",
+        description,
+        re.IGNORECASE,
+    )
+    if defined is None:
+        return None
+    state = re.escape(defined.group(1))
+    said = re.search(
+        rf"\b(?:my|the|our|a|an)\s+((?:[a-z]+\s+)?[a-z]+?)\s+{_STATE_VERB}\s+(?:(?!not\b|never\b)\w+\s+)?{state}\b",
+        utterance,
+        re.IGNORECASE,
+    )
+    return said.group(1).lower() if said else None
+
+
+_THING_SAID = re.compile(
+    r"\b(?:my|our|his|her|their|a|an)\s+((?:[a-z][\w'-]*\s+){0,4}?[a-z][\w'-]*)"
+    r"(?=\s+(?:in|on|at|by|near|from|inside|under|behind|somewhere|that|which|when|yesterday"
+    r"|today|last|this)\b|\s*[,.?!]|\s*$)",
+    re.IGNORECASE,
+)
+
+
+_THING_NAMES = frozenset(("item", "thing", "object", "part", "goods", "product", "article"))
+"""Generic names of a field that holds the thing a request is about."""
+
+
+def only_named(name: str, description: str) -> bool:
+    """A field called only ``item`` (or the like), that its tool's line says nothing of."""
+    label = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[_\-\s]+", name) if w)
+    return name.lower() in _THING_NAMES and not re.search(rf"\b{label}\b", description, re.I)
+
+
+def thing_named(utterance: str) -> str | None:
+    """The thing a request names after a possessive or an article ("replace my gas meter on
+    Thursday" -> "gas meter"), for a field named only ``item``: what the caller said, never
+    what a model guessed (it wrote the account number there); a clause ("my tap is
+    dripping") names no thing."""
+    said = _THING_SAID.search(utterance)
+    thing = said.group(1).lower() if said else None
+    return None if thing is None or _CLAUSE_VERB.search(thing) else thing
+
+
+_CLAUSE_VERB = re.compile(r"\b(?:is|are|was|were|has|have|had|been|will|would|can|could)\b")
+
+
+def said_thing(description: str, name: str, utterance: str) -> str | None:
+    """A free-text field the tool's description defines as saying what a thing is ("item says
+    what it is and what it looks like") is the thing the caller names: "I left my navy scarf in
+    the hall" -> "navy scarf", up to where, when or the line's end; ``None`` when the
+    description defines no such field or the caller names no thing."""
+    label = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[_\-\s]+", name) if w)
+    defined = re.search(
+        rf"\b{label}\s+(?:says|is|describes|tells(?:\s+us)?)\s+what\s+(?:it|the\s+\w+)\s+is\b",
+        description,
+        re.IGNORECASE,
+    )
+    said = _THING_SAID.search(utterance) if defined else None
+    return said.group(1).lower() if said else None
+
+
+def option_said(utterance: str, options: list[str]) -> str | None:
+    """The value of those a description names that the caller said ("the Riverside store");
+    the last one said wins ("not Maple Street, Riverside"), one said after "not" never does
+    ("breakfast, not parking"); none said is no value."""
+    text = f" {normalise(utterance)} "
+    said: list[tuple[int, str]] = []
+    for option in options:
+        words = r"[\s-]+".join(re.escape(w) for w in normalise(option).split())
+        found = [
+            m.start()
+            for m in re.finditer(rf"(?<=\s){words}(?=\s)", text)
+            if not _OPTION_NEGATED.search(text[: m.start()])  # "breakfast, not parking"
+        ]
+        if found:
+            said.append((found[-1], option))
+    if not said:
+        said = _option_by_parts(text, options) or _option_by_own_word(text, options)
+    return max(said)[1] if said else None
+
+
+def _option_by_parts(text: str, options: list[str]) -> list[tuple[int, str]]:
+    """A value joining places ("Kinloch-Skerra") said as its parts, in its order ("from Kinloch
+    over to Skerra"); never in the other order (that is "Skerra-Kinloch")."""
+    said: list[tuple[int, str]] = []
+    for option in options:
+        raw = [p for p in re.split(r"\s*[-\u2013/]\s*", option) if p.strip()]
+        if len(raw) < 2 or not all(p[:1].isupper() for p in raw):
+            continue  # "pet-friendly" is no pair of places
+        parts = [normalise(p) for p in raw]
+        at, ok = 0, True
+        for part in parts:
+            found = re.search(rf"(?<=\s){re.escape(part)}(?=\s)", text[at:])
+            if found is None:
+                ok = False
+                break
+            at += found.end()
+        if ok:
+            said.append((at, option))
+    return said
+
+
+def _option_by_own_word(text: str, options: list[str]) -> list[tuple[int, str]]:
+    """Options said by the one word no other option has ("an outside cabin" for "outside
+    two-berth" beside "inside two-berth"), where the whole value was not said."""
+    words = {o: set(normalise(o).replace("-", " ").split()) for o in options}
+    said: list[tuple[int, str]] = []
+    for option, own in words.items():
+        others = set().union(*(w for o, w in words.items() if o != option))
+        for word in own - others:
+            found = [
+                m.start()
+                for m in re.finditer(rf"(?<=\s){re.escape(word)}(?=\s)", text)
+                if len(word) > 3 and not _OPTION_NEGATED.search(text[: m.start()])
+            ]
+            if found:
+                said.append((found[-1], option))
+    return said
+
+
+_OPTION_NEGATED = re.compile(
+    r"\b(?:not|never|rather than|instead of)\s+(?:the\s+|a\s+|an\s+|any\s+)?$"
+)
+
+
+def stem(word: str) -> str:
+    """Plural to singular, enough to match tool name words ("orders", "followups", "notes")."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def normalise(text: str) -> str:
+    return re.sub(r"[^\w'\- ]+", " ", text.lower().replace("\u2019", "'"))
