@@ -144,3 +144,5 @@ async def test_a_question_asked_in_other_words_finds_the_claim_of_its_topic(
 
     assert await best("I'm 17, can I still hire a kayak?") == ["hire.age"]
     assert await best("How much does it cost to cancel my kayak?") == ["hire.cancel"]
+    # A question about prices is not answered by whatever claim says a fee (Kestrel).
+    assert "hire.cancel" not in await best("Do you price match if another shop quoted me less?")

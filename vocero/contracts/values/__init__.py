@@ -30,6 +30,7 @@ from vocero.contracts.values.dates import (
 )
 from vocero.contracts.values.identifiers import bare_identifier, identifier_in, pattern_accepts
 from vocero.contracts.values.phrases import (
+    age_asked,
     asked_alike,
     reason_phrase,
     requested_thing,
@@ -38,6 +39,7 @@ from vocero.contracts.values.phrases import (
 from vocero.contracts.values.times import hour_of, part_of_day, spoken_times, time_in
 
 __all__ = [
+    "age_asked",
     "asked_alike",
     "bare_identifier",
     "date_in",

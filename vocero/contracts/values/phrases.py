@@ -131,6 +131,10 @@ def asked_alike(text: str) -> list[str]:
     for group in QUESTION_SYNONYMS:
         if any(re.search(rf"\b{re.escape(w)}\b", lowered) for w in group):
             out.extend(group)
-    if _AGE_SAID.search(text):
-        out.extend(next(g for g in QUESTION_SYNONYMS if "age" in g))
-    return out
+    return out + age_asked(text)
+
+
+def age_asked(text: str) -> list[str]:
+    """The words of asking about age when the line says one ("I'm 22, can I still rent?");
+    ``[]`` otherwise."""
+    return list(next(g for g in QUESTION_SYNONYMS if "age" in g)) if _AGE_SAID.search(text) else []
