@@ -222,3 +222,23 @@ def test_a_field_named_only_item_takes_the_thing_the_request_names() -> None:
         visit, "My guillotine is jammed, job PW-3310, Friday at 10 am.", TODAY
     )
     assert "item" not in arguments and model_fill == ["item"]
+
+
+def test_a_reason_field_takes_the_reason_the_request_gives() -> None:
+    """Harbor: the small model wrote the visit's reference into ``why`` ("VX-2042"); the
+    reason the caller gave after a comma or "because" is the value, and none given is asked."""
+    scrap = ToolDefinition(
+        name="jobs.scrap",
+        description="Scrap a print job before it goes to press. It cannot be undone.",
+        input_schema={
+            "type": "object",
+            "properties": {"job": JOB, "why": {"type": "string", "description": "Their reason"}},
+            "required": ["job", "why"],
+        },
+    )
+    said = "Please scrap job PW-3310, the client changed the artwork"
+    assert router.fill_arguments(scrap, said, TODAY)[0]["why"] == "the client changed the artwork"
+    said = "Scrap PW-3310 because we found a typo on the cover"
+    assert router.fill_arguments(scrap, said, TODAY)[0]["why"] == "we found a typo on the cover"
+    arguments, missing, _ = router.fill_arguments(scrap, "Please scrap job PW-3310, thanks", TODAY)
+    assert "why" not in arguments and missing == ["why"]

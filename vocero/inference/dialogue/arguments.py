@@ -67,6 +67,8 @@ def fill_arguments(
             value = _extract(kind, name, prop, utterance, today, now=now)
         if value is None and kind == "reason" and not tool.builtin:
             value = values.requested_thing(utterance)  # "book a blood pressure check with ..."
+        if value is None and kind == "reason" and not tool.builtin:
+            value = reason_given(utterance)  # "call off VX-2042, Miso is feeling much better"
         if value is None and kind == "reason" and tool.builtin == FOLLOWUPS_TOOL:
             value = told_reason(utterance)  # "ring me back at four? My glaze keeps crawling."
         if value is None and kind == "text":
@@ -147,7 +149,9 @@ def field_kind(name: str, schema: dict[str, Any]) -> str:
         return "id"
     if lowered in ("when", "when_text"):
         return "when"
-    if lowered in ("reason", "topic", "subject"):
+    if lowered in ("reason", "topic", "subject", "why") or _REASON_SAID.search(
+        str(schema.get("description") or "")
+    ):
         return "reason"
     if lowered == "channel":
         return "channel"
@@ -383,6 +387,24 @@ _OPENER = re.compile(
     re.IGNORECASE,
 )
 _ASKED_BACK = re.compile("|".join(rf"\b{re.escape(p)}\b" for p in CALL_BACK_PHRASES), re.IGNORECASE)
+
+
+_REASON_SAID = re.compile(r"\b(?:reason|why)\b", re.IGNORECASE)
+_GIVEN = re.compile(r"(?:,|;|\s-\s|\b(?:because|as|since)\b)\s*(?P<why>[^,;.?!]+)")
+
+
+def reason_given(utterance: str) -> str | None:
+    """The reason a request gives after it ("Please call off VX-2042, Miso is feeling much
+    better", "... because we are moving house"): a clause of three words or more after a
+    comma or "because", that is not a time, an identifier or politeness."""
+    for found in _GIVEN.finditer(utterance):
+        why = found.group("why").strip()
+        if len(why.split()) < 3 or _OPENER.match(why) or values.when_phrase(why) is not None:
+            continue
+        if re.search(r"\d", why):
+            continue
+        return why
+    return None
 
 
 def told_reason(utterance: str) -> str | None:

@@ -47,9 +47,11 @@ def ask(tool: ToolDefinition, name: str) -> str:
         return f"Which {_label(name)}: {', '.join(options[:-1])} or {options[-1]}?"
     if kind == "when" and tool.builtin != FOLLOWUPS_TOOL:
         return ask_for(name)  # "When would you like it?": a call-back's question is its own
+    if name.lower() in _BY_NAME:
+        return _BY_NAME[name.lower()]  # "why" reads as a reason, and is asked as one
     if kind in _BY_KIND:
         return _BY_KIND[kind]
-    return _BY_NAME.get(name.lower(), ask_for(name))
+    return ask_for(name)
 
 
 def id_words(tool: ToolDefinition, name: str) -> tuple[str, str]:
