@@ -17,7 +17,7 @@ from functools import cache
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import LlmRequest, Message, ToolIntent
-from vocero.inference.dialogue import intents, schema, small_talk
+from vocero.inference.dialogue import intents, router, schema, small_talk
 from vocero.inference.dialogue import manager as dialogue
 
 TODAY = dt.date(2026, 12, 7)
@@ -127,3 +127,16 @@ def test_a_model_value_with_words_of_its_own_beside_another_fields_value_stands(
     value = {"account": "4002", "item": "gas meter, account 4002"}
     assert dialogue.unsaid(said, value, ["item"]) == ()
     assert dialogue.unsaid(said, {"account": "4002", "item": "4002"}, ["item"]) == ("item",)
+
+
+def test_a_field_named_for_a_thing_takes_the_callers_words_around_that_name() -> None:
+    """Gannet: the small model wrote "Sailing" into ``sailing``; the caller had said which one."""
+    status = _tool("coach.status", "Is a coach running today.", {"coach": {"type": "string"}})
+    arguments, _, model_fill = router.fill_arguments(
+        status, "Is the twenty past eight coach from Market Bosworth on time today?", TODAY
+    )
+    assert arguments == {"coach": "twenty past eight coach from Market Bosworth"}
+    assert model_fill == []
+    assert router.fill_arguments(status, "Is the coach on time?", TODAY)[2] == ["coach"]
+    said = LlmRequest(messages=[Message(role="user", content="Is the coach on time?")])
+    assert dialogue.unsaid(said, {"coach": "Coach"}, ["coach"]) == ("coach",)

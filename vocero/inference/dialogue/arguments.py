@@ -20,8 +20,13 @@ from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.values.numbers import NUMBER_RUN, NUMBER_VALUES, number_run, word_value
 from vocero.inference.dialogue import schema
+from vocero.inference.dialogue.things import (
+    called_by_name,
+    only_named,
+    option_said,
+    thing_named,
+)
 from vocero.inference.dialogue.things import normalise as normalise
-from vocero.inference.dialogue.things import only_named, option_said, thing_named
 from vocero.inference.dialogue.things import said_thing as said_thing
 from vocero.inference.dialogue.things import state_thing as state_thing
 from vocero.inference.dialogue.things import stem as stem
@@ -77,6 +82,8 @@ def fill_arguments(
             value = said_thing(tool.description, name, utterance)  # "I left my blue scarf"
         if value is None and kind == "text" and only_named(name, tool.description):
             value = thing_named(utterance)  # "replace my gas meter on Thursday"
+        if value is None and kind == "text":
+            value = called_by_name(name, utterance)  # "the quarter to three sailing from X"
         if isinstance(value, str) and kind == "id" and not prop.get("pattern"):
             value = shaped_as_shown(value, prop.get("description", ""), tool.description)
         if value is not None:

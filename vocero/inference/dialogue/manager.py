@@ -278,7 +278,8 @@ def unsaid(
                 rest = rest.replace(v.lower(), " ")
         # Nothing of its own beside another field's value ("SW-5521" for an extra's name).
         taken = rest != value and not [w for w in re.findall(r"[a-z]+", rest) if w in said]
-        if not own or not numbers <= said or taken or _stuck(value):
+        named = words == re.findall(r"[a-z0-9]+", name.lower())  # "Sailing" for ``sailing``
+        if not own or not numbers <= said or taken or named or _stuck(value):
             out.append(name)
     return tuple(out)
 

@@ -156,3 +156,20 @@ def stem(word: str) -> str:
 
 def normalise(text: str) -> str:
     return re.sub(r"[^\w'\- ]+", " ", text.lower().replace("\u2019", "'"))
+
+
+def called_by_name(name: str, utterance: str) -> str | None:
+    """A bare field named for a thing the caller names with its own words around it ("the
+    quarter to three sailing from Kinloch" for ``sailing``): the words from the article to the
+    name, and a place after "from" or "to"; ``None`` when the caller says only the name ("the
+    sailing"), which is no value."""
+    if not re.fullmatch(r"[a-z]{4,}", name):
+        return None
+    found = re.search(  # the place is a name: capitalised, so case counts there
+        rf"\b(?i:the|my|our|this|that)\s+((?:[\w'-]+\s+){{1,5}}?(?i:{name}s?)"
+        rf"(?:\s+(?i:from|to|at)\s+[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*)?)\b",
+        utterance,
+    )
+    if found is None or _CLAUSE_VERB.search(found.group(1)):
+        return None
+    return found.group(1)
