@@ -115,8 +115,7 @@ def listed(name: str, own: str, description: str, *, sole: bool = False) -> list
                 continue
             if _OPEN_LIST.match(found.group(1)):
                 continue  # "(for example a child seat)": the caller may name anything
-            items = [_ARTICLE.sub("", i.strip(" .")) for i in _ITEMS.split(found.group(1))]
-            items = [i for i in items if i]
+            items = _split_list(found.group(1))
             if items:  # "(the North Gate or Lakeside shed)": the field's noun closes the list
                 items[-1] = re.sub(rf"\s+{re.escape(name)}s?$", "", items[-1], flags=re.I)
             if items and all(i[:1].isupper() for i in items):
@@ -136,11 +135,16 @@ def listed(name: str, own: str, description: str, *, sole: bool = False) -> list
         )
         if said is None:
             continue
-        items = [_ARTICLE.sub("", i.strip(" .")) for i in _ITEMS.split(said.group("list"))]
-        items = [i for i in items if i]
+        items = _split_list(said.group("list"))
         if len(items) >= 2 and all(0 < len(i.split()) <= 3 for i in items):
             return items
     return []
+
+
+def _split_list(text: str) -> list[str]:
+    """ "child seat, GPS or an additional driver" -> its values, each without its article."""
+    items = (_ARTICLE.sub("", i.strip(" .")) for i in _ITEMS.split(text))
+    return [i for i in items if i]
 
 
 def _free_text(name: str, prop: dict[str, Any]) -> bool:
