@@ -42,6 +42,9 @@ CASES: dict[str, tuple[str, str, list[str], str, dict[str, Any]]] = {
                "hold_at_depot", {"consignment": "WP310447", "days": 5}),
     "gannet": ("gannet", "gannet", ["bookings:read", "bookings:write"],
                "set_passengers", {"booking_ref": "GF41733", "passengers": 3}),
+    "tamarind": ("council", "tamarind", ["collections:read", "bins:write"],
+                 "order_bin", {"property": "TP208119", "bin": "recycling",
+                               "reason": "the lid is cracked"}),
 }
 
 
