@@ -28,6 +28,7 @@ from vocero.contracts.values.dates import (
     next_day_of_month,
     weekday_date,
 )
+from vocero.contracts.values.durations import duration_minutes
 from vocero.contracts.values.identifiers import bare_identifier, identifier_in, pattern_accepts
 from vocero.contracts.values.phrases import (
     age_asked,
@@ -43,6 +44,7 @@ __all__ = [
     "asked_alike",
     "bare_identifier",
     "date_in",
+    "duration_minutes",
     "hour_of",
     "identifier_in",
     "mark_days",

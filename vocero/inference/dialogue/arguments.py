@@ -152,7 +152,9 @@ def field_kind(name: str, schema: dict[str, Any]) -> str:
         return "date"
     if lowered.endswith("time"):
         return "time"
-    if _id_name(lowered) or (schema.get("type", "string") == "string" and _code_pattern(pattern)):
+    if _id_name(lowered) or schema.get(_IDENTIFIER) or (
+        schema.get("type", "string") == "string" and _code_pattern(pattern)
+    ):
         return "id"
     if lowered in ("when", "when_text"):
         return "when"
@@ -272,6 +274,7 @@ def _extract(
 
 
 _OPTIONS = schema.OPTIONS_KEY
+_IDENTIFIER = schema.IDENTIFIER_KEY
 
 
 def _long_code(pattern: str) -> bool:
@@ -307,12 +310,33 @@ def _counted(text: str, prop: dict[str, Any], name: str = "") -> int | None:
     return value if prop.get("minimum", value) <= value <= prop.get("maximum", value) else None
 
 
+def _lasting(utterance: str, prop: dict[str, Any], name: str) -> int | None:
+    """How long, for a field counted in minutes or hours ("How long, in minutes"): the caller's
+    duration in the field's unit ("an hour and a half" is 90 minutes), within its bounds and
+    steps; a duration that is no whole number of the unit is no value."""
+    words = set(re.findall(r"[a-z]+", f"{name} {prop.get('description', '')}".lower()))
+    units = [u for u in ("minute", "hour") if u in words or f"{u}s" in words]
+    if len(units) != 1 or prop.get("type") not in ("integer", "number"):
+        return None
+    minutes = values.duration_minutes(utterance)
+    if minutes is None or (units[0] == "hour" and minutes % 60):
+        return None
+    value = minutes if units[0] == "minute" else minutes // 60
+    step = prop.get("multipleOf")
+    if isinstance(step, int | float) and step and value % step:
+        return None
+    return value if prop.get("minimum", value) <= value <= prop.get("maximum", value) else None
+
+
 def _quantity(
     utterance: str, prop: dict[str, Any], taken: list[Any], name: str = ""
 ) -> int | float | None:
     """The one number the line says for a quantity ("It says 48213", "Nine hundred and
     twelve"), not a time, a date, a duration or an identifier another field took; two numbers
     said is no value (it is asked)."""
+    lasting = _lasting(utterance, prop, name)
+    if lasting is not None:
+        return lasting
     text = NUMBER_RUN.sub(number_run, values.spoken_times(utterance.lower()))
     counted = _counted(text, prop, name)
     if counted is not None:

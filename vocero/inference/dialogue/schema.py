@@ -31,6 +31,14 @@ principal), never by the model: they are left out of what the model sees and mus
 OPTIONS_KEY = "x-vocero-options"
 """Where :func:`model_facing` puts the values a bare string field's description names ("a store
 (the Maple Street or Riverside counter)"): the caller picks one by saying it; never sent."""
+IDENTIFIER_KEY = "x-vocero-identifier"
+"""Set by :func:`model_facing` on a bare string field its tool's line calls a number, code or
+reference ("card is the patron's library card number"): an identifier; never sent."""
+_ID_SAID = re.compile(
+    r"^\s*(?:is|are|means|:)\s+(?:the|a|an|their|your|its)\s+(?:[\w'-]+\s+){0,4}?"
+    r"(?:number|code|reference|id|identifier)\b",
+    re.IGNORECASE,
+)
 _DATETIME_SAID = re.compile(
     r"\brfc\s*3339\b|\bdate[\s-]?time\b|\biso\s*8601\s+(?:date[\s-]?time|timestamp|moment)",
     re.IGNORECASE,
@@ -80,6 +88,9 @@ def _described(
         return
     if _DATE_SAID.search(own) or _DATE_SAID.search(_said_of(name, description, others)):
         prop["format"] = "date"
+        return
+    if _ID_SAID.search(_said_of(name, description, others)):
+        prop[IDENTIFIER_KEY] = True
         return
     options = listed(name, own, description, sole=sole)
     for clause in [own, *clauses]:
@@ -193,6 +204,7 @@ def _bound(node: Any, max_string: int) -> None:
     node.pop("pattern", None)
     node.pop("format", None)
     node.pop(OPTIONS_KEY, None)
+    node.pop(IDENTIFIER_KEY, None)
     if kind == "string" and not {"enum", "const", "maxLength"} & node.keys():
         node["maxLength"] = max_string
     if kind == "array":
@@ -238,6 +250,7 @@ def _without_options(schema: dict[str, Any]) -> dict[str, Any]:
     for prop in schema.get("properties", {}).values():
         if isinstance(prop, dict):
             prop.pop(OPTIONS_KEY, None)
+            prop.pop(IDENTIFIER_KEY, None)
     return schema
 
 
