@@ -54,6 +54,44 @@ def correction(
     return ToolIntent(name=pending.name, arguments={**pending.arguments, **changed})
 
 
+_SAID_INSTEAD = re.compile(
+    r"[,;.!?-]\s*(?:no|oh|oops|um|uh|er)?[\s,]*(?:sorry|wait|hang on)?[\s,]*"
+    r"(?=(?:make (?:it|that)|i mean|change (?:it|that) to|rather|actually)\b)"
+    r"|[,;.!?-]\s*no[\s,]+(?:sorry|wait|hang on)\b[\s,]*"
+    r"|[,;.!?-]\s*sorry[\s,]+i mean\b[\s,]*",
+    re.I,
+)
+"""Where a caller takes back a value they just said, in the same line: "at 2 pm, no sorry,
+make it 3 pm", "on Friday - I mean Saturday", "the 9th, no wait, the 10th"."""
+
+
+def said_instead(utterance: str) -> str | None:
+    """What a line says after the caller took back a value they had just said in it (``None``
+    when the line takes nothing back); read as a correction of what came before."""
+    marks = list(_SAID_INSTEAD.finditer(utterance))
+    if not marks or marks[-1].start() == 0:
+        return None
+    return utterance[marks[-1].start() :].lstrip(",;.!?- ")
+
+
+def self_corrected(
+    tool: ToolDefinition,
+    arguments: dict[str, Any],
+    utterance: str,
+    today: dt.date,
+    *,
+    now: dt.datetime | None = None,
+) -> dict[str, Any]:
+    """The values of a line that takes one back ("tomorrow at 2 pm, no sorry, make it 3 pm"):
+    the whole line's values, with what the words after the taking-back change in them."""
+    instead = said_instead(utterance)
+    if instead is None:
+        return arguments
+    before = ToolIntent(name=tool.name, arguments=arguments)
+    changed = correction(instead, before, [tool], today, now=now)
+    return dict(changed.arguments) if changed is not None else arguments
+
+
 _MAKE_IT = re.compile(
     r"(?:\b(?:make (?:it|that)|change (?:it|that) to|move (?:it|that) to|instead|rather|actually"
     r"|how about)[\s,]+"

@@ -23,6 +23,7 @@ task and asks no catalog, whatever the rules read in it: it is out of scope.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import re
@@ -352,6 +353,13 @@ def _routing(turn: _Turn) -> tasks.Routing:
     knowledge, catalog = turn.knowledge, turn.catalog
 
     def route(text: str) -> router.Route:
+        found = _chosen(text)
+        if found.tool is None or not found.arguments:
+            return found
+        arguments = corrections.self_corrected(found.tool, found.arguments, text, today, now=now)
+        return dataclasses.replace(found, arguments=arguments)
+
+    def _chosen(text: str) -> router.Route:
         found = router.route(text, tools, today, now=now)
         if model is None or not text.strip():
             return found

@@ -97,7 +97,13 @@ def route(
 ) -> Route:
     said = _concepts_said(utterance)
     scored = [_score(tool, utterance, said, today, now) for tool in tools]
-    ranked = sorted((s for s in scored if s.candidate), key=lambda s: (s.said, s.fit), reverse=True)
+    # On a tie, the tool that takes more of what the caller said ("the Ridge Room on Thursday
+    # for one hour, card 2731…" books the room; it does not only list the day's free rooms).
+    ranked = sorted(
+        (s for s in scored if s.candidate),
+        key=lambda s: (s.said, s.fit, len(s.arguments)),
+        reverse=True,
+    )
     if not ranked:
         return Route(tool=None)
     best = ranked[0]

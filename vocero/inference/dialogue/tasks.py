@@ -52,6 +52,9 @@ class Task:
     """Records the caller's list tool returned while this task was open."""
     asked: int = 0
     """How often the agent asked (and the caller heard) the question for ``missing[0]``."""
+    said: str = ""
+    """The caller's lines that opened and filled the task: a day said there is the day of a
+    time given later ("the Ridge Room on Thursday", then "half past five")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +114,7 @@ def next_step(
     turn asks for something else, and is served as a new request)."""
     if _switches(task, decision, utterance, today, now):
         assert decision.tool is not None
-        task = Task(decision.tool, dict(decision.arguments), decision.missing)
+        task = Task(decision.tool, dict(decision.arguments), decision.missing, said=utterance)
     elif task is not None:
         if small_talk.declines(utterance):
             return Step(intent=ToolIntent(name=task.tool.name, arguments={}), declined=True)
@@ -183,7 +186,7 @@ def _advance(
         assert decision.tool is not None
         if not decision.missing:
             return None  # a complete request: it was acted on there and then
-        return Task(decision.tool, dict(decision.arguments), decision.missing)
+        return Task(decision.tool, dict(decision.arguments), decision.missing, said=utterance)
     if task is None or small_talk.declines(utterance):
         return None
     filled = _fill(task, utterance, today, now)
@@ -218,7 +221,7 @@ def _heard(task: Task, said: str, tools: Sequence[ToolDefinition]) -> Task:
     question = _question(task, tools)
     if not question or question not in said:
         return task
-    return Task(task.tool, task.arguments, task.missing, task.listed, task.asked + 1)
+    return Task(task.tool, task.arguments, task.missing, task.listed, task.asked + 1, task.said)
 
 
 def _question(task: Task, tools: Sequence[ToolDefinition]) -> str:
@@ -236,12 +239,12 @@ def _after_tool(task: Task, message: Message) -> Task:
     records = _records(message.tool_result)
     if not records or not _id_field(task):
         return task
-    return Task(task.tool, task.arguments, task.missing, tuple(records), task.asked)
+    return Task(task.tool, task.arguments, task.missing, tuple(records), task.asked, task.said)
 
 
 def _fill(task: Task, utterance: str, today: dt.date, now: dt.datetime | None) -> Task:
     found, _, _ = router.fill_arguments(task.tool, utterance, today, now=now)
-    arguments = {**task.arguments, **found}
+    arguments = {**task.arguments, **_moment_completed(task, utterance, found, today, now), **found}
     id_field = _id_field(task)
     if id_field and id_field not in arguments and task.listed:
         picked = _pick(utterance, task.listed)
@@ -260,7 +263,29 @@ def _fill(task: Task, utterance: str, today: dt.date, now: dt.datetime | None) -
             arguments[asked] = answer
     missing = tuple(m for m in task.missing if m not in arguments)
     kept = task.asked if missing[:1] == task.missing[:1] else 0
-    return Task(task.tool, arguments, missing, task.listed, kept)
+    return Task(task.tool, arguments, missing, task.listed, kept, f"{task.said} {utterance}")
+
+
+def _moment_completed(
+    task: Task, utterance: str, found: dict[str, Any], today: dt.date, now: dt.datetime | None
+) -> dict[str, Any]:
+    """A missing date-time completed by this answer and what the caller said before: the day
+    from the request ("on Thursday"), the clock from the answer ("half past five in the
+    evening"), or the other way round. An answer that says neither a day nor a clock
+    completes nothing."""
+    out: dict[str, Any] = {}
+    said_now = values.time_in(utterance) or values.date_in(utterance, today)
+    if not task.said or said_now is None:
+        return out
+    for name in task.missing:
+        if name in found or router.field_kind(name, _property(task.tool, name)) != "datetime":
+            continue
+        moment = values.moment_in(
+            f"{task.said}. {utterance}", now or dt.datetime.combine(today, dt.time(), dt.UTC)
+        )
+        if moment is not None:
+            out[name] = moment
+    return out
 
 
 _YES_OR_NO = re.compile(r"^\W*(?:yes|yeah|yep|yup|no|nope|sure|ok|okay)\b", re.I)
@@ -295,7 +320,7 @@ def _step(task: Task, tools: Sequence[ToolDefinition], *, listed_now: bool = Fal
             if len(task.listed) == 1:
                 filled = {**task.arguments, first: task.listed[0][first]}
                 rest = tuple(m for m in task.missing if m != first)
-                return _step(Task(task.tool, filled, rest, task.listed), tools)
+                return _step(Task(task.tool, filled, rest, task.listed, said=task.said), tools)
             if listed_now or len(task.listed) == 2:
                 return Step(question=_which(task, first))
         lister = _list_tool(task.tool, tools)

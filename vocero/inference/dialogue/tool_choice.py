@@ -77,11 +77,14 @@ def better_fit(
     confident = next((t for t in tools if t.name == named.intent), None)
     if confident is not None and not confident.builtin and named.score >= TOOL_CONFIDENCE:
         others.append(confident)
+    others.extend(_filled_more(text, found, tools, today, now))
     best: router.Route = found
     for other in others:
         if found.tool is not None and other.name == found.tool.name:
             continue
         arguments, missing, model_fill = router.fill_arguments(other, text, today, now=now)
+        if len(arguments) < len(found.arguments):
+            continue  # it would drop values the caller said ("booth B on Friday at 4")
         better = len(missing) < len(best.missing) or (
             len(missing) == len(best.missing)
             and best.tool is not None
@@ -90,6 +93,32 @@ def better_fit(
         if better:
             best = router.Route(other, arguments, tuple(missing), tuple(model_fill), learned=True)
     return best
+
+
+def _filled_more(
+    text: str,
+    found: router.Route,
+    tools: Sequence[ToolDefinition],
+    today: dt.date,
+    now: dt.datetime | None,
+) -> list[ToolDefinition]:
+    """The one tool the line's values fill with nothing left to ask, when the rules' tool
+    (found by one word: "reserve") would still ask for two or more: "reserve Piranesi on card
+    2731… to collect at the Main Library" places a hold (a title, a card and a branch), it
+    does not book a room with no room, day or length said. It must take at least two of the
+    line's values, and more than the rules' tool took."""
+    if found.tool is None or len(found.missing) < 2:
+        return []
+    fuller: list[tuple[int, ToolDefinition]] = []
+    for tool in tools:
+        if tool.builtin or tool is found.tool:
+            continue
+        arguments, missing, _ = router.fill_arguments(tool, text, today, now=now)
+        if not missing and len(arguments) >= 2 and len(arguments) > len(found.arguments):
+            fuller.append((len(arguments), tool))
+    most = max((n for n, _ in fuller), default=0)
+    best = [tool for n, tool in fuller if n == most]
+    return best if len(best) == 1 else []
 
 
 def named_by_value(text: str, tools: Sequence[ToolDefinition]) -> ToolDefinition | None:
