@@ -126,6 +126,9 @@ def read(text: str) -> Reading:
     """Every time word of ``text`` that is not ruled out in its own clause ("not tomorrow",
     "kal nahi", "Friday doesn't work")."""
     text = unicodedata.normalize("NFC", text).translate(_DIGITS)
+    # English clock times said in words with their minutes ("eleven fifteen", "two thirty",
+    # "twenty five past four") as digits first: read word by word, the minutes were lost.
+    text = values.spoken_times(text)
     words: list[str] = []
     for clause in _CLAUSES.split(values.mark_days(text, _date_word)):
         words.extend(_unnegated(tokens(clause)))
