@@ -48,7 +48,7 @@ FREE = _tool(
     examples=["Is any room free on Saturday?"],
 )
 BOOK = _tool(
-    "studios.book",
+    "studios.reserve",
     "Book a rehearsal room from a start time for a length of time.",
     {
         "member_number": MEMBER,
@@ -62,11 +62,11 @@ BOOK = _tool(
             "description": "How long, in minutes",
         },
     },
-    examples=["Book me a room on Friday at 3 for an hour"],
+    examples=["Reserve me a room on Friday at 3 for an hour"],
 )
 HIRE = _tool(
     "gear.hire",
-    "Hire out a piece of gear for pick-up at a desk; gear is the name of the item.",
+    "Hire out a piece of gear for pick-up at a counter; gear is the name of the item.",
     {
         "member_number": MEMBER,
         "gear": {"type": "string"},
@@ -135,7 +135,7 @@ def test_a_length_said_in_words_fills_a_minutes_field_within_its_bounds_and_step
             "a half? My member number is 482910."
         )
     )
-    assert name == "studios.book"
+    assert name == "studios.reserve"
     assert arguments["minutes"] == 90
     assert arguments["start"] == "2026-12-09T14:00:00+00:00"
     # 45 minutes is no step of 30: asked, never rounded
@@ -150,7 +150,7 @@ def test_a_line_that_takes_back_its_own_hour_keeps_the_day_at_the_new_hour() -> 
             "hours. Member 482910."
         )
     )
-    assert name == "studios.book"
+    assert name == "studios.reserve"
     assert arguments["start"] == "2026-12-08T15:00:00+00:00"
     assert arguments["minutes"] == 120
 
@@ -165,7 +165,7 @@ def test_a_line_naming_the_room_the_day_and_the_length_books_and_keeps_the_day()
             "Half past five in the evening.",
         )
     )
-    assert name == "studios.book"
+    assert name == "studios.reserve"
     assert arguments == {
         "member_number": "482910",
         "room": "green",
