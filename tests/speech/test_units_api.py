@@ -20,6 +20,7 @@ from vocero.speech.admission import Decision
 from vocero.speech.records import decided_entry, unit_entry
 from vocero.store import Store
 from vocero.store.migrate import upgrade
+from vocero.store.record_ops import RecordOps
 from vocero.store.repositories import Conversations
 from vocero.store.units import UnitRepository
 
@@ -106,8 +107,7 @@ async def test_the_recorder_writes_units_and_their_audio_in_order(tmp_path: Path
                                            subject_ref="s", profile_id="demo",
                                            profile_version="1")
         drops: list[int] = []
-        recorder = StoreRecorder(conversations, lambda _reason: drops.append(1),
-                                 units=UnitRepository(store))
+        recorder = StoreRecorder(RecordOps(store), lambda _reason: drops.append(1), units=True)
         [unit] = planner().claims(["returns.opened"])
         async with anyio.create_task_group() as tg:
             await tg.start(recorder.run)

@@ -70,8 +70,8 @@ from vocero.store.engine import Store, async_url, sqlite_file
 from vocero.store.leases import LeaseSettings, NodeLease
 from vocero.store.migrate import upgrade_async
 from vocero.store.profiles import ProfileVersions
+from vocero.store.record_ops import RecordOps
 from vocero.store.repositories import Conversations
-from vocero.store.units import UnitRepository
 from vocero.voice_vault import VaultCipher, VoiceVault, load_key
 
 log = structlog.get_logger("vocero.runtime")
@@ -289,10 +289,11 @@ async def open_runtime(
     knowledge = KnowledgeTools(store)
     heads = await _profile_registry(settings, store, audit, knowledge, profiles, metrics)
     recorder = StoreRecorder(
-        conversations, on_drop=lambda reason: port.count("recorder_drops", reason=reason),
-        units=UnitRepository(store), audit=audit,
+        RecordOps(store, owner=node.id),
+        on_drop=lambda reason: port.count("recorder_drops", reason=reason),
+        units=True, audit=audit,
         on_pending=lambda pending: port.gauge("queue_depth", pending, link="recorder"),
-        batch=store.batch,  # one transaction per batch of writes
+        batched=True,  # one transaction (on SQLite one worker-thread call) per batch of writes
     )
     shared, per_session = runners or build_runners(settings)
     metrics.registry.register(EndpointCollector(shared))  # serving engines, by stage

@@ -7,21 +7,27 @@ too and DDL is transactional. :meth:`Store.write` begins ``IMMEDIATE`` on SQLite
 database write lock up front, which serialises read-modify-write transactions (on PostgreSQL
 lock the rows you will change with ``SELECT … FOR UPDATE``). :meth:`Store.batch` is one write
 transaction that the reads and writes of this store inside it (in the same task) join, so many
-small writes commit together.
+small writes commit together. :meth:`Store.apply` runs a list of synchronous Core writes in one
+write transaction: on a SQLite file in one call into a worker thread, on a plain (``sqlite3``)
+connection, instead of a round trip to aiosqlite's thread for every statement (the recorder's
+batches, docs/scaling.md).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from sqlalchemy import URL, event, make_url
-from sqlalchemy.engine import Connection
+from sqlalchemy import create_engine as _create_sync_engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.ext.asyncio import create_async_engine as _create_async_engine
@@ -52,6 +58,20 @@ _SQLITE_UNREACHABLE = ("database is locked", "disk i/o error", "unable to open d
 _BATCH: ContextVar[tuple[Store, AsyncSession] | None] = ContextVar("vocero_store_batch",
                                                                   default=None)
 """The store and session of the :meth:`Store.batch` the current task is inside, if any."""
+
+CoreWrite = Callable[[Connection], object]
+"""One write of :meth:`Store.apply`: Core statements on a synchronous connection, inside the
+transaction it is given (it neither commits nor rolls back)."""
+Offload = Callable[[Callable[[], None]], Awaitable[None]]
+"""Runs a blocking call in a worker thread (default :func:`anyio.to_thread.run_sync`)."""
+
+
+class WriteFailedError(Exception):
+    """Write ``index`` of :meth:`Store.apply` raised (``__cause__``); nothing of it committed."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
 
 
 def async_url(url: str | URL) -> URL:
@@ -111,6 +131,40 @@ def _on_sqlite_begin(connection: Connection) -> None:
     connection.exec_driver_sql(f"BEGIN {mode}")
 
 
+def _plain_sqlite_engine(url: URL) -> Engine:
+    """A synchronous engine on the same SQLite file (``sqlite3``), its connections set up as
+    the async engine's. Used from worker threads (:func:`_apply_plain`, whose transactions
+    begin ``IMMEDIATE``), one transaction at a time."""
+    engine = _create_sync_engine(
+        url.set(drivername="sqlite"), connect_args={"check_same_thread": False},
+        pool_size=1, max_overflow=1,
+    )
+    event.listen(engine, "connect", _on_sqlite_connect)
+    event.listen(engine, "begin", _on_sqlite_begin)
+    return engine
+
+
+def _apply_all(connection: Connection, writes: Sequence[CoreWrite]) -> None:
+    """``writes`` in order in one transaction on ``connection``; a write that raises rolls the
+    transaction back and surfaces as :class:`WriteFailedError` naming it."""
+    with connection.begin():
+        for index, write in enumerate(writes):
+            try:
+                write(connection)
+            except Exception as exc:
+                raise WriteFailedError(index) from exc
+
+
+def _apply_plain(engine: Engine, writes: Sequence[CoreWrite]) -> None:
+    with engine.connect() as connection:
+        connection.execution_options(**{BEGIN_MODE_OPTION: "IMMEDIATE"})
+        _apply_all(connection, writes)
+
+
+async def _to_thread(call: Callable[[], None]) -> None:
+    await anyio.to_thread.run_sync(call)
+
+
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """Sessions whose objects stay readable after commit (no lazy reloads across awaits)."""
     return async_sessionmaker(engine, expire_on_commit=False)
@@ -160,8 +214,12 @@ def conflicted(exc: BaseException) -> bool:
 class Store:
     """The engine and its session factories; one per process, closed on shutdown."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, offload: Offload | None = None) -> None:
         self.engine = engine
+        self._offload = offload or _to_thread
+        path = sqlite_file(engine.url)
+        self.plain: Engine | None = _plain_sqlite_engine(engine.url) if path else None
+        """The synchronous engine :meth:`apply` runs on (a SQLite file); ``None`` elsewhere."""
         self.sessions = session_factory(engine)
         self._writers = session_factory(
             engine.execution_options(**{BEGIN_MODE_OPTION: "IMMEDIATE"})
@@ -174,8 +232,8 @@ class Store:
         self._quiet: anyio.Event | None = None
 
     @classmethod
-    def open(cls, url: str | URL, **kwargs: Any) -> Store:
-        return cls(create_engine(url, **kwargs))
+    def open(cls, url: str | URL, *, offload: Offload | None = None, **kwargs: Any) -> Store:
+        return cls(create_engine(url, **kwargs), offload=offload)
 
     @property
     def dialect(self) -> str:
@@ -228,6 +286,29 @@ class Store:
             finally:
                 _BATCH.reset(token)
 
+    async def apply(self, writes: Sequence[CoreWrite]) -> None:
+        """Run ``writes`` in order in one write transaction: all commit, or none does. A write
+        that raises surfaces as :class:`WriteFailedError` naming it (its error the cause);
+        what fails otherwise (connecting, the commit) surfaces as it is.
+
+        On a SQLite file the whole transaction is one call into a worker thread on a plain
+        connection (the event loop waits once, not a round trip per statement); elsewhere (an
+        in-memory SQLite, PostgreSQL) the same writes run on the async engine's connection."""
+        if not writes:
+            return
+        with anyio.CancelScope(shield=True), self._counted():
+            if self._write_turn is None:
+                async with self.engine.connect() as connection:
+                    await connection.run_sync(_apply_all, writes)
+                return
+            async with self._write_turn:
+                if self.plain is not None:
+                    await self._offload(partial(_apply_plain, self.plain, writes))
+                    return
+                immediate = self.engine.execution_options(**{BEGIN_MODE_OPTION: "IMMEDIATE"})
+                async with immediate.connect() as connection:
+                    await connection.run_sync(_apply_all, writes)
+
     def _joined(self) -> AsyncSession | None:
         current = _BATCH.get()
         return current[1] if current is not None and current[0] is self else None
@@ -256,4 +337,6 @@ class Store:
             await self._quiet.wait()
 
     async def close(self) -> None:
+        if self.plain is not None:
+            self.plain.dispose()
         await self.engine.dispose()

@@ -1,9 +1,11 @@
 """Persists conversations off the hot path: one writer task drains a queue in order, in batches.
 
-The writer takes up to :data:`BATCH` queued writes at a time and, given the store's ``batch``
-(:meth:`vocero.store.Store.batch`), applies them in one transaction: one commit and one turn of
-SQLite's write lock for the lot, which is what keeps it ahead of 50 and more sessions (one
-transaction per write fell behind and shed 14,595 writes in an hour-long soak, docs/scaling.md).
+The writes are Core statements (:class:`~vocero.store.record_ops.RecordOps`). The writer takes
+up to :data:`BATCH` queued writes at a time and, ``batched``, applies them in one transaction
+(:meth:`vocero.store.Store.apply`): one commit and one turn of SQLite's write lock for the lot,
+which is what keeps it ahead of 50 and more sessions (one transaction per write fell behind and
+shed 14,595 writes in an hour-long soak, docs/scaling.md); on a SQLite file the whole batch is
+one call into a worker thread, not a round trip to the database thread per statement.
 
 A write the store could not take (it was unreachable: restarted, failed over, or a deadlock
 rolled it back) is kept and tried again, with backoff, before any later write, so a store outage
@@ -42,38 +44,39 @@ import anyio.abc
 from vocero.app.adapters.write_queue import (
     BATCH,
     QUEUE,
-    Batch,
     RetrySettings,
     WriteQueue,
 )
 from vocero.store.audit import AuditLog
 from vocero.store.models import GenerationStatus, TurnSource
-from vocero.store.repositories import Conversations
-from vocero.store.units import UnitAudioBuffer, UnitEntry, UnitRepository
+from vocero.store.record_ops import RecordOps
+from vocero.store.units import UnitAudioBuffer, UnitEntry
 
 __all__ = ["BATCH", "QUEUE", "RetrySettings", "StoreRecorder", "UnitAudioWriter"]
 
 
 class StoreRecorder:
-    """Implements the orchestrator's ``SessionRecorder``; no call ever blocks. Its writes go
-    through a :class:`~.write_queue.WriteQueue` (``on_drop``, ``retry``, ``on_pending`` and
-    ``batch`` are the queue's)."""
+    """Implements the orchestrator's ``SessionRecorder``; no call ever blocks. Its writes are
+    ``ops``'s, applied through a :class:`~.write_queue.WriteQueue` (``on_drop``, ``retry``,
+    ``on_pending`` and ``batched`` are the queue's). Spoken units are kept only with
+    ``units``, audit events only with an ``audit`` log (whose clock times them)."""
 
     def __init__(
         self,
-        conversations: Conversations,
+        ops: RecordOps,
         on_drop: Callable[[str], None],
         *,
-        units: UnitRepository | None = None,
+        units: bool = False,
         audit: AuditLog | None = None,
         retry: RetrySettings | None = None,
         on_pending: Callable[[int], None] | None = None,
-        batch: Batch | None = None,
+        batched: bool = False,
     ) -> None:
-        self._conversations = conversations
+        self._ops = ops
         self._units = units
         self._audit = audit
-        self._writes = WriteQueue(on_drop, retry=retry, on_pending=on_pending, batch=batch)
+        self._writes = WriteQueue(on_drop, retry=retry, on_pending=on_pending, apply=ops.apply,
+                                  batched=batched)
         self._submit = self._writes.submit
 
     @property
@@ -112,12 +115,8 @@ class StoreRecorder:
         self._writes.stop()
 
     def turn(self, session_id: str, turn_id: str, source: str, text: str) -> None:
-        c = self._conversations
-        kind = cast(TurnSource, source)
-        self._submit(
-            lambda: c.add_turn(session_id=session_id, turn_id=turn_id, source=kind, text=text),
-            session_id,
-        )
+        self._submit(self._ops.turn(session_id, turn_id, cast(TurnSource, source), text),
+                     session_id)
 
     def generation(
         self,
@@ -131,9 +130,8 @@ class StoreRecorder:
         played_ms: float,
         sent_ms: float,
     ) -> None:
-        c = self._conversations
         self._submit(
-            lambda: c.upsert_generation(
+            self._ops.generation(
                 generation_id=generation_id,
                 session_id=session_id,
                 turn_id=turn_id,
@@ -147,40 +145,34 @@ class StoreRecorder:
         )
 
     def state(self, session_id: str, state: str) -> None:
-        c = self._conversations
-        self._submit(lambda: c.update_session(session_id, state=state), session_id, kept=False,
+        self._submit(self._ops.update_session(session_id, state=state), session_id, kept=False,
                      latest="state")
 
     def configuration(self, session_id: str, effective: dict[str, Any]) -> None:
         """The effective configuration an update applied."""
-        c = self._conversations
-        self._submit(lambda: c.update_session(session_id, effective=effective), session_id)
+        self._submit(self._ops.update_session(session_id, effective=effective), session_id)
 
     def close(self, session_id: str, state: str) -> None:
-        c = self._conversations
-        self._submit(lambda: c.close_session(session_id, state=state), session_id)
+        self._submit(self._ops.close_session(session_id, state=state), session_id)
 
     def withdraw_resume(self, session_id: str) -> None:
         """The session's resume token stops working (its client closed it): queued when the
         direct write failed, so that it is withdrawn once the store answers again."""
-        c = self._conversations
-        self._submit(lambda: c.update_session(session_id, resume_token_hash=""), session_id)
+        self._submit(self._ops.update_session(session_id, resume_token_hash=""), session_id)
 
     def audit(self, kind: str, data: dict[str, Any], *, session_id: str = "") -> None:
         """An audit event of code that cannot wait for the store (a connection closing), with
         the time it happened: appended in order, after an outage too."""
         audit = self._audit
         if audit is not None:
-            at = audit.now()
-            self._submit(lambda: audit.record(kind, data, session_id=session_id, at=at),
+            self._submit(self._ops.audit(kind, data, session_id=session_id, at=audit.now()),
                          session_id)
 
     def unit(self, entry: UnitEntry) -> None:
         """A spoken unit planned, or decided (docs/grounding.md); without a unit store it is not
         kept."""
-        units = self._units
-        if units is not None:
-            self._submit(lambda: units.record(entry), entry.session_id, kept=False)
+        if self._units:
+            self._submit(self._ops.unit(entry), entry.session_id, kept=False)
 
     def unit_audio(self, session_id: str, unit_id: str, *, sample_rate: int) -> UnitAudioWriter:
         """A writer for one admitted unit's audio as synthesized (for ``vocero review``): the
@@ -190,12 +182,9 @@ class StoreRecorder:
         return UnitAudioWriter(buffer, self._save_audio(session_id))
 
     def _save_audio(self, session_id: str) -> Callable[[UnitAudioBuffer], None]:
-        units = self._units
-
         def save(buffer: UnitAudioBuffer) -> None:
-            if units is not None and buffer.size:
-                self._submit(lambda: units.save_audio(session_id, buffer), session_id,
-                             kept=False)
+            if self._units and buffer.size:
+                self._submit(self._ops.unit_audio(session_id, buffer), session_id, kept=False)
 
         return save
 

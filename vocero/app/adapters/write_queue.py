@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -14,13 +14,18 @@ from typing import Any
 import anyio
 import structlog
 
-from vocero.store.engine import unreachable
+from vocero.store.engine import WriteFailedError, unreachable
 
 log = structlog.get_logger("vocero.recorder")
 
-Write = Callable[[], Awaitable[Any]]
+Write = Callable[..., Any]
+"""A queued write: awaited with no argument (``Write`` of the default :data:`Apply`), or
+whatever the queue's ``apply`` takes (the store's Core writes)."""
 Batch = Callable[[], AbstractAsyncContextManager[Any]]
 """Opens one transaction that the writes applied inside it join (``Store.batch``)."""
+Apply = Callable[[Sequence[Write]], Awaitable[None]]
+"""Applies writes in one transaction; a write that failed surfaces as
+:class:`~vocero.store.engine.WriteFailedError` naming it (``Store.apply``)."""
 
 QUEUE = 4096
 """The backlog past which sheddable writes are refused and new sessions are turned away."""
@@ -66,11 +71,35 @@ class _CannotSucceed(Exception):
         self.index = index
 
 
+def awaiting(batch: Batch | None) -> Apply:
+    """The :data:`Apply` of writes that are awaited one after the other, inside ``batch``'s
+    transaction when there is one."""
+
+    async def apply(writes: Sequence[Write]) -> None:
+        transaction = batch() if batch is not None else contextlib.nullcontext()
+        index: int | None = None
+        try:
+            async with transaction:
+                for index, write in enumerate(writes):  # noqa: B007 (read on failure)
+                    await write()
+                index = None
+        except Exception as exc:
+            if index is not None:
+                raise WriteFailedError(index) from exc
+            raise
+
+    return apply
+
+
 class WriteQueue:
     """Queued writes, applied in order by :meth:`run`; no call but the flushes ever waits.
     ``on_drop`` hears why a write was lost: ``queue_full`` (a sheddable write past
     :data:`QUEUE`), ``stopped`` (submitted after shutdown began), ``write_failed`` (it can never
-    succeed) or ``store_unreachable`` (given up after ``RetrySettings.give_up_s``)."""
+    succeed) or ``store_unreachable`` (given up after ``RetrySettings.give_up_s``).
+
+    Writes are applied by ``apply`` (one call, one transaction), up to :data:`BATCH` at a time
+    when ``batched``, else one at a time; without ``apply`` they are awaited, in ``batch``'s
+    transaction when given (then batched)."""
 
     def __init__(
         self,
@@ -80,6 +109,8 @@ class WriteQueue:
         on_pending: Callable[[int], None] | None = None,
         batch: Batch | None = None,
         linger_s: float = LINGER_S,
+        apply: Apply | None = None,
+        batched: bool = False,
     ) -> None:
         self._on_drop = on_drop
         self._linger_s = linger_s
@@ -87,8 +118,9 @@ class WriteQueue:
         """Hears the number of writes not yet applied whenever it changes (a gauge: the
         backlog an outage or an overload builds up)."""
         self._retry = retry or RetrySettings()
-        self._batch = batch
-        """``None``: each write is its own transaction."""
+        self._apply_writes = apply or awaiting(batch)
+        self._batched = batched if apply is not None else batch is not None
+        """``False``: each write is its own transaction."""
         self._queue: deque[_Queued] = deque()
         self._has_work = anyio.Event()
         self._stopped = False
@@ -181,7 +213,7 @@ class WriteQueue:
 
     async def _apply(self, batch: list[_Queued]) -> None:
         """Apply ``batch``: together when the store batches, else one write at a time."""
-        if self._batch is None:
+        if not self._batched:
             for item in batch:
                 await self._apply_together([item])
         else:
@@ -224,18 +256,14 @@ class WriteQueue:
     async def _attempt(self, items: list[_Queued]) -> None:
         """One transaction for ``items``; raises :class:`_CannotSucceed` naming the write that
         failed for good, or what failed otherwise (the store, or the commit)."""
-        transaction = self._batch() if self._batch is not None else contextlib.nullcontext()
-        index: int | None = None
         try:
             with anyio.CancelScope(shield=True):
-                async with transaction:
-                    for index, item in enumerate(items):  # noqa: B007 (read on failure)
-                        await item.write()
-                    index = None
-        except Exception as exc:
-            if index is not None and not unreachable(exc):
-                raise _CannotSucceed(index) from exc
-            raise
+                await self._apply_writes([item.write for item in items])
+        except WriteFailedError as failed:
+            cause = failed.__cause__ if isinstance(failed.__cause__, Exception) else failed
+            if not unreachable(cause):
+                raise _CannotSucceed(failed.index) from cause
+            raise cause from cause.__cause__
 
     async def _wait_to_retry(self, exc: Exception, delay: float) -> bool:
         """After an attempt found the store unreachable: wait ``delay`` (less if a flush asks)
