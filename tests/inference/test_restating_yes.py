@@ -107,3 +107,18 @@ def test_a_yes_saying_a_value_the_read_back_already_holds_confirms(line: str) ->
 @pytest.mark.parametrize("line", ["Yes, the garden. Go ahead.", "yes the terrace at 8"])
 def test_a_yes_saying_another_value_or_a_number_does_not(line: str) -> None:
     assert label(line, model_says="confirm", pending=AREA) != "confirm"
+
+
+ROOM = ToolIntent(name="rooms.reserve", arguments={"room": "ridge", "minutes": 90})
+
+
+@pytest.mark.parametrize("line", ["Yes, please book it.", "yes, schedule it", "Yes, reserve it."])
+def test_a_yes_with_a_verb_that_says_the_same_action_confirms(line: str) -> None:
+    """Was asked again (Quarry Hill: "Yes, please book it." to a ``rooms.reserve`` read back as
+    "book study room ..."): book, reserve and schedule say one action in everyday English."""
+    assert label(line, model_says="uncertain", pending=ROOM) == "confirm"
+
+
+@pytest.mark.parametrize("line", ["yes, cancel it", "yes, book it for Friday", "yes, move it"])
+def test_a_yes_with_another_action_or_a_value_beside_the_same_verb_does_not(line: str) -> None:
+    assert label(line, model_says="confirm", pending=ROOM) != "confirm"

@@ -155,10 +155,13 @@ RESTATING_YES = {
     "yes, the verb and the object": ["yes, reserve the room", "Yep, reserve the rooms, thanks"],
     "another form of the verb": ["yes, go ahead with the reserving", "yes, reserved"],
     "the verb first": ["reserve it, yes", "Reserve the room. Yes please."],
+    # Since stop 51: book, reserve and schedule say one action (Quarry Hill: "Yes, please book
+    # it." to a room reservation read back as "book study room ..."); ADR-0041.
+    "a verb that says the same action": ["yes, book it", "Yes, please book the room."],
 }  # fmt: skip
 NOT_RESTATING = {
     "the verb without a yes": ["reserve it", "Reserve the room.", "go on, reserve it"],
-    "another action's verb": ["yes, cancel it", "yes, move the room", "yes, book it"],
+    "another action's verb": ["yes, cancel it", "yes, move the room", "yes, scrap it"],
     "a value beside the verb": ["yes, reserve it for Friday", "yes reserve it at 11",
                                 "yes, reserve two rooms", "yes, reserve it tomorrow morning"],
     "a name or a thing beside the verb": ["yes, reserve it for Priya",

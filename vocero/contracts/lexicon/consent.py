@@ -147,10 +147,23 @@ def restates(answer: str, tool: str, fields: Mapping[str, object] | None = None)
     return explicit_yes(answer, restatable(tool, fields)) and not explicit_yes(answer)
 
 
+_SAME_ACTION: tuple[frozenset[str], ...] = (
+    frozenset({"book", "reserve", "schedule"}),
+    frozenset({"cancel", "scrap"}),
+    frozenset({"change", "move", "switch"}),
+)
+"""Verbs everyday English uses for the same action: "Yes, please book it" restates a
+``rooms.reserve`` read back as "book study room ...". Only whole verbs, never values."""
+
+
 def action_words(action: str) -> frozenset[str]:
     """The words a caller may restate a pending action with: its tool name's words
-    (``rooms.reserve`` -> "room", "reserve"), each also as its stem."""
+    (``rooms.reserve`` -> "room", "reserve", and "book", "schedule" that say the same), each
+    also as its stem."""
     words = [w for w in re.split(r"[^a-z]+", action.lower()) if len(w) > 1]
+    for same in _SAME_ACTION:
+        if same & set(words):
+            words.extend(same)
     return frozenset(stem for w in words for stem in (w, _stem(w)))
 
 
