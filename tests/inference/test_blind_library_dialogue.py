@@ -157,7 +157,8 @@ def test_a_line_that_takes_back_its_own_hour_keeps_the_day_at_the_new_hour() -> 
 
 def test_a_line_naming_the_room_the_day_and_the_length_books_and_keeps_the_day() -> None:
     first = decided("I need the Green room on Thursday for one hour. Member number 482910.")
-    assert isinstance(first, dialogue.Say), first  # the time is asked; the free rooms are not read
+    # the time is asked, not the day the caller gave; the free rooms are not read out
+    assert isinstance(first, dialogue.Say) and first.text == "What time on Thursday would suit you?"
     name, arguments = called(
         decided(
             "I need the Green room on Thursday for one hour. Member number 482910.",
@@ -207,3 +208,16 @@ def test_a_call_back_time_said_with_its_minutes_in_words_keeps_the_minutes(
     assert resolve_due(when, now, "America/Chicago").at == dt.datetime(
         2026, 12, 8, hour, minute, tzinfo=zone
     )
+
+
+def test_a_length_is_asked_as_one() -> None:
+    asked = decided("Book the Blue room tomorrow at 4 pm, member 482910.")
+    assert isinstance(asked, dialogue.Say) and asked.text == "How long would you like it for?"
+    name, arguments = called(
+        decided(
+            "Book the Blue room tomorrow at 4 pm, member 482910.",
+            f"A:{asked.text}",
+            "An hour and a half.",
+        )
+    )
+    assert (name, arguments["minutes"]) == ("studios.reserve", 90)

@@ -27,14 +27,22 @@ _BY_KIND = {
 }
 _BY_NAME = {"why": "What is the reason?", "purpose": "What is it for?",
             "note": "What should the note say?", "notes": "What should the note say?"}
+_LENGTH = re.compile(r"\b(?:minutes?|hours?)\b|^(?:minutes|hours)$|_(?:minutes|hours)\b", re.I)
+"""A number field counted in minutes or hours: a length of time, asked as one."""
 _ID_SUFFIXES = {"_id": "number", "_ref": "reference", "_reference": "reference",
                 "_code": "code", "_number": "number", "_no": "number"}  # fmt: skip
 
 
-def ask(tool: ToolDefinition, name: str) -> str:
-    """The question for ``name``, a field of ``tool`` the caller has not given."""
+def ask(tool: ToolDefinition, name: str, *, day: str = "") -> str:
+    """The question for ``name``, a field of ``tool`` the caller has not given; ``day``, the
+    day the caller already said for a date-time ("on Thursday", "tomorrow"), is not asked
+    again."""
     prop = _property(tool, name)
     kind = router.field_kind(name, prop)
+    if kind == "datetime" and day:
+        return f"What time {day} would suit you?"
+    if kind == "quantity" and _LENGTH.search(f"{name} {prop.get('description') or ''}"):
+        return "How long would you like it for?"
     if kind == "id":
         noun, what = id_words(tool, name)
         return f"Which {noun} is it? Please tell me the {noun} {what}."

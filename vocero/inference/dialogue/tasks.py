@@ -150,7 +150,8 @@ _VALUE_WORDS = re.compile(
     rf"{alternation(LEXICON.calendar.weekdays)}|o'?clock|half|quarter|past|to|"
     rf"{alternation(LEXICON.calendar.months)}|"
     rf"{alternation(LEXICON.numbers.cardinals)}|{alternation(LEXICON.numbers.scales)}|"
-    r"please|ok|okay|yes|no|it'?s|it|is|make|say|let's|lets|how|about|that|sorry|then)\b",
+    r"please|ok|okay|yes|no|it'?s|it|is|make|say|let's|lets|how|about|that|sorry|then|"
+    r"hours?|minutes?|mins?|for|an?)\b",
     re.I,
 )
 
@@ -327,7 +328,26 @@ def _step(task: Task, tools: Sequence[ToolDefinition], *, listed_now: bool = Fal
         if lister is not None and not task.listed:
             return Step(intent=ToolIntent(name=lister.name, arguments={}))
         return Step(question=questions.ask(task.tool, first))
-    return Step(question=questions.ask(task.tool, first))
+    return Step(question=questions.ask(task.tool, first, day=_day_said(task.said)))
+
+
+_DAY_SAID = re.compile(
+    r"\b(?:today|tomorrow|tonight)\b"
+    rf"|\b(?:(?:this|next|coming)\s+)?(?:{alternation(LEXICON.calendar.weekdays)})\b",
+    re.I,
+)
+
+
+def _day_said(said: str) -> str:
+    """The one day the caller's lines said with no clock ("on Thursday" of "the Ridge Room on
+    Thursday for one hour"), as a question says it; "" when they said a clock, no day or two."""
+    days = {m.group(0).lower() for m in _DAY_SAID.finditer(said)}
+    if len(days) != 1 or values.time_in(said) is not None:
+        return ""
+    words = days.pop().split()
+    day = " ".join(w.capitalize() if w in LEXICON.calendar.weekdays else w for w in words)
+    relative = words[0] in ("today", "tomorrow", "tonight", "this", "next", "coming")
+    return day if relative else f"on {day}"
 
 
 def _id_field(task: Task) -> str:
