@@ -20,62 +20,18 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import structlog
-from sqlalchemy import (
-    ColumnElement,
-    Connection,
-    Table,
-    case,
-    func,
-    literal,
-    or_,
-    select,
-    update,
-)
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection
 
 from vocero.contracts.clock import SystemClock
 from vocero.contracts.ports import Clock
+from vocero.store import record_statements as sql
 from vocero.store.audit_tx import append_on
 from vocero.store.engine import CoreWrite, Store
-from vocero.store.models import (
-    DEFAULT_CHAIN,
-    GenerationRow,
-    GenerationStatus,
-    SessionRow,
-    SpokenUnitRow,
-    TurnRow,
-    TurnSource,
-    UnitAudioRow,
-)
+from vocero.store.models import DEFAULT_CHAIN, GenerationStatus, TurnSource
 from vocero.store.repositories import SessionNotFoundError, SessionTakenOverError
-from vocero.store.units import DECIDED, MAX_SESSION_AUDIO_BYTES, UnitAudioBuffer, UnitEntry
+from vocero.store.units import MAX_SESSION_AUDIO_BYTES, UnitAudioBuffer, UnitEntry
 
 log = structlog.get_logger("vocero.store.conversations")
-
-SESSIONS = cast(Table, SessionRow.__table__)
-TURNS = cast(Table, TurnRow.__table__)
-GENERATIONS = cast(Table, GenerationRow.__table__)
-UNITS = cast(Table, SpokenUnitRow.__table__)
-AUDIO = cast(Table, UnitAudioRow.__table__)
-_UNIT_DECISION = ("disposition", "reason_code", "decided_at", "admitted_at", "audio_offset_ms")
-"""What a unit's later write changes until the unit is decided (then it is final)."""
-_AUDIO_COLUMNS = ("session_id", "sample_rate", "pcm", "truncated", "created_at")
-
-
-def _insert(connection: Connection, table: Table) -> Any:
-    """The dialect's ``INSERT`` (both have ``ON CONFLICT``)."""
-    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-    return dialect.insert(table)
-
-
-def _next_seq(table: Table, session_id: str) -> ColumnElement[Any]:
-    """The session's next ``seq`` in ``table``, computed by the statement that inserts it."""
-    return (
-        select(func.coalesce(func.max(table.c.seq), 0) + 1)
-        .where(table.c.session_id == session_id)
-        .correlate(None)
-        .scalar_subquery()
-    )
 
 
 class RecordOps:
@@ -94,22 +50,22 @@ class RecordOps:
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock.now(), UTC)
 
-    def _not_taken_over(self) -> ColumnElement[bool] | None:
-        if not self.owner:
-            return None
-        return or_(SESSIONS.c.owner_id.is_(None), SESSIONS.c.owner_id == self.owner)
-
-    def _held(self, connection: Connection, session_id: str) -> str | None:
-        """Lock the session row (PostgreSQL) if this process may still write to it; its
-        holder. Raises as ``Conversations._held_session`` does."""
-        query = select(SESSIONS.c.owner_id).where(SESSIONS.c.id == session_id).with_for_update()
-        found = connection.execute(query).first()
+    def _held(self, connection: Connection, session_id: str) -> None:
+        """Lock the session row (PostgreSQL) if this process may still write to it; raises as
+        ``Conversations._held_session`` does."""
+        found = connection.execute(sql.session_holder(), {"p_session": session_id}).first()
         if found is None:
             raise SessionNotFoundError(session_id)
         holder = cast(str | None, found[0])
         if self.owner and holder is not None and holder != self.owner:
             raise SessionTakenOverError(session_id, holder)
-        return holder
+
+    def _update_held(self, connection: Connection, statement: Any,
+                     values: dict[str, Any]) -> bool:
+        """Run an update of a session this process may write to; whether it changed a row."""
+        if self.owner:
+            values = values | {"p_owner": self.owner}
+        return bool(connection.execute(statement, values).rowcount)
 
     def turn(self, session_id: str, turn_id: str, source: TurnSource, text: str) -> CoreWrite:
         """``Conversations.add_turn``: appended with the next ``seq``; an id already there is
@@ -117,12 +73,11 @@ class RecordOps:
 
         def write(connection: Connection) -> None:
             self._held(connection, session_id)
-            statement = _insert(connection, TURNS).values(
-                id=turn_id, session_id=session_id, seq=_next_seq(TURNS, session_id),
-                source=source, text=text, created_at=self._now(),
-            ).on_conflict_do_nothing(index_elements=[TURNS.c.id])
-            if connection.execute(statement).rowcount == 0:
-                owner = connection.scalar(select(TURNS.c.session_id).where(TURNS.c.id == turn_id))
+            row = {"id": turn_id, "session_id": session_id, "source": source, "text": text,
+                   "created_at": self._now()}
+            statement = sql.turn_insert(connection.dialect.name)
+            if connection.execute(statement, row).rowcount == 0:
+                owner = connection.scalar(sql.turn_session(), {"p_turn": turn_id})
                 if owner != session_id:
                     raise ValueError(f"turn {turn_id!r} belongs to another session")
 
@@ -156,17 +111,8 @@ class RecordOps:
             }
             if final:
                 row["completed_at"] = self._now()
-            statement = _insert(connection, GENERATIONS).values(row)
-            new = statement.excluded
-            changed: dict[str, Any] = {name: new[name] for name in changes}
-            if final:
-                changed["completed_at"] = func.coalesce(GENERATIONS.c.completed_at,
-                                                        new.completed_at)
-            statement = statement.on_conflict_do_update(
-                index_elements=[GENERATIONS.c.id], set_=changed,
-                where=GENERATIONS.c.session_id == session_id,
-            )
-            if connection.execute(statement).rowcount == 0:
+            statement = sql.generation_upsert(connection.dialect.name, tuple(changes), final)
+            if connection.execute(statement, row).rowcount == 0:
                 raise ValueError(f"generation {generation_id!r} belongs to another session")
 
         return write
@@ -187,9 +133,12 @@ class RecordOps:
             values["effective"] = dict(effective)
         if resume_token_hash is not None:
             values["resume_token_hash"] = resume_token_hash
+        statement = sql.session_update(tuple(values), bool(self.owner)) if values else None
+        params = {f"p_{name}": value for name, value in values.items()}
+        params["p_session"] = session_id
 
         def write(connection: Connection) -> None:
-            if values and self._update_held(connection, session_id, values):
+            if statement is not None and self._update_held(connection, statement, params):
                 return
             self._held(connection, session_id)  # raises why it was not updated
 
@@ -200,33 +149,21 @@ class RecordOps:
         another process took over is left as it is."""
 
         def write(connection: Connection) -> None:
-            closed_at = func.coalesce(SESSIONS.c.closed_at,
-                                      literal(self._now(), SESSIONS.c.closed_at.type))
-            values = {"state": state, "closed_at": closed_at, "lease_expires_at": None}
-            if self._update_held(connection, session_id, values):
+            params = {"p_session": session_id, "p_state": state, "p_now": self._now()}
+            if self._update_held(connection, sql.session_close(bool(self.owner)), params):
                 return
-            query = select(SESSIONS.c.owner_id).where(SESSIONS.c.id == session_id)
-            found = connection.execute(query).first()
+            found = connection.execute(sql.session_holder(), {"p_session": session_id}).first()
             if found is None:
                 raise SessionNotFoundError(session_id)
             log.info("session.close_skipped", session_id=session_id, owner_id=found[0])
 
         return write
 
-    def _update_held(self, connection: Connection, session_id: str,
-                     values: dict[str, Any]) -> bool:
-        """Update the session row if this process may write to it; whether it did."""
-        statement = update(SESSIONS).where(SESSIONS.c.id == session_id).values(values)
-        held = self._not_taken_over()
-        if held is not None:
-            statement = statement.where(held)
-        return bool(connection.execute(statement).rowcount)
-
     def unit(self, entry: UnitEntry) -> CoreWrite:
         """``UnitRepository.record``: inserted with the session's next ``seq``, or updated; a
         decided unit keeps its decision and only takes the audio length (the longest) and the
         synthesis settings."""
-        unit_values = {
+        row = {
             "unit_id": entry.unit_id, "session_id": entry.session_id,
             "generation_id": entry.generation_id, "turn_id": entry.turn_id,
             "question_revision": entry.question_revision, "index": entry.index,
@@ -235,28 +172,14 @@ class RecordOps:
             "disposition": entry.disposition, "reason_code": entry.reason_code,
             "decided_at": entry.decided_at, "admitted_at": entry.admitted_at,
             "audio_offset_ms": entry.audio_offset_ms, "audio_ms": max(entry.audio_ms, 0.0),
-            "synthesis": dict(entry.synthesis),
+            "synthesis": dict(entry.synthesis), "p_audio_ms": entry.audio_ms,
         }
 
         def write(connection: Connection) -> None:
-            postgres = connection.dialect.name == "postgresql"
-            if postgres:  # SQLite has one writer at a time: its transaction is the lock
-                connection.execute(select(SESSIONS.c.id).where(
-                    SESSIONS.c.id == entry.session_id).with_for_update())
-            statement = _insert(connection, UNITS).values(
-                seq=_next_seq(UNITS, entry.session_id), **unit_values)
-            undecided = UNITS.c.disposition.not_in(sorted(DECIDED))
-            changed: dict[str, Any] = {
-                name: case((undecided, statement.excluded[name]), else_=UNITS.c[name])
-                for name in _UNIT_DECISION
-            }
-            longest = func.greatest if postgres else func.max
-            changed["audio_ms"] = longest(literal(entry.audio_ms, UNITS.c.audio_ms.type),
-                                          func.coalesce(UNITS.c.audio_ms, 0.0))
-            if entry.synthesis:
-                changed["synthesis"] = statement.excluded.synthesis
-            connection.execute(statement.on_conflict_do_update(
-                index_elements=[UNITS.c.unit_id], set_=changed))
+            dialect = connection.dialect.name
+            if dialect == "postgresql":  # SQLite has one writer at a time: its transaction
+                connection.execute(sql.session_holder(), {"p_session": entry.session_id})
+            connection.execute(sql.unit_upsert(dialect, bool(entry.synthesis)), row)
 
         return write
 
@@ -267,21 +190,15 @@ class RecordOps:
 
         def write(connection: Connection) -> None:
             pcm = buffer.pcm()
-            known = select(UNITS.c.unit_id).where(UNITS.c.unit_id == buffer.unit_id).exists()
-            used = select(func.coalesce(func.sum(func.length(AUDIO.c.pcm)), 0)).where(
-                AUDIO.c.session_id == session_id, AUDIO.c.unit_id != buffer.unit_id,
-            ).scalar_subquery()
-            found, spent = connection.execute(select(known, used)).one()
+            room = {"p_unit": buffer.unit_id, "p_session": session_id}
+            found, spent = connection.execute(sql.audio_room(), room).one()
             if not found or int(spent or 0) + len(pcm) > session_limit:
                 return
-            statement = _insert(connection, AUDIO).values(
-                unit_id=buffer.unit_id, session_id=session_id, sample_rate=buffer.sample_rate,
-                pcm=pcm, truncated=buffer.truncated, created_at=self._now(),
-            )
-            connection.execute(statement.on_conflict_do_update(
-                index_elements=[AUDIO.c.unit_id],
-                set_={name: statement.excluded[name] for name in _AUDIO_COLUMNS},
-            ))
+            connection.execute(sql.audio_upsert(connection.dialect.name), {
+                "unit_id": buffer.unit_id, "session_id": session_id,
+                "sample_rate": buffer.sample_rate, "pcm": pcm, "truncated": buffer.truncated,
+                "created_at": self._now(),
+            })
 
         return write
 
