@@ -132,3 +132,19 @@ def test_an_answer_plays_no_faster_than_its_audio_arrives() -> None:
     assert heard.play(500.0) == [("g1", 100)], "only 100 ms had come"
     heard.take(OutFrame(payload=chunk("g1", 1)), 8.5)
     assert heard.play(20.0) == [("g1", 120)]
+
+
+def test_an_answer_to_the_half_that_played_out_is_heard_before_the_final_answer() -> None:
+    """The caller went on quietly, the answer to the half was never stopped and played out
+    (1.3 s), then the whole was answered: nothing was heard "before a yield" (nothing yielded),
+    but 1.3 s was heard before the final answer."""
+    heard = Heard()
+    answer(heard, 8.0, "g1", "t1", "I need to change my booking.", 1.3, "completed")
+    answer(heard, 10.5, "g2", "t2", "I need to change my booking to the later slot on Thursday",
+           2.0, "completed")
+    outcome = lived("p1", SENTENCE, caller(-2000.0), heard)
+    assert outcome.cut_off and outcome.whole
+    assert outcome.heard_before_yield_ms == 0.0
+    assert round(outcome.heard_before_final_ms) == 1300
+    report = lived_report([outcome])
+    assert report["agent_audio_heard_before_the_final_answer_ms"]["p50"] == 1300

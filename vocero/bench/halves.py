@@ -53,6 +53,8 @@ ANSWER_TIMEOUT_S = 12.0
 class CommitClock(Protocol):
     committed_at: float | None
     """``perf_counter`` when the session first committed a turn."""
+    trace: list[tuple[float, str]]
+    """The session's counts and observations, with when (``perf_counter``)."""
 
 
 @dataclass
@@ -71,6 +73,9 @@ class PausedTurn:
     """Complete clips: the end of the last word to the first audio of the answer."""
     agent_said: str = ""
     """The agent's line the session held as heard before the clip (:func:`agent_lines`)."""
+    timeline: list[str] = field(default_factory=list)
+    """What the session counted and observed, relative to the end of the last word (a draft
+    used or dropped, the speculation, the model's first output, the first unit's synthesis)."""
 
     @property
     def premature(self) -> bool:
@@ -129,7 +134,13 @@ async def speak_clip(
     )
     if first_audio is not None:
         outcome.ttfs_ms = (first_audio - last_word_at) * 1000.0
+    outcome.timeline = relative(clock.trace, last_word_at)
     return outcome
+
+
+def relative(trace: list[tuple[float, str]], origin: float) -> list[str]:
+    """``trace`` as ms relative to ``origin`` (``perf_counter``)."""
+    return [f"{(at - origin) * 1000:+.0f} ms {said}" for at, said in trace]
 
 
 def paused_report(paused: list[PausedTurn]) -> dict[str, Any]:
@@ -175,6 +186,10 @@ def _detail(p: PausedTurn) -> dict[str, Any]:
     }
     if p.ttfs_ms is not None:
         row["ttfs_ms"] = round(p.ttfs_ms, 1)
+        if p.commit_after_last_word_ms is not None:
+            row["commit_to_first_audio_ms"] = round(p.ttfs_ms - p.commit_after_last_word_ms, 1)
+    if p.timeline:
+        row["timeline"] = p.timeline
     if p.agent_said:
         row["agent_said"] = p.agent_said
     return row

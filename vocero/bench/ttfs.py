@@ -66,14 +66,27 @@ class StageClock:
     latest: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     committed_at: float | None = None
     """``perf_counter`` when the first turn was committed (``turn_endpointing_ms`` observed)."""
+    trace: list[tuple[float, str]] = field(default_factory=list)
+    """The session's counts and observations, with when (``perf_counter``): a clip's timeline
+    (what stopped an answer, whether a draft was used), per clip in the report."""
 
     def observe_ms(self, name: str, value: float, **labels: str) -> None:
         self.latest[name].append(value)
+        self.trace.append((time.perf_counter(), f"{name}={value:.0f}{_labels(labels)}"))
         if name == "turn_endpointing_ms" and self.committed_at is None:
             self.committed_at = time.perf_counter()
 
     def count(self, name: str, amount: float = 1.0, **labels: str) -> None:
-        return None
+        if name not in _UNTRACED:
+            self.trace.append((time.perf_counter(), f"{name}{_labels(labels)}"))
+
+
+_UNTRACED = frozenset({"units", "generations", "recorder_drops"})
+"""Counts too many (one a unit) or too plain to help read a clip's timeline."""
+
+
+def _labels(labels: dict[str, str]) -> str:
+    return "" if not labels else "(" + ",".join(f"{k}={v}" for k, v in labels.items()) + ")"
 
 
 @dataclass

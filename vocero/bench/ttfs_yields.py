@@ -17,6 +17,10 @@ whose audio began after the caller's last word and that was not stopped (or unti
   reported every frame sent as played at once: a whole answer counted as heard the moment it
   was synthesized, and the session, told so, finished it before a caller going on could stop
   it, or judged them to have heard it out; see ADR-0037.)
+* **agent audio heard before the final answer**: the same, with the answers that were *not*
+  stopped: an answer to half the request that played out while the caller went on (their
+  continuation never counted as a barge-in: quieter than the agent's own voice could come back)
+  was heard whole, and "heard before a yield" does not see it (issue 45, third round);
 * **unrecovered cut-off**: a cut-off caller whose whole request was not answered.
 
 Each half is reported on its own (:mod:`.halves`). Nothing here chooses a threshold.
@@ -31,7 +35,7 @@ from typing import Any
 
 import anyio
 
-from vocero.bench.halves import ANSWER_TIMEOUT_S, FRAME, CommitClock, PausedTurn
+from vocero.bench.halves import ANSWER_TIMEOUT_S, FRAME, CommitClock, PausedTurn, relative
 from vocero.bench.stats import percentiles
 from vocero.bench.turn_corpus import Clip
 from vocero.contracts import events as ev
@@ -71,6 +75,8 @@ class Answer:
     """Of it, what the client has played."""
     stopped: bool = False
     status: str = ""
+    created_at: float = 0.0
+    stopped_at: float | None = None
 
 
 @dataclass
@@ -85,7 +91,7 @@ class Heard:
     def take(self, frame: Any, now: float) -> None:
         payload = frame.payload
         if isinstance(payload, ev.ResponseCreated):
-            self.answers[payload.generation_id] = Answer(payload.turn_id)
+            self.answers[payload.generation_id] = Answer(payload.turn_id, created_at=now)
         elif isinstance(payload, ev.Transcript) and frame.envelope is ev.TranscriptFinalV1:
             self.finals[payload.turn_id] = payload.text
         elif isinstance(payload, ev.AudioOut) and payload.generation_id in self.answers:
@@ -93,7 +99,9 @@ class Heard:
             answer.first_audio_at = answer.first_audio_at or now
             answer.audio_ms += len(payload.audio) / 2 / payload.sample_rate * 1000.0
         elif isinstance(payload, ev.StopAndFlush) and payload.generation_id in self.answers:
-            self.answers[payload.generation_id].stopped = True  # flushed: nothing more plays
+            answer = self.answers[payload.generation_id]
+            answer.stopped = True  # flushed: nothing more plays
+            answer.stopped_at = answer.stopped_at or now
         elif isinstance(payload, ev.ResponseCompleted) and payload.generation_id in self.answers:
             self.answers[payload.generation_id].status = payload.status
 
@@ -132,6 +140,13 @@ class Lived:
     whole: bool
     heard_before_yield_ms: float
     final_words: str = ""
+    heard_before_final_ms: float = 0.0
+    """Cut off: the audio of every answer before the final one that had played, stopped or not
+    (an answer to half the request that played out while the caller went on, never stopped,
+    counts here and not in :attr:`heard_before_yield_ms`)."""
+    timeline: dict[str, Any] = field(default_factory=dict)
+    """Where the clip pauses, and what the session and the answers did when (ms from the start
+    of the clip): the continuation's onset against the agent's first audio and the stop."""
 
 
 def covers(transcript: str, sentence: str) -> bool:
@@ -149,11 +164,15 @@ def lived(clip_id: str, sentence: str, outcome: PausedTurn, heard: Heard) -> Liv
     final = heard.final(outcome.last_word_at)
     words = heard.finals.get(final.turn_id, "") if final is not None else ""
     before = [a for a in heard.answers.values() if a is not final and a.status == "interrupted"]
+    earlier = [a for a in heard.answers.values() if a is not final and (
+        final is None or final.first_audio_at is None or a.first_audio_at is None
+        or a.first_audio_at < final.first_audio_at)]
     return Lived(
         clip_id=clip_id,
         cut_off=outcome.premature,
         whole=final is not None and covers(words, sentence),
         heard_before_yield_ms=sum(a.played_ms for a in before) if outcome.premature else 0.0,
+        heard_before_final_ms=sum(a.played_ms for a in earlier) if outcome.premature else 0.0,
         final_words=words,
     )
 
@@ -190,7 +209,30 @@ async def speak_paused(
         None if commit is None else (commit - last_word_at) * 1000.0,
         last_word_at,
     )
-    return outcome, lived(clip.id, clip.label.text, outcome, heard)
+    caller = lived(clip.id, clip.label.text, outcome, heard)
+    caller.timeline = timeline(clip, started, clock.trace, heard)
+    return outcome, caller
+
+
+def timeline(
+    clip: Clip, started: float, trace: list[tuple[float, str]], heard: Heard
+) -> dict[str, Any]:
+    """One paused caller, ms from the start of the clip: where they paused and went on, and
+    what the session and its answers did (created, first audio, flushed with what had played)."""
+    events = list(trace)
+    for generation_id, answer in heard.answers.items():
+        events.append((answer.created_at, f"answer {generation_id} created ({answer.turn_id})"))
+        if answer.first_audio_at is not None:
+            events.append((answer.first_audio_at, f"answer {generation_id} first audio"))
+        if answer.stopped_at is not None:
+            events.append((answer.stopped_at, f"answer {generation_id} flushed, "
+                                              f"{answer.played_ms:.0f} ms played"))
+    events.sort()
+    return {
+        "pause_ms": list(clip.pause) if clip.pause else None,
+        "last_word_ms": clip.speech_end_ms,
+        "events": relative(events, started),
+    }
 
 
 def lived_report(callers: list[Lived]) -> dict[str, Any]:
@@ -209,9 +251,17 @@ def lived_report(callers: list[Lived]) -> dict[str, Any]:
         "not_whole": sorted(c.clip_id for c in callers if not c.whole),
         "cut_off": len(cut),
         "agent_audio_heard_before_yield_ms": percentiles([c.heard_before_yield_ms for c in cut]),
+        "agent_audio_heard_before_the_final_answer_ms": percentiles(
+            [c.heard_before_final_ms for c in cut]),
         "unrecovered_cut_offs": len(unrecovered),
         "unrecovered_cut_off_clips": unrecovered,
         "final_words": {c.clip_id: c.final_words for c in callers if not c.whole},
+        "clips_detail": [
+            {"id": c.clip_id, "cut_off": c.cut_off, "whole": c.whole,
+             "heard_before_yield_ms": round(c.heard_before_yield_ms, 1),
+             "heard_before_the_final_answer_ms": round(c.heard_before_final_ms, 1), **c.timeline}
+            for c in callers
+        ],
     }
 
 
@@ -223,5 +273,7 @@ def lived_summary(callers: list[Lived]) -> dict[str, Any]:
         "paused_whole_request_answered_rate": report["whole_request_answered_rate"],
         "paused_heard_before_yield_p50_ms": heard.get("p50"),
         "paused_heard_before_yield_p95_ms": heard.get("p95"),
+        "paused_heard_before_the_final_answer_p95_ms":
+            report["agent_audio_heard_before_the_final_answer_ms"].get("p95"),
         "paused_unrecovered_cut_offs": report["unrecovered_cut_offs"],
     }

@@ -261,7 +261,11 @@ class Drafts:
             return None
         draft.taken = True
         self.counts.used += 1
-        self.core.metrics.count("drafts", outcome="used")
+        audio = draft.audio
+        self.core.metrics.count(
+            "drafts", outcome="used", outputs="done" if draft.outputs.done else "streaming",
+            audio="none" if audio is None else "done" if audio.done else "synthesizing",
+        )
         log.info("draft.used", session_id=self.core.ctx.session_id,
                  ready=draft.outputs.done, audio=draft.audio is not None)
         return draft

@@ -148,7 +148,7 @@ class TurnMerge:
             heard_ms = 0.0  # the turn's answer has not begun
         elif answer is not live:
             return  # it was over: they heard it out
-        self._yielded(utterance_id, last, speech_at, heard_ms, "", speech_from_ms)
+        self._yielded(utterance_id, last, speech_at, heard_ms, "", speech_from_ms, at="onset")
 
     def interrupted(
         self, utterance_id: str, speech_at: float, *, speech_from_ms: float | None = None
@@ -165,14 +165,16 @@ class TurnMerge:
             # What they had heard when they began: the answer played on while it was judged
             # (none of it, if the answer began after their speech did).
             heard_ms = onset.heard_ms if onset.generation_id == stopped.generation_id else 0.0
-        self._yielded(utterance_id, last, speech_at, heard_ms, stopped.heard, speech_from_ms)
+        self._yielded(utterance_id, last, speech_at, heard_ms, stopped.heard, speech_from_ms,
+                      at="stop")
 
     def _yielded(
         self, utterance_id: str, last: CommittedTurn, speech_at: float, heard_ms: float,
-        heard: str, speech_from_ms: float | None,
+        heard: str, speech_from_ms: float | None, *, at: str,
     ) -> None:
         """The caller took ``last`` back, unless the window, what they heard of its answer or
-        an open question says their speech is a turn of its own."""
+        an open question says their speech is a turn of its own. ``at``: told at the speech's
+        ``onset`` or at the ``stop`` of the answer (counted so)."""
         core = self.core
         if self.window_ms <= 0 or last.question is not None:
             return
@@ -187,7 +189,7 @@ class TurnMerge:
         if pending is not None and (pending.utterance_id == utterance_id or pending.carried):
             return  # already taken back at its onset; or a carried part waits for its rest
         self.pending = Yielded(utterance_id, last, heard, pause_ms)
-        core.metrics.count("turn_yields")
+        core.metrics.count("turn_yields", at=at)
         core.metrics.observe_ms("turn_yield_heard_ms", heard_ms)
         log.info("turn.yielded", session_id=core.ctx.session_id, turn_id=last.turn_id,
                  after_ms=round(after_ms, 1), heard=bool(heard),
@@ -212,7 +214,7 @@ class TurnMerge:
                              None, spoken_to_ms)
         self.pending = Yielded(onset.utterance_id, half, "",
                                onset.speech_from_ms - spoken_to_ms, carried=True)
-        core.metrics.count("turn_yields")
+        core.metrics.count("turn_yields", at="carried")
         log.info("turn.carried", session_id=core.ctx.session_id,
                  pause_ms=round(onset.speech_from_ms - spoken_to_ms))
         return True

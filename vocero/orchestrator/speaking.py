@@ -267,6 +267,8 @@ class Speaker:
                 tracing.TTS, unit_id=unit.unit_id
             ):
                 held = self.held(unit.speech, host.ctx.voice) if self.held else None
+                if self.held is not None and not generation.had_audio:
+                    host.metrics.count("draft_audio", outcome="held" if held else "synthesized")
                 async for chunk in held or _aligned(tts, unit.speech, host.ctx.voice):
                     if isinstance(chunk, SpokenThrough):
                         record.alignment.append((chunk.audio_ms, chunk.fraction))
