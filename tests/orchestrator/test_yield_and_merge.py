@@ -7,6 +7,7 @@ the continuation is joined to the first part and answered once, as one request.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,11 +16,12 @@ import pytest
 
 from tests.orchestrator.action_support import call
 from tests.support.audio import silence_frames, tone_frames
-from tests.support.fakes import FakeStt, fake_runners
+from tests.support.fakes import FakeStt, FakeTts, fake_runners
 from tests.support.harness import Harness, running
+from vocero.contracts.domain import VoiceRef
 from vocero.contracts.ports import Transcription, VadEvent
 from vocero.inference.sim import EnergyVad
-from vocero.inference.sim.script import Rule
+from vocero.inference.sim.script import Rule, TtsScript
 from vocero.inference.sim.turn import SimTurnJudge
 from vocero.orchestrator.listening import Listener
 
@@ -232,28 +234,116 @@ async def test_with_push_to_talk_the_clients_commit_is_never_taken_back() -> Non
         assert [c.status for c in h.received.of("ResponseCompleted")] == ["completed"] * 2
 
 
-async def test_a_caller_who_began_before_a_short_answer_ended_is_merged() -> None:
-    """The caller went on while the answer to the half ("Okay.") was playing, but it played
-    out before their speech was long enough to be judged a barge-in: nothing was left to stop,
-    and the barge-in path never saw them. They were cut off all the same: the continuation is
-    joined, and the history keeps the "Okay." they heard."""
+async def test_a_caller_who_began_while_a_short_answer_played_stops_it_at_once() -> None:
+    """The caller went on while the answer to the half ("Okay.") was playing. Until issue 45's
+    third round it played out before their speech was long enough to be judged a barge-in (the
+    history kept the "Okay." they heard); now their onset stops it. Either way they were cut off:
+    the continuation is joined."""
     runners, *_ = fake_runners(stt=[HALF, REST], rules=SHORT_RULES, ms_per_char=20)
     async with running(runners) as h:
         h.auto_ack = False
         await push(h, tone_frames(600) + silence_frames(420))
         first = await h.until_frame("AudioOut")
         await push(h, tone_frames(100))  # they go on while it plays
-        await play_to(h, first.generation_id, 100)  # "Okay." played out
         done = await h.until_frame("ResponseCompleted")
-        assert done.status == "completed" and done.heard_text == "Okay."
+        assert done.status == "interrupted" and done.heard_text == ""
         h.auto_ack = True
         await push(h, tone_frames(300) + silence_frames(420))
         whole = await h.until_frame("ResponseCompleted", 2)
         assert finals(h) == [HALF, WHOLE]
         assert whole.heard_text == WHOLE_REPLY
         assert [(m.role, m.content) for m in h.session.history] == [
-            ("assistant", "Okay."), ("user", WHOLE), ("assistant", WHOLE_REPLY)
+            ("user", WHOLE), ("assistant", WHOLE_REPLY)
         ]
+        assert first.generation_id == done.generation_id
+
+
+async def test_a_cut_off_caller_stops_the_answer_at_their_onset() -> None:
+    """Issue 45 (heard before a yield): the caller goes on 20 ms into the answer to the half.
+    The answer stops at the onset of their speech (the sim VAD's 60 ms), not after
+    ``min_interruption_ms`` (200 ms) of it nor after a partial transcription: they hear only
+    what had played by then. The continuation is joined and answered once."""
+    runners, *_ = fake_runners(rules=RULES, ms_per_char=20)
+    runners = replace(runners, stt=BusyPartials([HALF, REST]))
+    async with running(runners) as h:
+        h.auto_ack = False
+        await push(h, tone_frames(600) + silence_frames(420))
+        first = await h.until_frame("AudioOut")
+        await play_to(h, first.generation_id, 20)
+        await push(h, tone_frames(80))  # 80 ms of speech: its onset, well short of 200 ms
+        stops = h.received.of("StopAndFlush")
+        assert [s.generation_id for s in stops] == [first.generation_id], "stopped at the onset"
+        out = h.session.core.out
+        assert out.acknowledged_ms(first.generation_id) == 20, "nothing more played"
+        cut = await h.until_frame("ResponseCompleted")
+        assert cut.status == "interrupted"
+        h.auto_ack = True
+        await push(h, tone_frames(300) + silence_frames(420))
+        whole = await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF, WHOLE]
+        assert whole.status == "completed" and whole.heard_text == WHOLE_REPLY
+
+
+class HeldTts(FakeTts):
+    """A synthesis that waits until it is released (a busy CPU voice)."""
+
+    def __init__(self) -> None:
+        super().__init__(TtsScript(ms_per_char=20))
+        self.release = anyio.Event()
+
+    async def synthesize(self, text: str, voice: VoiceRef) -> AsyncIterator[bytes]:
+        await self.release.wait()
+        async for chunk in super().synthesize(text, voice):
+            yield chunk
+
+
+async def test_a_quiet_caller_who_went_on_before_the_answer_was_sent_stops_it_at_once() -> None:
+    """Issue 45: a continuation quieter than the agent's voice could come back (on the tuning
+    half, a caller at -12 to -18 dB over an answer at full scale) never counted over the echo
+    gate: the answer to the half played out and the continuation was dropped as a blip. Its
+    speech began before the answer's first audio was handed over, so it cannot be that
+    answer's echo: it stops the answer at its onset, and is joined."""
+    runners, *_ = fake_runners(stt=[HALF, REST], rules=RULES, ms_per_char=20)
+    tts = HeldTts()
+    runners = replace(runners, tts=tts, vad=EnergyVad(threshold=0.005))
+    async with running(runners) as h:
+        h.auto_ack = False
+        await push(h, tone_frames(600) + silence_frames(420))
+        await h.until_frame("ResponseCreated")
+        quiet = tone_frames(1_000, amplitude=0.01)  # -43 dBFS: under the gate of the answer
+        await push(h, quiet[:2])  # they go on: 40 ms, not yet an onset for the VAD
+        tts.release.set()
+        first = await h.until_frame("AudioOut")  # the answer's first audio is handed over
+        await push(h, quiet[2:4])  # the onset, while the gate is up
+        stops = h.received.of("StopAndFlush")
+        assert [s.generation_id for s in stops] == [first.generation_id], "stopped at once"
+        h.auto_ack = True
+        await push(h, quiet[4:] + silence_frames(420))
+        whole = await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF, WHOLE]
+        assert whole.status == "completed" and whole.heard_text == WHOLE_REPLY
+
+
+async def test_a_cough_that_stopped_the_answer_at_its_onset_resumes_it() -> None:
+    """Stopping at the onset decides nothing about words: a cough inside the window stops the
+    answer to a turn just committed, its final holds no words, nothing is joined, and the
+    answer resumes from what was heard (ADR-0038)."""
+    runners, *_ = fake_runners(stt=[HALF, ""], rules=RULES, ms_per_char=20)
+    async with running(runners) as h:
+        h.auto_ack = False
+        await push(h, tone_frames(600) + silence_frames(420))
+        first = await h.until_frame("AudioOut")
+        await push(h, tone_frames(80))
+        cut = await h.until_frame("ResponseCompleted")
+        assert cut.status == "interrupted" and cut.generation_id == first.generation_id
+        h.auto_ack = True
+        await push(h, silence_frames(600))
+        resumed = await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF], "no turn of the cough, nothing joined"
+        assert resumed.status == "completed"
+        heard = f"{cut.heard_text} {resumed.heard_text}".strip()
+        assert heard.endswith(HALF_REPLY.split(". ")[-1])
+        assert [m.content for m in h.session.history if m.role == "user"] == [HALF]
 
 
 async def test_a_caller_who_speaks_after_the_answer_ended_starts_a_turn_of_their_own() -> None:

@@ -121,6 +121,39 @@ async def test_a_caller_talking_over_the_echo_still_interrupts() -> None:
         assert 0 < len(done.heard_text) < len(STORY)
 
 
+async def test_the_echo_of_an_answer_to_a_spoken_turn_does_not_stop_it_at_its_onset() -> None:
+    """Issue 45: inside the merge window a caller who goes on stops the answer at the onset of
+    their speech (ADR-0037). The agent's own voice coming back is no caller: its onset is
+    under the gate, so the answer plays on and the echo never becomes a turn."""
+    runners, *_ = fake_runners(stt=["tell me a story"], rules=RULES, ms_per_char=20)
+    async with running(replace(runners, vad=SENSITIVE), prof=profile(min_interruption_ms=200)) as h:
+        h.auto_ack = False
+        for frame in tone_frames(600) + [b"\x00" * FRAME] * 21:  # said, then 420 ms of silence
+            h.session.on_audio(frame)
+            await anyio.wait_all_tasks_blocked()
+        await h.until_frame("AudioOut", 1)
+        counted = h.session.core.metrics = Counted()
+        phone = Speakerphone(h)
+        done = await phone.until_done()
+        assert done.status == "completed" and done.heard_text == STORY
+        assert "StopAndFlush" not in h.received.names()
+        assert h.session.core.barge_ins == 0
+        assert ("turn_yields", "onset") in counted.seen, "the echo began inside the window"
+
+
+class Counted:
+    """A metrics port that keeps what was counted (with its ``at`` label)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def observe_ms(self, name: str, value: float, **labels: str) -> None:
+        return None
+
+    def count(self, name: str, amount: float = 1.0, **labels: str) -> None:
+        self.seen.append((name, labels.get("at", "")))
+
+
 def test_the_gate_follows_the_agents_recent_output_level() -> None:
     gate = EchoGate(margin_db=-14.0, window_ms=1000)
     loud = tone_frames(100, amplitude=0.1)[0]

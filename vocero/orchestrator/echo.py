@@ -64,6 +64,15 @@ class EchoGate:
             played.popleft()
         return max((level for _, level in played), default=0.0)
 
+    def sounding(self, now_s: float) -> bool:
+        """Agent audio was handed over within the window before ``now_s``: its voice could be
+        coming back (no level is measured to say so)."""
+        if self._ratio <= 0.0:
+            return False
+        since = now_s - self._window_s
+        return any(chunks and chunks[-1][0] >= since
+                   for chunks in (self._played, self._unmeasured))
+
     def threshold(self, now_s: float) -> float:
         """The level a caller frame must exceed to count toward a barge-in now."""
         return self.output_level(now_s) * self._ratio

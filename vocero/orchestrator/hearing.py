@@ -43,6 +43,10 @@ from vocero.orchestrator.merging import TurnMerge
 from vocero.orchestrator.output import OutFrame
 from vocero.orchestrator.turn_policy import Commit
 
+ECHO_RETURN_MS = 20
+"""The agent's audio comes back in the caller's audio no sooner than one 20 ms frame after it
+was handed over (the client plays it, then its microphone fills a frame and sends it; the
+network only adds): speech that began before that cannot be its echo."""
 SPECULATE_AFTER_MS = 160
 """A pause this long starts the final transcription while the VAD still waits for the end of
 the turn (its ``min_silence_ms`` hangover); speech after it makes that transcription stale."""
@@ -72,6 +76,10 @@ class Hearing:
         self.heard_ms = 0.0
         """Caller audio heard in the session (ms): the clock pauses between utterances are
         measured on (:attr:`Utterance.clock_ms`)."""
+        self._sounding_from_ms: float | None = None
+        """Where, on that clock, the caller's audio began to arrive after the agent's audio
+        was handed over (``None``: none for the echo gate's window): an echo of it can begin no
+        sooner than :data:`ECHO_RETURN_MS` after."""
         self.drafts: Drafts | None = None
         """Told of each pause's words and of the caller going on (ADR-0037)."""
         self.merge: TurnMerge | None = None
@@ -117,10 +125,16 @@ class Hearing:
     def audio(self, pcm16: bytes) -> None:
         segment = self.listener.push(pcm16)
         endpointer = self.endpointer
-        self.heard_ms += len(pcm16) / _BYTES_PER_MS
+        frame_from_ms, self.heard_ms = self.heard_ms, self.heard_ms + len(pcm16) / _BYTES_PER_MS
+        if not self.core.echo.sounding(self.core.monotonic()):
+            self._sounding_from_ms = None
+        elif self._sounding_from_ms is None:
+            self._sounding_from_ms = frame_from_ms
         if segment.started is not None:
-            segment.started.clock_ms = self.heard_ms - segment.started.duration_ms
+            started = segment.started
+            started.clock_ms = self.heard_ms - started.duration_ms
             began = self._speech_detected_at = self.core.monotonic()
+            started.onset_no_echo = self._no_echo(started, pcm16, began)
             self.core.caller_speaking = True
             if endpointer is not None:
                 endpointer.begin(segment.started)
@@ -136,7 +150,9 @@ class Hearing:
             # Speech counts toward a barge-in only above the agent's own voice coming back.
             loud = self.core.echo.over_echo(pcm16, self.core.monotonic())
             current.loud_ms += segment.grown_ms if loud else 0.0
-        if current is not None and current.candidate and not current.judged:
+        if current is not None and self._give_way(current):
+            pass  # a caller cut off went on: the answer to the half stopped at once
+        elif current is not None and current.candidate and not current.judged:
             if (
                 current.loud_ms >= self.core.ctx.profile.min_interruption_ms
                 or self.turn_mode != "server_vad"
@@ -159,7 +175,7 @@ class Hearing:
         self._speech_detected_at = self.core.monotonic()
         self.core.caller_speaking = True
         live = self.core.generations.live() is not None
-        self._interrupt(Event.SPEECH_HINT if live else Event.SPEECH_HINT_NO_OUTPUT)
+        self._interrupt(Event.SPEECH_HINT if live else Event.SPEECH_HINT_NO_OUTPUT, by="hint")
 
     def commit(self) -> Utterance | None:
         self.core.caller_speaking = False
@@ -188,7 +204,10 @@ class Hearing:
         if current is not None:
             current.candidate = True
 
-    def _interrupt(self, event: Event) -> None:
+    def _interrupt(self, event: Event, *, by: str) -> None:
+        """``by``: what decided the stop (``hint``: the client's VAD; ``judged``: speech long
+        enough and no backchannel in its partial; ``continuation``: a caller cut off going on,
+        stopped on their speech alone), counted with the barge-in."""
         core = self.core
         step = core.fire(event)
         if Effect.STOP_OUTPUT in step.effects:
@@ -198,8 +217,48 @@ class Hearing:
                 self.merge.interrupted(current.utterance_id, started,
                                        speech_from_ms=current.clock_ms + current.speech_from_ms)
             self.core.barge_ins += 1
-            core.metrics.count("barge_ins")
+            core.metrics.count("barge_ins", by=by)
             core.metrics.observe_ms("barge_in_stop_ms", (core.monotonic() - started) * 1000.0)
+
+    def _no_echo(self, utterance: Utterance, pcm16: bytes, now: float) -> bool:
+        """The speech that began ``utterance`` cannot be the agent's own voice coming back: it
+        is louder than that could be (:class:`~.echo.EchoGate`), or it began in caller audio
+        that arrived before any agent audio could be back in it (:data:`ECHO_RETURN_MS` after
+        the first of the echo gate's window was handed over)."""
+        onset = bytes(utterance.audio[round(utterance.speech_from_ms) * _BYTES_PER_MS:])
+        if self.core.echo.over_echo(onset or pcm16, now):
+            return True
+        sounding = self._sounding_from_ms
+        speech_from = utterance.clock_ms + utterance.speech_from_ms
+        return sounding is None or speech_from < sounding + ECHO_RETURN_MS
+
+    def _give_way(self, utterance: Utterance) -> bool:
+        """A caller cut off at a pause who goes on (the merge took the turn back at their
+        speech's onset, :mod:`.merging`) stops the answer to the half at once: at the onset
+        (the VAD's own ``min_speech_ms``), or as soon as that answer begins while they speak;
+        not after ``min_interruption_ms`` of speech, nor after a partial transcription, which
+        the caller would hear the answer through. Only speech whose onset was louder than the
+        agent's voice could come back stops it so (an answer's echo on a speakerphone is no
+        caller); a quieter one stops it once ``min_interruption_ms`` of it was, as any
+        barge-in. Whether it held words is decided afterwards, as for any barge-in: a sound
+        with none resumes the answer from what was heard (ADR-0038). True when it stopped the
+        answer now."""
+        merge = self.merge
+        if utterance.interrupted or merge is None or self.turn_mode != "server_vad":
+            return False
+        first = merge.continuation(utterance.utterance_id)
+        live = self.core.generations.live()
+        if first is None or live is None or live.turn_id != first.turn_id:
+            return False
+        if not (
+            utterance.onset_no_echo
+            or utterance.loud_ms >= self.core.ctx.profile.min_interruption_ms
+        ):
+            return False
+        utterance.judged = utterance.interrupted = True
+        self.false_interruptions.stopped(utterance.utterance_id, live, utterance.duration_ms)
+        self._interrupt(Event.INTERRUPTION, by="onset")
+        return True
 
     async def _judge_interruption(self, utterance: Utterance) -> None:
         """Long enough to be a barge-in: stop, unless it is only a backchannel. A caller cut
@@ -223,7 +282,7 @@ class Hearing:
         if live is not None and self.listener.current is utterance:
             utterance.interrupted = True
             self.false_interruptions.stopped(utterance.utterance_id, live, utterance.duration_ms)
-            self._interrupt(Event.INTERRUPTION)
+            self._interrupt(Event.INTERRUPTION, by="continuation" if taken_back else "judged")
 
     def _sound_over(self, utterance: Utterance) -> bool:
         """The sound that stopped the agent is over and its transcription (started at its

@@ -53,6 +53,10 @@ class Utterance:
     next_partial_ms: float = 0.0
     interrupted: bool = False
     """This utterance stopped the agent (so a backchannel final means a false barge-in)."""
+    onset_no_echo: bool = False
+    """The speech that began it cannot be the agent's own voice coming back: it was louder than
+    that could be (:class:`~.echo.EchoGate`; always, while the agent had been quiet), or it began
+    before the agent's audio could be back in the caller's."""
 
     voiced_ms: float = 0.0
     """Speech heard in this utterance so far (trailing silence excluded)."""
