@@ -131,9 +131,14 @@ class LlmBase(RunnerShell):
     async def _json_object(
         self, messages: list[dict[str, str]], shape: dict[str, Any], *, max_tokens: int = 160
     ) -> dict[str, Any]:
-        return await threads.run(
-            lambda: self._engine.json_object(messages, shape, max_tokens=max_tokens)
-        )
+        try:
+            return await threads.run(
+                lambda: self._engine.json_object(messages, shape, max_tokens=max_tokens)
+            )
+        except ValueError as exc:  # json.JSONDecodeError: cut off at max_tokens mid-string
+            # An unreadable answer fills nothing: the field is asked for, the session goes on.
+            log.warning("llm.json_unreadable", error=str(exc)[:200])
+            return {}
 
     def _chat_stream(
         self, messages: list[dict[str, str]], *, max_tokens: int
