@@ -324,6 +324,31 @@ async def test_a_quiet_caller_who_went_on_before_the_answer_was_sent_stops_it_at
         assert whole.status == "completed" and whole.heard_text == WHOLE_REPLY
 
 
+async def test_a_quiet_caller_who_went_on_over_the_answer_is_joined_by_their_words() -> None:
+    """Issue 45: a continuation under the echo gate that began after the answer's audio could
+    be back (so it might be that audio) never counted as a barge-in, and was dropped as a blip
+    with the rest of the request. It is transcribed: its words are not the agent's, so it is
+    the caller's, and it is joined once the answer to the half (heard whole) is over."""
+    runners, *_ = fake_runners(stt=[HALF, REST], rules=SHORT_RULES, ms_per_char=20)
+    runners = replace(runners, vad=EnergyVad(threshold=0.005))
+    async with running(runners) as h:
+        h.auto_ack = False
+        await push(h, tone_frames(600) + silence_frames(420))
+        first = await h.until_frame("AudioOut")
+        await push(h, silence_frames(60))  # the answer's audio could be back by now
+        await push(h, tone_frames(400, amplitude=0.01) + silence_frames(420))
+        assert not h.received.of("StopAndFlush"), "under the gate: nothing stopped"
+        assert finals(h) == [HALF], "the continuation waits for the answer to the half"
+        h.auto_ack = True
+        await play_to(h, first.generation_id, 100)  # "Okay." plays out
+        whole = await h.until_frame("ResponseCompleted", 2)
+        assert finals(h) == [HALF, WHOLE]
+        assert whole.heard_text == WHOLE_REPLY
+        assert [(m.role, m.content) for m in h.session.history] == [
+            ("assistant", "Okay."), ("user", WHOLE), ("assistant", WHOLE_REPLY)
+        ]
+
+
 async def test_a_cough_that_stopped_the_answer_at_its_onset_resumes_it() -> None:
     """Stopping at the onset decides nothing about words: a cough inside the window stops the
     answer to a turn just committed, its final holds no words, nothing is joined, and the

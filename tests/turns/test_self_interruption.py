@@ -141,6 +141,32 @@ async def test_the_echo_of_an_answer_to_a_spoken_turn_does_not_stop_it_at_its_on
         assert ("turn_yields", "onset") in counted.seen, "the echo began inside the window"
 
 
+async def test_an_echo_inside_the_window_transcribed_as_the_agents_words_is_no_turn() -> None:
+    """A quiet utterance inside the merge window is transcribed to tell a caller going on from
+    the agent's voice coming back (issue 45): the echo reads as the agent's own words, so it is
+    no turn, and nothing is joined to the caller's request."""
+    echo_words = "Once upon a time there was a very long story"
+    runners, *_ = fake_runners(stt=["tell me a story", echo_words], rules=RULES, ms_per_char=20)
+    async with running(replace(runners, vad=SENSITIVE), prof=profile(min_interruption_ms=200)) as h:
+        h.auto_ack = False
+        for frame in tone_frames(600) + [b"\x00" * FRAME] * 21:
+            h.session.on_audio(frame)
+            await anyio.wait_all_tasks_blocked()
+        await h.until_frame("AudioOut", 1)
+        phone = Speakerphone(h)
+        done = await phone.until_done()
+        assert done.status == "completed" and done.heard_text == STORY
+        counted = h.session.core.metrics = Counted()
+        for _ in range(30):  # the line goes quiet: the echo's utterance ends
+            h.session.on_audio(b"\x00" * FRAME)
+            await anyio.wait_all_tasks_blocked()
+        await anyio.wait_all_tasks_blocked()
+        assert ("false_barge_ins", "") in counted.seen, "transcribed, and judged an echo"
+        finals = [t.text for t in h.received.of("transcript.final.v1")]
+        assert finals == ["tell me a story"], "the echo never became a turn"
+        assert len(h.received.of("ResponseCompleted")) == 1
+
+
 class Counted:
     """A metrics port that keeps what was counted (with its ``at`` label)."""
 

@@ -36,6 +36,7 @@ from vocero.orchestrator.listening import (
     Listener,
     Speculation,
     Utterance,
+    echoes,
     is_backchannel,
 )
 from vocero.orchestrator.machine import Effect, Event
@@ -190,8 +191,11 @@ class Hearing:
             self.core.fire(Event.BARGE_IN, reason=reason, status=status)
 
     def not_a_turn(self, utterance: Utterance, backchannel_check: bool) -> None:
-        """The utterance's final was empty or a backchannel."""
-        if utterance.interrupted:
+        """The utterance's final was empty or a backchannel (or the agent's own words)."""
+        if utterance.echo_check:
+            self.core.false_barge_ins += 1
+            self.core.metrics.count("false_barge_ins", kind="echo")
+        elif utterance.interrupted:
             self.core.false_barge_ins += 1
             self.core.metrics.count("false_barge_ins", kind="backchannel")
         elif backchannel_check:
@@ -323,11 +327,35 @@ class Hearing:
         elif not utterance.candidate or utterance.judged:
             self.core.metrics.observe_ms("turn_endpointing_ms", utterance.pause_ms)
         if utterance.candidate and not utterance.judged:
+            if self._quiet_continuation(utterance):
+                utterance.echo_check = True
+                self._on_turn(utterance, True)
+                return
             self.core.false_barge_ins += 1
             self.core.metrics.count("false_barge_ins", kind="too_short")
             self.core.fire(Event.SPEECH_DISCARDED)
             return
         self._on_turn(utterance, utterance.candidate)
+
+    def _quiet_continuation(self, utterance: Utterance) -> bool:
+        """An utterance that never counted as a barge-in (under the echo gate all along) but
+        took the last turn back at its onset (:mod:`.merging`) and lasted as long as a
+        barge-in must: a caller cut off who went on quietly, or the agent's voice coming back.
+        It is transcribed, and its words decide (:meth:`echoed`): until issue 45's third round
+        it was dropped as a blip, with the rest of the caller's request."""
+        merge = self.merge
+        return (
+            merge is not None
+            and merge.continuation(utterance.utterance_id) is not None
+            and utterance.voiced_ms >= self.core.ctx.profile.min_interruption_ms
+        )
+
+    def echoed(self, text: str) -> bool:
+        """``text`` is mostly the agent's own words (the answer live or last planned, and what
+        the caller last heard it say): its voice coming back, not the caller."""
+        current = self.core.generations.current
+        planned = " ".join(u.text for u in current.planned) if current is not None else ""
+        return echoes(text, f"{planned} {self._agent_said()}")
 
     # ----------------------------------------------------------------------- partials
 

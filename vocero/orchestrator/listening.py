@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -16,6 +17,17 @@ _BYTES_PER_MS = SAMPLE_RATE * 2 // 1000
 MAX_UTTERANCE_MS = 30_000
 """An utterance is never longer than 30 s of audio (what a recogniser takes in one pass): one
 that reaches it ends there and is taken as a turn; the caller's next words start the next one."""
+
+
+_WORD = re.compile(r"[a-z0-9']+")
+
+
+def echoes(text: str, said: str) -> bool:
+    """``text`` (a transcription of caller audio) is mostly words of ``said`` (what the agent
+    said): the agent's own voice coming back, as a recogniser hears it. Empty text is none."""
+    words = _WORD.findall(text.lower())
+    own = set(_WORD.findall(said.lower()))
+    return bool(words) and 2 * sum(word in own for word in words) >= len(words)
 
 
 def is_backchannel(text: str) -> bool:
@@ -53,6 +65,9 @@ class Utterance:
     next_partial_ms: float = 0.0
     interrupted: bool = False
     """This utterance stopped the agent (so a backchannel final means a false barge-in)."""
+    echo_check: bool = False
+    """It went on under the echo gate and never counted as a barge-in, but it may be a caller
+    cut off going on: its words decide (:func:`echoes`), not its level."""
     onset_no_echo: bool = False
     """The speech that began it cannot be the agent's own voice coming back: it was louder than
     that could be (:class:`~.echo.EchoGate`; always, while the agent had been quiet), or it began

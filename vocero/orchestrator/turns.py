@@ -68,7 +68,9 @@ class Turns:
             core.metrics.observe_ms("stt_final_ms", (core.monotonic() - started) * 1000.0)
             text = result.text.strip()
             stopped = self.hearing.false_interruptions.take(utterance.utterance_id, text)
-            if stopped is not None or not text or (backchannel_check and is_backchannel(text)):
+            echo = utterance.echo_check and self.hearing.echoed(text)  # (ADR-0037)
+            if (stopped is not None or not text or echo
+                    or (backchannel_check and is_backchannel(text))):
                 self.hearing.not_a_turn(utterance, backchannel_check)
                 core.fire(Event.SPEECH_DISCARDED)
                 if stopped is not None:  # a cough, an "mm-hmm" stopped it (ADR-0038)
