@@ -31,8 +31,9 @@ _FORMS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bthree[\s-]quarters\s+of\s+an\s+hour\b"), "45"),
     (re.compile(r"\b(?:a\s+)?quarter\s+(?:of\s+an\s+)?hour\b"), "15"),
     (re.compile(r"\b(?:a\s+)?half(?:\s+an|-an)?[\s-]+hour\b"), "30"),
-    (re.compile(rf"\b(?P<n>{_NUM})\s+{_HOURS}\b"), "n hours"),
-    (re.compile(rf"\b(?P<n>{_NUM})\s+{_MINUTES}\b"), "n minutes"),
+    # "two hours", "a two-hour lesson", "a 90-minute lesson"
+    (re.compile(rf"\b(?P<n>{_NUM})[\s-]+{_HOURS}\b"), "n hours"),
+    (re.compile(rf"\b(?P<n>{_NUM})[\s-]+{_MINUTES}\b"), "n minutes"),
 )
 
 

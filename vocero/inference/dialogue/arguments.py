@@ -24,6 +24,7 @@ from vocero.inference.dialogue.things import (
     called_by_name,
     only_named,
     option_said,
+    pickup_said,
     thing_named,
 )
 from vocero.inference.dialogue.things import normalise as normalise
@@ -82,6 +83,8 @@ def fill_arguments(
             value = said_thing(tool.description, name, utterance)  # "I left my blue scarf"
         if value is None and kind == "text" and only_named(name, tool.description):
             value = thing_named(utterance)  # "replace my gas meter on Thursday"
+        if value is None and kind == "text":
+            value = pickup_said(name, utterance)  # "pick me up from Finglas Village Library"
         if value is None and kind == "text":
             value = called_by_name(name, utterance)  # "the quarter to three sailing from X"
         if isinstance(value, str) and kind == "id" and not prop.get("pattern"):
@@ -430,7 +433,10 @@ def reason_given(utterance: str) -> str | None:
     comma or "because", that is not a time, an identifier or politeness."""
     for found in _GIVEN.finditer(utterance):
         why = found.group("why").strip()
-        if len(why.split()) < 3 or _OPENER.match(why) or values.when_phrase(why) is not None:
+        when = values.when_phrase(why)
+        # a time alone is no reason ("on Friday at 10"); a reason may name one ("I've a college
+        # exam that morning")
+        if len(why.split()) < 3 or _OPENER.match(why) or (when and len(when) * 2 > len(why)):
             continue
         if re.search(r"\d", why):
             continue

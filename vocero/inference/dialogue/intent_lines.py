@@ -51,6 +51,8 @@ VERB_FAMILIES: dict[str, tuple[str, ...]] = {
     "renew": ("renew", "extend", "continue"),
     "buy": ("buy", "purchase", "order"),
     "transfer": ("transfer", "move over", "switch"),
+    "refund": ("refund", "get my money back for", "give me my money back for", "reimburse",
+               "pay me back for"),
 }  # fmt: skip
 """Caller phrasings of an action a tool's name or description names."""
 
@@ -74,6 +76,7 @@ VERB_WORDS: dict[str, str] = {
     "renew": "renew", "extend": "renew",
     "buy": "buy", "purchase": "buy",
     "transfer": "transfer", "switch": "transfer",
+    "refund": "refund", "reimburse": "refund", "repay": "refund",
 }  # fmt: skip
 """A name or description word and the action family it names."""
 

@@ -363,13 +363,15 @@ def _routing(turn: _Turn) -> tasks.Routing:
         found = router.route(text, tools, today, now=now)
         if model is None or not text.strip():
             return found
-        if model.decide(small_talk.without_pleasantries(text)).refused:
+        if _refused(model, small_talk.without_pleasantries(text)):
             return router.Route(None)  # what only a prohibited tool does: no tool of ours
         if found.tool is not None and found.missing and found.tool.builtin != FOLLOWUPS_TOOL:
             found = tool_choice.better_fit(text, found, tools, model, today, now)
         if found.tool is not None:
             if not found.missing or knowledge is None or found.tool.builtin == FOLLOWUPS_TOOL:
                 return found  # complete, or a call-back asked for in so many words
+            if len(found.arguments) >= 2:
+                return found  # "Can I book ... with Aoife on Friday at 4pm? I'm BD20417."
             # "Is there a fee if I cancel a visit?" names a tool but asks the catalog.
             named = model.decide(small_talk.without_pleasantries(text))
             asks = named.intent == knowledge.name and named.score >= CATALOG_OVER_TOOL
@@ -388,6 +390,8 @@ def _routing(turn: _Turn) -> tasks.Routing:
             # "see Dr. Okafor about a cough": not a goodbye
             tool = tool_choice.named_by_value(text, tools)
         if tool is None:
+            tool = tool_choice.named_by_own_word(text, tools, model)  # "what times are free"
+        if tool is None:
             tool = tool_choice.filled_by_line(text, tools, today, now)
         if tool is None:
             return found
@@ -397,6 +401,19 @@ def _routing(turn: _Turn) -> tasks.Routing:
         return router.Route(tool, arguments, tuple(missing), tuple(model_fill), learned=True)
 
     return route
+
+
+_FIRST_CLAUSE = re.compile(r"^(?P<ask>[^,;]{12,}?)\s*(?:,|;|\bbecause\b)")
+
+
+def _refused(model: _Memo, text: str) -> bool:
+    """Whether the line asks for what only a prohibited tool does, judged on the whole line and
+    on its request alone, before the reason it gives ("I want my money back for RD1001, the
+    driver was late": the reason's words must not drown the request)."""
+    if model.decide(text).refused:
+        return True
+    ask = _FIRST_CLAUSE.match(text)
+    return ask is not None and bool(model.decide(ask.group("ask")).refused)
 
 
 def _unrouted(turn: _Turn, utterance: str) -> Decision:

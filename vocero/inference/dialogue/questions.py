@@ -26,6 +26,9 @@ _BY_KIND = {
     "channel": "Should we call you, or is it something for our team to do?",
 }
 _BY_NAME = {"why": "What is the reason?", "purpose": "What is it for?",
+            "pickup": "Where should we pick you up?", "pick_up": "Where should we pick you up?",
+            "collection": "Where should we collect you?",
+            "dropoff": "Where should we drop you off?", "drop_off": "Where should we drop you off?",
             "note": "What should the note say?", "notes": "What should the note say?"}
 _LENGTH = re.compile(r"\b(?:minutes?|hours?)\b|^(?:minutes|hours)$|_(?:minutes|hours)\b", re.I)
 """A number field counted in minutes or hours: a length of time, asked as one."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from vocero.contracts import values
+
 _STATE_VERB = r"(?:is|are|was|were|has been|have been|had been|went|keeps? going)"
 
 
@@ -173,3 +175,35 @@ def called_by_name(name: str, utterance: str) -> str | None:
     if found is None or _CLAUSE_VERB.search(found.group(1)):
         return None
     return found.group(1)
+
+
+_PICKUP_NAMES = frozenset(("pickup", "pick_up", "pickup_point", "pickup_spot", "collection",
+                           "collect_from", "collection_point"))  # fmt: skip
+"""Field names for where someone or something is picked up (everyday English, no domain)."""
+_PRONOUN = r"(?:me|us|him|her|them|it|my \w+)"
+_PICKED_UP_AT = re.compile(
+    rf"\b(?:pick(?:ed)?\s+{_PRONOUN}\s+up|pick[\s-]?up(?:\s+(?:is|point|spot|will be))?"
+    rf"|collect(?:ed)?\s+{_PRONOUN}|collection(?:\s+(?:is|point))?|get\s+{_PRONOUN})"
+    r"\s*(?:at|from|on|outside|by|in)\s+(?P<place>[^.?!,;]+)",
+    re.IGNORECASE,
+)
+_FROM_PLACE = re.compile(
+    r"\b[Ff]rom\s+(?P<place>(?:the\s+)?(?:\d+\s+)?[A-Z][\w'-]*(?:\s+[\w'-]+){0,5})"
+)
+"""A bare "from" before a name ("from 14 Cabra Road", "from the Phibsborough Luas stop")."""
+
+
+def pickup_said(name: str, utterance: str) -> str | None:
+    """Where the caller asks to be picked up, for a field named for it (``pickup``): the place
+    after "pick me up at/from", "collect me at", "pick-up at", or after a bare "from" before a
+    name, never a time ("from 14 Cabra Road", not "from two in the afternoon")."""
+    if name.lower() not in _PICKUP_NAMES:
+        return None
+    found = [*_PICKED_UP_AT.finditer(utterance), *_FROM_PLACE.finditer(utterance)]
+    for match in found:
+        place = match.group("place").strip()
+        if values.when_phrase(place) is not None or values.time_in(place) is not None:
+            continue  # "from two in the afternoon": a time
+        if any(c.isalpha() for c in place):
+            return place
+    return None

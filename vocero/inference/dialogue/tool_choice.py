@@ -19,6 +19,7 @@ from vocero.contracts.lexicon import consent
 from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.en import LEXICON
 from vocero.inference.dialogue import cues, intents, router, schema, small_talk
+from vocero.inference.dialogue.things import stem
 
 TOOL_CONFIDENCE = 0.5
 """The intent model's probability at which it opens a task the rules did not recognise."""
@@ -119,6 +120,30 @@ def _filled_more(
     most = max((n for n, _ in fuller), default=0)
     best = [tool for n, tool in fuller if n == most]
     return best if len(best) == 1 else []
+
+
+_LEANING = 0.35
+"""The intent model's probability at which a tool it ranks first, clearly ahead, is taken
+when the line also says a word of that tool's own action name."""
+_AHEAD = 0.15
+
+
+def named_by_own_word(
+    text: str, tools: Sequence[ToolDefinition], model: Ranker
+) -> ToolDefinition | None:
+    """The tool the intent model leans to (first, clearly ahead, under its confidence) when the
+    line says a word of the tool's action name: "What times are free on Saturday?" for
+    ``lessons.free_slots``; never a built-in or the catalog search."""
+    ranked = model.rank(small_talk.without_pleasantries(text))
+    if not ranked:
+        return None
+    (first, score), runner_up = ranked[0], (ranked[1][1] if len(ranked) > 1 else 0.0)
+    tool = next((t for t in tools if t.name == first), None)
+    if tool is None or tool.builtin or score < _LEANING or score - runner_up < _AHEAD:
+        return None
+    action = {stem(w) for w in re.split(r"[^a-z]+", tool.name.lower().rsplit(".", 1)[-1])}
+    said = {stem(w) for w in re.findall(r"[a-z]+", text.lower())}
+    return tool if (action - {""}) & said else None
 
 
 def named_by_value(text: str, tools: Sequence[ToolDefinition]) -> ToolDefinition | None:
