@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from vocero.contracts.domain import ToolSpec
 from vocero.speech.model import ToolEvidence
 from vocero.speech.readout import ReadoutContext, read_out
 
@@ -60,3 +61,21 @@ def test_each_item_of_a_list_says_whom_it_is_with_when_a_field_names_a_titled_pe
     assert text.startswith("You have three lessons: a lesson with Dr. Ada Byrne on Thursday"), text
     assert "a lesson with Mr Kwame on Friday" in text, text
     assert "with the duty tutor" not in text  # not a titled person's name
+
+
+def test_a_template_placeholder_holding_a_list_of_values_says_the_values() -> None:
+    """Beacon suite: "{coach} is free on {day} at {free_starts}." was read "... at four" (the
+    list's count) where the caller asked which times."""
+    spec = ToolSpec(
+        name="coaches.free",
+        server="s",
+        resolves_to="t",
+        action_class="read",
+        readout="{coach} is free on {day} at {free_starts}.",
+    )
+    result = {"coach": "Ines", "day": "2026-12-17", "free_starts": ["09:00", "11:30", "16:00"]}
+    call = ToolEvidence(tool_call_id="c1", tool="coaches.free", result=result, arguments={})
+    context = ReadoutContext(now=NOW, timezone="America/New_York", caller_words="")
+    text = read_out(spec, call, context).text
+    assert text.endswith("at 9 AM, 11:30 AM, and 4 PM."), text
+    assert "three" not in text

@@ -9,6 +9,7 @@ from datetime import date, datetime, time
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from vocero.contracts.english import join_list
 from vocero.speech.forms import (
     count_word,
     spoken_date,
@@ -45,6 +46,12 @@ def spoken_value(
 ) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, list) and value and all(_scalar(v) for v in value):
+        # "{free_starts}": the values themselves ("9 AM, 11:30 AM, and 4 PM"), not their count
+        values = [spoken_value(key, v, record, ctx, False) for v in value[:_MOST_LISTED]]
+        more = len(value) - len(values)
+        tail = [f"{count_word(more, locale=ctx.locale)} more"] if more else []
+        return join_list([*values, *tail])
     if isinstance(value, list):
         return count_word(len(value), locale=ctx.locale)
     if not isinstance(value, str):
@@ -61,6 +68,14 @@ def spoken_value(
         said = spoken_time(time(int(clock[1]), int(clock[2])), locale=ctx.locale)
         return said + elsewhere_of(record, ctx)
     return value if at_start else mid_sentence(value)
+
+
+_MOST_LISTED = 6
+"""A list of values in a read-out says at most this many, then how many more."""
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
 
 
 def moment_words(value: str, ctx: ReadoutContext) -> str:
