@@ -131,3 +131,23 @@ def test_a_capability_is_a_verb_phrase_or_nothing() -> None:
     assert capability("", "crm_update_v2") == "", "a name that says nothing is not a capability"
     assert capability("", "svc.do_thing") == "", "no verb in the name: nothing is guessed"
     assert capability(" . ", "") == ""
+
+
+def test_a_capability_is_what_the_tool_does_without_its_details() -> None:
+    """Beacon: the capability list read "move a booked lesson to a new time; when is the new
+    start as an RFC 3339 date-time with its UTC offset" aloud."""
+    assert capability("Move a booked trip to a new time; when is the new start as RFC 3339.") == (
+        "move a booked trip to a new time"
+    )
+    assert capability("Book a climb for a member with a guide, and say where to meet.") == (
+        "book a climb for a member with a guide"
+    )
+    assert capability("List a member's upcoming climbs, soonest first.") == (
+        "list a member's upcoming climbs"
+    )
+    assert capability("Add an extra (chalk, rope or a helmet) to a climb.") == (
+        "add an extra to a climb"
+    )
+    assert capability("Change the time, day or place of a climb.") == (
+        "change the time, day or place of a climb"
+    )

@@ -202,6 +202,13 @@ def past_participle(verb: str) -> str:
     return f"{past} {rest}".strip()
 
 
+_MAIN_CLAUSE = re.compile(r"\s*;|,\s+and\s+|,\s+(?=(?:\S+\s+){0,2}\S+[.!?]?$)")
+"""Where a description's first sentence leaves what the tool does: "; when is the new start as
+...", ", and say where ...", ", soonest first"."""
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+"""A parenthesis ("(child seat, GPS or snow chains)"): detail, not what the tool does."""
+
+
 def capability(description: str, tool: str = "") -> str:
     """What a tool lets the agent do, as words after "I can": the first sentence of its
     description in the base form ("Looks up an order." -> "look up an order", "Returns the
@@ -210,7 +217,8 @@ def capability(description: str, tool: str = "") -> str:
     name says when it names a verb ("bookings.shift" -> "shift your booking"); "" when nothing
     is left ("svc.do_thing" says no verb: what it does is not guessed)."""
     found = _SENTENCE.match(_SPACE.sub(" ", description).strip())
-    first = clean_item(found.group(0) if found else "")
+    said = _ASIDE.sub("", found.group(0) if found else "")
+    first = clean_item(_MAIN_CLAUSE.split(said, maxsplit=1)[0])
     if not first:
         if not tool:
             return ""
