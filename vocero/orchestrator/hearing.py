@@ -5,7 +5,9 @@
   transcript, and, unless it is a backchannel ("mm-hmm"), it takes the turn (``INTERRUPTION``).
   Only speech louder than the agent's own voice coming back counts toward that time
   (:class:`~.echo.EchoGate`, the adaptive threshold while it speaks). A client's own speech
-  hint takes it at once.
+  hint takes it at once. A caller cut off at a pause who goes on (:mod:`.merging`) stops the
+  answer to the half at their speech's onset when it cannot be the agent's echo, and a quiet
+  one is told from the echo by its words once it ends (ADR-0037).
 * Partials: after every ``partial_interval_ms`` of new speech (the recogniser's own cadence).
 * Speculation: at a pause, the final transcription starts while the turn's end is still being
   decided, and is reused when no speech followed.
