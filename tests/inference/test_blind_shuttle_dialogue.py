@@ -186,6 +186,7 @@ class LeaningRanker:
         ("What times on Saturday?", [("rides.free_slots", 0.47), ("x", 0.3)], False),  # no word
         ("What times are free?", [("rides.free_slots", 0.30), ("x", 0.1)], False),  # too low
         ("What times are free?", [("rides.free_slots", 0.45), ("x", 0.35)], False),  # not ahead
+        ("Free on the 19th?", [("rides.free_slots", 0.43), ("x", 0.36)], True),  # a value of it
         ("What answers are free?", [("shuttle.answers", 0.6), ("x", 0.1)], False),  # built-in
     ],
 )
@@ -193,8 +194,9 @@ def test_the_tool_the_model_leans_to_is_taken_when_the_line_says_its_action_word
     line: str, ranked: list[tuple[str, float]], taken: bool
 ) -> None:
     """Beacon: "What times are free on Saturday the 19th?" ranked the free-slots tool first at
-    0.47, under the 0.5 that opens a task, and was answered "I can't help with that"."""
-    found = tool_choice.named_by_own_word(line, [*TOOLS], LeaningRanker(ranked))
+    0.43, under the 0.5 that opens a task, 0.07 ahead of the catalog, and was answered "I can't
+    help with that"; the day it gives is the tool's own value."""
+    found = tool_choice.named_by_own_word(line, [*TOOLS], LeaningRanker(ranked), TODAY)
     assert (found is not None) is taken
     assert found is None or found.name == ranked[0][0]
 
@@ -203,3 +205,27 @@ def test_a_free_times_question_asks_which_driver() -> None:
     decision = decided("What times are free on Saturday the 19th of December?")
     assert isinstance(decision, dialogue.Say), decision
     assert decision.text == "Would you like Tomas, Greta, or Ines?"
+
+
+def test_the_runners_own_question_for_a_free_text_field_is_answered_by_the_next_line() -> None:
+    """Beacon: after a booking whose pick-up the model could not find, the runner asked "Where
+    should we pick you up?"; the answer "From my house, 14 Cabra Road." was taken for a request
+    of its own ("I can't help with that"), and its 14 would have replaced the length."""
+    first = "Book a 90-minute ride with Tomas on Friday at 9 am, passenger SK1234."
+    served = decided(first)
+    assert isinstance(served, dialogue.Call) and served.model_fill == ("pickup",), served
+    request = LlmRequest(
+        messages=[
+            SYSTEM,
+            Message(role="user", content=first),
+            Message(role="assistant", content="Where should we pick you up?"),
+            Message(role="user", content="From my house, 14 Cabra Road."),
+        ],
+        tools=TOOLS,
+        claims=CLAIMS,
+        refused=[REFUND],
+    )
+    decision = dialogue.decide(request, today=TODAY, model=model())
+    assert isinstance(decision, dialogue.Call), decision
+    assert decision.intent.arguments["pickup"] == "From my house, 14 Cabra Road"
+    assert decision.intent.arguments["length"] == 90

@@ -122,3 +122,13 @@ def test_a_yes_with_a_verb_that_says_the_same_action_confirms(line: str) -> None
 @pytest.mark.parametrize("line", ["yes, cancel it", "yes, book it for Friday", "yes, move it"])
 def test_a_yes_with_another_action_or_a_value_beside_the_same_verb_does_not(line: str) -> None:
     assert label(line, model_says="confirm", pending=ROOM) != "confirm"
+
+
+@pytest.mark.parametrize("line", ["Yes, grand.", "Grand, yes, go ahead.", "That's grand."])
+def test_an_irish_english_yes_confirms(line: str) -> None:
+    """Beacon (en-IE): "Yes, grand." was asked again; "grand" says fine, as "great" does."""
+    assert label(line, model_says="uncertain") == "confirm"
+
+
+def test_grand_beside_a_value_is_still_no_yes() -> None:
+    assert label("grand, Friday at 8", model_says="confirm") != "confirm"

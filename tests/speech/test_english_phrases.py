@@ -151,3 +151,10 @@ def test_a_capability_is_what_the_tool_does_without_its_details() -> None:
     assert capability("Change the time, day or place of a climb.") == (
         "change the time, day or place of a climb"
     )
+
+
+def test_a_catalogs_capability_is_answering_questions_about_its_topics() -> None:
+    """Beacon: "... and beacon Driving School's approved answers about prices" was said."""
+    assert capability("Crag Hut's approved answers about prices, ropes and hours.") == (
+        "answer questions about prices, ropes and hours"
+    )

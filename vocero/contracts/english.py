@@ -205,6 +205,8 @@ def past_participle(verb: str) -> str:
 _MAIN_CLAUSE = re.compile(r"\s*;|,\s+and\s+|,\s+(?=(?:\S+\s+){0,2}\S+[.!?]?$)")
 """Where a description's first sentence leaves what the tool does: "; when is the new start as
 ...", ", and say where ...", ", soonest first"."""
+_ANSWERS_ABOUT = re.compile(r"\banswers\s+(?:to\s+questions\s+)?(?:about|on)\s+(.+)$", re.I)
+"""A catalog's description ("Beacon Driving School's approved answers about prices, ...")."""
 _ASIDE = re.compile(r"\s*\([^()]*\)")
 """A parenthesis ("(child seat, GPS or snow chains)"): detail, not what the tool does."""
 
@@ -218,6 +220,9 @@ def capability(description: str, tool: str = "") -> str:
     is left ("svc.do_thing" says no verb: what it does is not guessed)."""
     found = _SENTENCE.match(_SPACE.sub(" ", description).strip())
     said = _ASIDE.sub("", found.group(0) if found else "")
+    answers = _ANSWERS_ABOUT.search(said.strip().rstrip("."))
+    if answers:  # "Acme's approved answers about prices, hours and parking"
+        return clean_item(f"answer questions about {answers.group(1)}")
     first = clean_item(_MAIN_CLAUSE.split(said, maxsplit=1)[0])
     if not first:
         if not tool:

@@ -55,7 +55,7 @@ _YES_PHRASES = (
     "sounds good", "that's fine", "that is fine", "fine", "perfect", "great", "proceed",
     "that works", "works for me", "yes please", "please go ahead",
     "that's the one", "that is the one", "that's it", "that is it", "spot on", "you got it",
-    "lovely", "brilliant", "that's perfect", "that's great",
+    "lovely", "brilliant", "that's perfect", "that's great", "grand", "that's grand",
     # Hindi, romanised and in Devanagari
     "haan", "haanji", "haan ji", "ji haan", "han", "theek hai", "thik hai",
     "हाँ", "हां", "हाँ जी", "जी हाँ", "जी हां", "ठीक है",

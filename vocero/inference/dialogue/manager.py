@@ -390,7 +390,7 @@ def _routing(turn: _Turn) -> tasks.Routing:
             # "see Dr. Okafor about a cough": not a goodbye
             tool = tool_choice.named_by_value(text, tools)
         if tool is None:
-            tool = tool_choice.named_by_own_word(text, tools, model)  # "what times are free"
+            tool = tool_choice.named_by_own_word(text, tools, model, today, now)  # "free"
         if tool is None:
             tool = tool_choice.filled_by_line(text, tools, today, now)
         if tool is None:

@@ -87,13 +87,16 @@ def open_task(
     routing the turns were served with, so a task is remembered as it was opened."""
     routing = route or (lambda text: router.route(text, list(tools), today, now=now))
     task: Task | None = None
+    done: Task | None = None  # the last request served whole, whose free text the model fills
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     end = last_user if before_last_turn else len(messages)
     for index, message in enumerate(messages):
         if index >= end:
             break
         if message.role == "user":
-            task = _advance(task, message.content, routing, today, now)
+            task, done = _advance(task, message.content, routing, today, now)
+        elif message.role == "assistant" and task is None and done is not None:
+            task = _asked_after(done, message.content)  # "Where should we pick you up?"
         elif message.role == "assistant" and task is not None:
             task = _heard(task, message.content, tools)
         elif message.role == "tool" and task is not None:
@@ -181,21 +184,35 @@ def after_list(
 
 def _advance(
     task: Task | None, utterance: str, route: Routing, today: dt.date, now: dt.datetime | None
-) -> Task | None:
+) -> tuple[Task | None, Task | None]:
+    """The task open after this line, and the request it completed (served there and then),
+    if any."""
     decision = route(utterance)
     if _switches(task, decision, utterance, today, now):
         assert decision.tool is not None
-        if not decision.missing:
-            return None  # a complete request: it was acted on there and then
-        return Task(decision.tool, dict(decision.arguments), decision.missing, said=utterance)
+        if not decision.missing:  # a complete request: it was acted on there and then
+            return None, Task(decision.tool, dict(decision.arguments), (), said=utterance)
+        return Task(decision.tool, dict(decision.arguments), decision.missing, said=utterance), None
     if task is None or small_talk.declines(utterance):
-        return None
+        return None, None
     filled = _fill(task, utterance, today, now)
     if filled.missing[:1] == task.missing[:1] and _new_request(utterance):
-        return None  # served as a request of its own: the question was dropped
+        return None, None  # served as a request of its own: the question was dropped
     if filled.missing[:1] == task.missing[:1] and task.asked >= MAX_ASKS:
-        return None  # asked twice and still unanswered: given up
-    return filled if filled.missing else None
+        return None, None  # asked twice and still unanswered: given up
+    return (filled, None) if filled.missing else (None, filled)
+
+
+def _asked_after(done: Task, said: str) -> Task | None:
+    """A request served whole, asking again for the free-text field the runner asked for ("Where
+    should we pick you up?" after a booking whose pick-up the model did not find in the
+    caller's words): the next line answers that question, it is no request of its own."""
+    properties = schema.model_facing(done.tool).get("properties", {})
+    for name in properties:
+        free = name not in done.arguments and _free_text(done.tool, name)
+        if free and questions.ask(done.tool, name) in said:
+            return Task(done.tool, done.arguments, (name,), asked=1, said=done.said)
+    return None
 
 
 def _switches(
@@ -261,7 +278,9 @@ def _fill(task: Task, utterance: str, today: dt.date, now: dt.datetime | None) -
     if asked and asked not in arguments and _free_text(task.tool, asked):
         answer = _free_answer(utterance)
         if answer and not _new_request(utterance) and not _consent_word(utterance):
-            arguments[asked] = answer
+            # the caller's words answer the question asked: a number in them ("14 Cabra Road")
+            # changes no value given before
+            arguments = {**arguments, **task.arguments, asked: answer}
     missing = tuple(m for m in task.missing if m not in arguments)
     kept = task.asked if missing[:1] == task.missing[:1] else 0
     return Task(task.tool, arguments, missing, task.listed, kept, f"{task.said} {utterance}")

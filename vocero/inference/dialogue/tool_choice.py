@@ -129,17 +129,24 @@ _AHEAD = 0.15
 
 
 def named_by_own_word(
-    text: str, tools: Sequence[ToolDefinition], model: Ranker
+    text: str,
+    tools: Sequence[ToolDefinition],
+    model: Ranker,
+    today: dt.date,
+    now: dt.datetime | None = None,
 ) -> ToolDefinition | None:
-    """The tool the intent model leans to (first, clearly ahead, under its confidence) when the
-    line says a word of the tool's action name: "What times are free on Saturday?" for
-    ``lessons.free_slots``; never a built-in or the catalog search."""
+    """The tool the intent model leans to (first, under its confidence) when the line says a
+    word of the tool's action name and either the tool is clearly ahead or the line gives it a
+    value: "What times are free on Saturday the 19th?" for ``lessons.free_slots`` (its day);
+    never a built-in or the catalog search."""
     ranked = model.rank(small_talk.without_pleasantries(text))
     if not ranked:
         return None
     (first, score), runner_up = ranked[0], (ranked[1][1] if len(ranked) > 1 else 0.0)
     tool = next((t for t in tools if t.name == first), None)
-    if tool is None or tool.builtin or score < _LEANING or score - runner_up < _AHEAD:
+    if tool is None or tool.builtin or score < _LEANING:
+        return None
+    if score - runner_up < _AHEAD and not router.fill_arguments(tool, text, today, now=now)[0]:
         return None
     action = {stem(w) for w in re.split(r"[^a-z]+", tool.name.lower().rsplit(".", 1)[-1])}
     said = {stem(w) for w in re.findall(r"[a-z]+", text.lower())}
