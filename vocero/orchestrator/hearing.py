@@ -26,7 +26,6 @@ from collections.abc import Callable
 
 import anyio
 
-from vocero.contracts import events as ev
 from vocero.contracts.ports import Transcription
 from vocero.orchestrator.caller_pace import CallerPace, PaceSettings
 from vocero.orchestrator.core import SessionCore
@@ -43,7 +42,7 @@ from vocero.orchestrator.listening import (
 )
 from vocero.orchestrator.machine import Effect, Event
 from vocero.orchestrator.merging import TurnMerge
-from vocero.orchestrator.output import OutFrame
+from vocero.orchestrator.partials import Partials
 from vocero.orchestrator.turn_policy import Commit
 
 ECHO_RETURN_MS = 20
@@ -87,6 +86,7 @@ class Hearing:
         """Told of each pause's words and of the caller going on (ADR-0037)."""
         self.merge: TurnMerge | None = None
         """Told of each utterance's first speech and each barge-in by speech (ADR-0037)."""
+        self.partials = Partials(core, tg, lambda u: self.listener.current is u)
         core.on(Effect.WATCH_INTERRUPTION, self._watch)
         core.on(Effect.RESET_LISTENING, self.reset)
 
@@ -110,18 +110,11 @@ class Hearing:
                 self._tg,
                 on_commit=self._judged_end,
                 words_of=_words_of,
-                agent_said=self._agent_said,
+                agent_said=lambda: _agent_said(self.core),
                 locale=self.core.ctx.effective.locale,
                 pace=self.pace,
             )
         return Listener(vad, vad_ends=self.endpointer is None)
-
-    def _agent_said(self) -> str:
-        """What the caller last heard the agent say (the history keeps it as heard)."""
-        for message in reversed(self.core.history):
-            if message.role == "assistant" and message.content.strip():
-                return message.content
-        return ""
 
     # ------------------------------------------------------------------------ handlers
 
@@ -137,7 +130,8 @@ class Hearing:
             started = segment.started
             started.clock_ms = self.heard_ms - started.duration_ms
             began = self._speech_detected_at = self.core.monotonic()
-            started.onset_no_echo = self._no_echo(started, pcm16, began)
+            sounding = self._sounding_from_ms
+            started.onset_no_echo = _no_echo(self.core, started, pcm16, began, sounding)
             self.core.caller_speaking = True
             if endpointer is not None:
                 endpointer.begin(segment.started)
@@ -163,7 +157,7 @@ class Hearing:
                 current.judged = True
                 self._tg.start_soon(self._judge_interruption, current)
         elif current is not None and not current.candidate:
-            self._maybe_partial(current)
+            self.partials.maybe(current)
         if current is not None and self.turn_mode == "server_vad":
             self._maybe_speculate(current)
         if segment.ended is not None:
@@ -225,18 +219,6 @@ class Hearing:
             self.core.barge_ins += 1
             core.metrics.count("barge_ins", by=by)
             core.metrics.observe_ms("barge_in_stop_ms", (core.monotonic() - started) * 1000.0)
-
-    def _no_echo(self, utterance: Utterance, pcm16: bytes, now: float) -> bool:
-        """The speech that began ``utterance`` cannot be the agent's own voice coming back: it
-        is louder than that could be (:class:`~.echo.EchoGate`), or it began in caller audio
-        that arrived before any agent audio could be back in it (:data:`ECHO_RETURN_MS` after
-        the first of the echo gate's window was handed over)."""
-        onset = bytes(utterance.audio[round(utterance.speech_from_ms) * _BYTES_PER_MS:])
-        if self.core.echo.over_echo(onset or pcm16, now):
-            return True
-        sounding = self._sounding_from_ms
-        speech_from = utterance.clock_ms + utterance.speech_from_ms
-        return sounding is None or speech_from < sounding + ECHO_RETURN_MS
 
     def _give_way(self, utterance: Utterance) -> bool:
         """A caller cut off at a pause who goes on (the merge took the turn back at their
@@ -357,37 +339,7 @@ class Hearing:
         the caller last heard it say): its voice coming back, not the caller."""
         current = self.core.generations.current
         planned = " ".join(u.text for u in current.planned) if current is not None else ""
-        return echoes(text, f"{planned} {self._agent_said()}")
-
-    # ----------------------------------------------------------------------- partials
-
-    def _maybe_partial(self, utterance: Utterance) -> None:
-        """After every ``partial_interval_ms`` of new speech (the STT runner's own cadence; none
-        when it is 0), transcribe what was said so far, one partial at a time."""
-        interval = self.core.runners.stt.partial_interval_ms
-        if interval <= 0 or utterance.partial_running:
-            return
-        if utterance.voiced_ms < max(utterance.next_partial_ms, interval):
-            return
-        utterance.partial_running = True
-        utterance.next_partial_ms = utterance.voiced_ms + interval
-        self._tg.start_soon(self._partial, utterance)
-
-    async def _partial(self, utterance: Utterance) -> None:
-        core = self.core
-        try:
-            result = await core.runners.stt.partial(
-                bytes(utterance.audio), sample_rate=16000, locale=core.ctx.effective.locale
-            )
-        except Exception:
-            return
-        finally:
-            utterance.partial_running = False
-        if result.text and self.listener.current is utterance:
-            frame = OutFrame(
-                payload=ev.Transcript(turn_id="", text=result.text), envelope=ev.TranscriptPartialV1
-            )
-            core.out.partial(frame)
+        return echoes(text, f"{planned} {_agent_said(self.core)}")
 
     # -------------------------------------------------------------------- speculation
 
@@ -460,6 +412,28 @@ async def final_transcript(core: SessionCore, utterance: Utterance) -> Transcrip
         utterance_id=utterance.utterance_id,
         vocabulary=core.vocabulary(),
     )
+
+
+def _agent_said(core: SessionCore) -> str:
+    """What the caller last heard the agent say (the history keeps it as heard)."""
+    for message in reversed(core.history):
+        if message.role == "assistant" and message.content.strip():
+            return message.content
+    return ""
+
+
+def _no_echo(
+    core: SessionCore, utterance: Utterance, pcm16: bytes, now: float, sounding: float | None
+) -> bool:
+    """The speech that began ``utterance`` cannot be the agent's own voice coming back: it
+    is louder than that could be (:class:`~.echo.EchoGate`), or it began in caller audio
+    that arrived before any agent audio could be back in it (:data:`ECHO_RETURN_MS` after
+    ``sounding``, where the first of the echo gate's window was handed over)."""
+    onset = bytes(utterance.audio[round(utterance.speech_from_ms) * _BYTES_PER_MS:])
+    if core.echo.over_echo(onset or pcm16, now):
+        return True
+    speech_from = utterance.clock_ms + utterance.speech_from_ms
+    return sounding is None or speech_from < sounding + ECHO_RETURN_MS
 
 
 def _words_of(utterance: Utterance) -> tuple[str, float | None]:
