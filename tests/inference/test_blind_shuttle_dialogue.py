@@ -229,3 +229,15 @@ def test_the_runners_own_question_for_a_free_text_field_is_answered_by_the_next_
     assert isinstance(decision, dialogue.Call), decision
     assert decision.intent.arguments["pickup"] == "From my house, 14 Cabra Road"
     assert decision.intent.arguments["length"] == 90
+
+
+def test_a_field_named_for_a_drop_off_that_takes_a_time_is_asked_as_a_time() -> None:
+    """Kestrel's ``drop_off`` is an RFC 3339 date-time: a place's question would be wrong."""
+    garage = _tool(
+        "bays.reserve",
+        "Reserve a bay; drop_off is when the car is left, as an RFC 3339 date-time.",
+        {"drop_off": {"type": "string"}, "dropoff": {"type": "string", "format": "date-time"}},
+    )
+    assert questions.ask(garage, "drop_off") == "What day and time would suit you?"
+    assert questions.ask(garage, "dropoff") == "What day and time would suit you?"
+    assert questions.ask(BOOK, "pickup") == "Where should we pick you up?"

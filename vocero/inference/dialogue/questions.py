@@ -25,10 +25,12 @@ _BY_KIND = {
     "reason": "What is it about?",
     "channel": "Should we call you, or is it something for our team to do?",
 }
+_PLACES = {"pickup": "Where should we pick you up?", "pick_up": "Where should we pick you up?",
+           "collection": "Where should we collect you?",
+           "dropoff": "Where should we drop you off?", "drop_off": "Where should we drop you off?"}
+"""A free-text field named for where someone is met (a time field of such a name is asked as
+a time: its kind decides first)."""
 _BY_NAME = {"why": "What is the reason?", "purpose": "What is it for?",
-            "pickup": "Where should we pick you up?", "pick_up": "Where should we pick you up?",
-            "collection": "Where should we collect you?",
-            "dropoff": "Where should we drop you off?", "drop_off": "Where should we drop you off?",
             "note": "What should the note say?", "notes": "What should the note say?"}
 _LENGTH = re.compile(r"\b(?:minutes?|hours?)\b|^(?:minutes|hours)$|_(?:minutes|hours)\b", re.I)
 """A number field counted in minutes or hours: a length of time, asked as one."""
@@ -58,6 +60,8 @@ def ask(tool: ToolDefinition, name: str, *, day: str = "") -> str:
         return f"Which {_label(name)}: {', '.join(options[:-1])} or {options[-1]}?"
     if kind == "when" and tool.builtin != FOLLOWUPS_TOOL:
         return ask_for(name)  # "When would you like it?": a call-back's question is its own
+    if kind == "text" and name.lower() in _PLACES:
+        return _PLACES[name.lower()]
     if name.lower() in _BY_NAME:
         return _BY_NAME[name.lower()]  # "why" reads as a reason, and is asked as one
     if kind in _BY_KIND:
