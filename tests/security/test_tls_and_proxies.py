@@ -83,7 +83,9 @@ def test_wss_and_https_with_the_servers_own_tls(tmp_path: Path) -> None:
     server = ServerProcess("vocero serve (tls)", command, port=port, ready_line=READY_LINE,
                            log=tmp_path / "serve.log")  # fmt: skip
     trusted = ssl.create_default_context(cafile=str(certfile))
-    with server.spawn():
+    with ExitStack() as stack:  # one process, stopped at the end (``with server.spawn()``
+        server.spawn()  # started a second one through __enter__ and left the first running)
+        stack.callback(server.stop)
         server.wait_ready(180)  # a loaded machine takes a while to import and start
         assert server.announced == f"vocero listening on https://127.0.0.1:{port}"
         assert httpx.get(f"https://127.0.0.1:{port}/healthz", verify=trusted).status_code == 200

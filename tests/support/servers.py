@@ -94,7 +94,10 @@ class ServerProcess:
         return self._process is not None and self._process.poll() is None
 
     def spawn(self) -> Self:
-        """Start the process (again, after :meth:`stop`: same command, same port)."""
+        """Start the process (again, after :meth:`stop`: same command, same port). Never a
+        second one while the first lives: its handle would be lost and the process leaked."""
+        if self._process is not None and self._process.poll() is None:
+            raise RuntimeError(f"{self.name} is already running (pid {self._process.pid})")
         self.lines, self.announced = [], ""
         self._announced.clear()
         stderr: IO[str] | int = subprocess.STDOUT
