@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from functools import cache
 
+from tests.support.tools import tool as _tool
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import LlmRequest, Message, ToolIntent
 from vocero.inference.dialogue import intents, router, schema, small_talk
@@ -23,17 +24,6 @@ from vocero.inference.dialogue import manager as dialogue
 TODAY = dt.date(2026, 12, 7)
 SYSTEM = Message(role="system", content="You answer the phone for Ridgeway Coaches.")
 TRIP = {"type": "string", "pattern": "^RC[0-9]{5}$", "description": "The trip reference"}
-
-
-def _tool(
-    name: str, description: str, properties: dict[str, object], **kw: object
-) -> ToolDefinition:
-    return ToolDefinition(
-        name=name,
-        description=description,
-        input_schema={"type": "object", "properties": properties, "required": list(properties)},
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 TIMETABLE = _tool(

@@ -18,8 +18,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.support.tools import tool as _tool
 from vocero.contracts import values
-from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import LlmRequest, Message
 from vocero.followups.due import resolve_due
 from vocero.inference.dialogue import intents
@@ -28,17 +28,6 @@ from vocero.inference.dialogue import manager as dialogue
 TODAY = dt.date(2026, 12, 7)  # a Monday
 SYSTEM = Message(role="system", content="You answer the phone for Tin Shed Rehearsal Studios.")
 MEMBER = {"type": "string", "pattern": "^[0-9]{6}$", "description": "The membership number"}
-
-
-def _tool(
-    name: str, description: str, properties: dict[str, object], **kw: object
-) -> ToolDefinition:
-    return ToolDefinition(
-        name=name,
-        description=description,
-        input_schema={"type": "object", "properties": properties, "required": list(properties)},
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 FREE = _tool(

@@ -17,6 +17,7 @@ from functools import cache
 
 import pytest
 
+from tests.support.tools import tool as _tool
 from vocero.contracts.builtins import KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic, LlmRequest, Message
@@ -29,17 +30,6 @@ SYSTEM = Message(role="system", content="You answer the phone for Skylark Shuttl
 PASSENGER = {"type": "string", "pattern": "^SK[0-9]{4}$", "description": "The passenger number"}
 RIDE = {"type": "string", "pattern": "^RD[0-9]{4}$", "description": "The ride reference"}
 DRIVER = {"type": "string", "enum": ["Tomas", "Greta", "Ines"]}
-
-
-def _tool(
-    name: str, description: str, properties: dict[str, object], **kw: object
-) -> ToolDefinition:
-    return ToolDefinition(
-        name=name,
-        description=description,
-        input_schema={"type": "object", "properties": properties, "required": list(properties)},
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 BOOK = _tool(

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.support.tools import tool as _tool
 from vocero.contracts.builtins import FOLLOWUPS_TOOL, KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.ports import ClaimTopic, LlmRequest, Message, ToolIntent
@@ -25,11 +26,6 @@ ZONE = ZoneInfo("America/Chicago")
 NOW = dt.datetime(2026, 12, 7, 10, 0, tzinfo=ZONE)  # a Monday
 TODAY = NOW.date()
 MEMBER = {"type": "string", "pattern": "^[0-9]{8}$"}
-
-
-def _tool(name: str, description: str, properties: dict[str, Any], **extra: Any) -> ToolDefinition:
-    schema = {"type": "object", "properties": properties, "required": list(properties)}
-    return ToolDefinition(name=name, description=description, input_schema=schema, **extra)
 
 
 LESSON = _tool(
