@@ -313,18 +313,25 @@ def _counted(text: str, prop: dict[str, Any], name: str = "") -> int | None:
     return value if prop.get("minimum", value) <= value <= prop.get("maximum", value) else None
 
 
-def _lasting(utterance: str, prop: dict[str, Any], name: str) -> int | None:
-    """How long, for a field counted in minutes or hours ("How long, in minutes"): the caller's
-    duration in the field's unit ("an hour and a half" is 90 minutes), within its bounds and
-    steps; a duration that is no whole number of the unit is no value."""
+def length_unit(name: str, prop: dict[str, Any]) -> str | None:
+    """"minute" or "hour" for a number field counted in one of them ("How long, in minutes"):
+    a length of time; ``None`` for any other field."""
     words = set(re.findall(r"[a-z]+", f"{name} {prop.get('description', '')}".lower()))
     units = [u for u in ("minute", "hour") if u in words or f"{u}s" in words]
     if len(units) != 1 or prop.get("type") not in ("integer", "number"):
         return None
-    minutes = values.duration_minutes(utterance)
-    if minutes is None or (units[0] == "hour" and minutes % 60):
+    return units[0]
+
+
+def _lasting(utterance: str, prop: dict[str, Any], name: str) -> int | None:
+    """How long, for a field counted in minutes or hours: the caller's duration in the field's
+    unit ("an hour and a half" is 90 minutes), within its bounds and steps; a duration that is
+    no whole number of the unit is no value."""
+    unit = length_unit(name, prop)
+    minutes = values.duration_minutes(utterance) if unit else None
+    if minutes is None or (unit == "hour" and minutes % 60):
         return None
-    value = minutes if units[0] == "minute" else minutes // 60
+    value = minutes if unit == "minute" else minutes // 60
     step = prop.get("multipleOf")
     if isinstance(step, int | float) and step and value % step:
         return None

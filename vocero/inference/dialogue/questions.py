@@ -32,8 +32,6 @@ _PLACES = {"pickup": "Where should we pick you up?", "pick_up": "Where should we
 a time: its kind decides first)."""
 _BY_NAME = {"why": "What is the reason?", "purpose": "What is it for?",
             "note": "What should the note say?", "notes": "What should the note say?"}
-_LENGTH = re.compile(r"\b(?:minutes?|hours?)\b|^(?:minutes|hours)$|_(?:minutes|hours)\b", re.I)
-"""A number field counted in minutes or hours: a length of time, asked as one."""
 _ID_SUFFIXES = {"_id": "number", "_ref": "reference", "_reference": "reference",
                 "_code": "code", "_number": "number", "_no": "number"}  # fmt: skip
 
@@ -46,7 +44,7 @@ def ask(tool: ToolDefinition, name: str, *, day: str = "") -> str:
     kind = router.field_kind(name, prop)
     if kind == "datetime" and day:
         return f"What time {day} would suit you?"
-    if kind == "quantity" and _LENGTH.search(f"{name} {prop.get('description') or ''}"):
+    if kind == "quantity" and router.length_unit(name, prop):
         return "How long would you like it for?"
     if kind == "id":
         noun, what = id_words(tool, name)

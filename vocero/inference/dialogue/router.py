@@ -37,6 +37,7 @@ from vocero.inference.dialogue.arguments import field_kind as field_kind
 from vocero.inference.dialogue.arguments import fill_arguments as fill_arguments
 from vocero.inference.dialogue.arguments import fill_arguments_one as fill_arguments_one
 from vocero.inference.dialogue.arguments import id_noun as id_noun
+from vocero.inference.dialogue.arguments import length_unit as length_unit
 from vocero.inference.dialogue.arguments import said_thing as said_thing
 from vocero.inference.dialogue.arguments import shaped_as_shown as shaped_as_shown
 from vocero.inference.dialogue.arguments import state_thing as state_thing
