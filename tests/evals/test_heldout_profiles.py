@@ -49,6 +49,10 @@ CASES: dict[str, tuple[str, str, list[str], str, dict[str, Any]]] = {
     "tamarind": ("council", "tamarind", ["collections:read", "bins:write"],
                  "order_bin", {"property": "TP208119", "bin": "recycling",
                                "reason": "the lid is cracked"}),
+    "cedarline": ("dispatch", "cedarline", ["jobs:read", "visits:book"],
+                  "schedule_technician", {"account": "CL310001", "trade": "plumbing",
+                                          "day": "2030-01-15", "window": "morning",
+                                          "issue": "a leak under the kitchen sink"}),
 }
 
 
