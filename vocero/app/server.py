@@ -38,6 +38,7 @@ from vocero.contracts.domain import Caller
 from vocero.followups.carrier_call import callback_answered
 from vocero.identity.identities import IdentityDirectory
 from vocero.identity.profiles import ProfileCatalog
+from vocero.observability.heap_trim import trimming
 from vocero.relay.connection import Connection
 from vocero.relay.limits import PendingConnections
 from vocero.relay.origins import OriginPolicy
@@ -100,6 +101,7 @@ def create_app(
             traces(settings.otlp_endpoint),
             open_runtime(settings, config, gateway_for=gateway_for) as runtime,
             purging(runtime.store, settings.retention, settings.purge_every_s, SystemClock()),
+            trimming(settings.heap_trim_s, SystemClock(), runtime.metrics.heap_trimmed_bytes.inc),
         ):
             app.state.runtime = runtime
             app.state.operators = operators

@@ -112,6 +112,9 @@ class Settings:
     """YAML file of retention periods per data class (docs/operators.md); empty: defaults."""
     purge_every_s: float = 3600.0
     """How often ``serve`` runs the retention purge; 0 turns it off."""
+    heap_trim_s: float = 60.0
+    """How often ``serve`` hands the C allocator's free pages back to the kernel (glibc
+    ``malloc_trim``, vocero/observability/heap_trim.py; docs/scaling.md "Soak"); 0 turns it off."""
     prepared_answers: bool = True
     """Prepare the answer at a caller's pause and speak it the moment the turn is committed,
     if the words did not change (``--prepared-answers off``: the model is asked only once the
@@ -250,6 +253,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add_retention_arguments(parser)
     _number(parser, d, "purge_every_s", float,
             "seconds between retention purges (0: off)")
+    _number(parser, d, "heap_trim_s", float,
+            "seconds between returns of the C heap's free pages to the kernel (0: off)")
     parser.add_argument(
         "--allowed-origins",
         dest="allowed_origins",

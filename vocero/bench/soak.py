@@ -120,7 +120,8 @@ def parse_metrics(text: str) -> dict[str, float]:
         name, labels, value = match.groups()
         if name in {"vocero_asyncio_tasks", "vocero_event_loop_lag_seconds",
                     "vocero_active_sessions", "vocero_queue_depth",
-                    "vocero_frames_dropped_total", "vocero_process_heap_bytes"}:
+                    "vocero_frames_dropped_total", "vocero_process_heap_bytes",
+                    "vocero_heap_trimmed_bytes_total"}:
             with contextlib.suppress(ValueError):
                 values[name + (labels or "")] = float(value)
     return values
@@ -163,6 +164,7 @@ async def _sample(http: httpx.AsyncClient, pid: int, db: Path, t0: float, phase:
         rows=rows,
         heap_in_use_mb=_mb(metrics.get('vocero_process_heap_bytes{part="in_use"}')),
         heap_free_mb=_mb(metrics.get('vocero_process_heap_bytes{part="free"}')),
+        heap_trimmed_mb=_mb(metrics.get("vocero_heap_trimmed_bytes_total")),
     )
 
 

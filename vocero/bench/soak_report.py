@@ -47,6 +47,9 @@ class Sample:
     heap_free_mb: float | None = None
     """The C allocator's heap (``vocero_process_heap_bytes``): handed out, and kept free inside
     its arenas; ``None`` where the server's C library does not say (not glibc)."""
+    heap_trimmed_mb: float | None = None
+    """What the server's periodic trim gave back to the kernel since it started
+    (``vocero_heap_trimmed_bytes_total``, setting ``heap_trim_s``)."""
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -127,6 +130,7 @@ def summarize(samples: list[Sample], *, warmup_s: float, duration_s: float, sess
                 for key, g in heap_growth.items()},
             "at_end": {"in_use": (after or load)[-1].heap_in_use_mb if (after or load) else None,
                        "free": (after or load)[-1].heap_free_mb if (after or load) else None},
+            "trimmed_by_end": (after or load)[-1].heap_trimmed_mb if (after or load) else None,
         },
         "returned_to_baseline": back,
         "lag_p99_per_window": lag_windows,
@@ -188,6 +192,7 @@ def render_html(result: dict[str, Any]) -> str:
     charts = [
         ("Resident memory", "rss_mb", "MB"),
         ("C heap in use", "heap_in_use_mb", "MB"), ("C heap free in arenas", "heap_free_mb", "MB"),
+        ("C heap given back by the trim (since start)", "heap_trimmed_mb", "MB"),
         ("Open file descriptors", "fds", ""),
         ("Threads", "threads", ""), ("Asyncio tasks", "tasks", ""),
         ("Event-loop lag (at scrape)", "loop_lag_ms", "ms"),

@@ -7,12 +7,17 @@ inside its arenas (one per thread that allocated) after they are freed. :func:`h
 glibc's ``mallinfo2``, summed over every arena: bytes handed out, bytes free inside the arenas,
 and bytes of blocks mapped on their own. Python's small-object arenas are mapped apart and are in
 none of them. It exists only on glibc 2.33 or later; elsewhere :func:`heap` answers ``None`` and
-the gauges are not set."""
+the gauges are not set.
+
+:func:`trim` asks glibc (``malloc_trim(0)``) to hand the whole free pages inside every arena back
+to the kernel; ``serve`` calls it every ``heap_trim_s`` seconds
+(vocero/observability/heap_trim.py, docs/scaling.md "Soak")."""
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -55,3 +60,25 @@ def heap() -> Heap | None:
         return None
     info = libc.mallinfo2()
     return Heap(in_use=int(info.uordblks), free=int(info.fordblks), mapped=int(info.hblkhd))
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory now (``/proc/self/statm``; 0 where there is none)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def trim() -> int | None:
+    """Give the free pages inside every arena back to the kernel (glibc ``malloc_trim(0)``:
+    the free space at each arena's top is unmapped, every whole free page between live blocks
+    is ``madvise``d away; the blocks stay where they are). Answers the resident bytes that
+    went (0 when nothing did), or ``None`` where the C library is not glibc."""
+    libc = _libc()
+    if libc is None or not hasattr(libc, "malloc_trim"):
+        return None
+    before = _resident_bytes()
+    libc.malloc_trim(0)
+    return max(0, before - _resident_bytes())

@@ -90,6 +90,11 @@ class Metrics:
             "vocero_errors_total", "Errors sent to clients by code.", ["code"], registry=reg
         )
         self.barge_ins_total = Counter("vocero_barge_ins_total", "Barge-ins.", registry=reg)
+        self.heap_trimmed_bytes = Counter(
+            "vocero_heap_trimmed_bytes",
+            "Resident bytes the periodic C heap trim gave back to the kernel (heap_trim_s).",
+            registry=reg,
+        )
         self.false_barge_ins_total = Counter(
             "vocero_false_barge_ins_total", "Barge-ins that were not speech.", registry=reg
         )
