@@ -87,7 +87,7 @@ def date_in(text: str, today: dt.date) -> str | None:
     lowered = _ordinal_days(text.lower())
     bare = BARE_DAY.search(lowered)
     if bare:
-        day = next_day_of_month(today, int(bare.group(1)))
+        day = _bare_day_agreed(today, int(bare.group(1)), lowered)
         return day.isoformat() if day else None
     for said, ahead in _RELATIVE_DAYS:
         if said.search(lowered):
@@ -225,6 +225,25 @@ def next_date(
         if candidate >= today:
             return candidate
     return None
+
+
+def _bare_day_agreed(today: dt.date, day: int, lowered: str) -> dt.date | None:
+    """"Friday the 15th": the next 15th that is a Friday (within a year), not this month's 15th
+    on another weekday; "the 15th" alone is the next such day of a month."""
+    weekday = _WEEKDAY.search(lowered)
+    if weekday is None:
+        return next_day_of_month(today, day)
+    wanted = WEEKDAYS[weekday.group(2)]
+    year, month = today.year, today.month
+    for _ in range(13):
+        try:
+            candidate = dt.date(year, month, day)
+        except ValueError:
+            candidate = None
+        if candidate and candidate >= today and candidate.weekday() == wanted:
+            return candidate
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return next_day_of_month(today, day)
 
 
 def next_day_of_month(today: dt.date, day: int) -> dt.date | None:
