@@ -49,3 +49,51 @@ def test_key_words_drop_filler_and_stem() -> None:
         "walk", "in"
     ]  # fmt: skip
     assert answering.covered("Are you open on Saturdays?", ["open on saturday"]) == 1.0
+
+
+TERMINAL = hit("terminal.hours", "The ferry terminal is open every day from 6 AM to 10 PM.",
+               ["terminal", "open", "hours", "opening", "drive down"], 2.5)  # fmt: skip
+STORMS = hit("sailings.storms", "In a storm warning sailings are held in port until it passes.",
+             ["storm", "weather", "wind", "cancelled", "held"], 1.5)  # fmt: skip
+DELAYS = hit("sailings.delays", "A sailing held more than an hour gets a free rebooking.",
+             ["delay", "late", "held", "rebook", "come back"], 2.0)  # fmt: skip
+DANGER = hit("cargo.dangerous", "Fuel cans and gas bottles are never carried; leave them home.",
+             ["dangerous", "fuel", "gas bottle", "gas bottles", "cans"], 1.0)  # fmt: skip
+
+
+def test_the_question_after_a_scene_setting_clause_must_be_answered() -> None:
+    """Tamarind: "When I take a trailer load to the transfer station, can I pay with cash or is
+    it card only?" was answered with the station's opening hours."""
+    question = "When I drive down to the ferry terminal, can I pay with cash or is it card only?"
+    assert answering.main_clause(question) == "can I pay with cash or is it card only?"
+    assert search_result(question, [TERMINAL])["claims"] == []
+    opening = "When I drive down to the ferry terminal, what hours is it open?"
+    assert search_result(opening, [TERMINAL])["best"] == ["terminal.hours"]
+    assert answering.main_clause("Can I pay by card?") is None
+
+
+def test_two_of_a_claims_own_topics_answer_a_long_story() -> None:
+    """Tamarind: "I've got a few old tins of paint and a couple of car batteries to get rid of.
+    Can you come and pick them up?" had no approved answer (2 of 11 key words covered)."""
+    question = ("I've got a couple of old fuel cans and two gas bottles left over from the "
+                "summer trip. Can I bring them on board?")  # fmt: skip
+    assert search_result(question, [DANGER])["best"] == ["cargo.dangerous"]
+    one = "I've got an old gas bottle from the summer trip left over in the shed somewhere."
+    assert search_result(one, [DANGER])["claims"] == []  # one topic word of many
+
+
+def test_the_sentence_that_asks_decides_between_answers() -> None:
+    """Tamarind: "My bins go out on a Friday. What happens on Christmas Day, do you still come?"
+    was answered with the missed-bin claim, which shared more of the whole line's words."""
+    question = "My sailing is always late and held. What happens in a storm, is it cancelled?"
+    assert answering.asked_sentences(question) == " What happens in a storm, is it cancelled?"
+    assert search_result(question, [DELAYS, STORMS])["best"] == ["sailings.storms"]
+
+
+def test_topics_any_question_says_prove_nothing() -> None:
+    """Found while fixing the long story: "what time does the number 12 bus leave for town in
+    the morning?" said two topics of the put-out-your-bins claim, "what time" and "morning"."""
+    check_in = hit("checkin.time", "Check in by 7 AM on the morning you sail.",
+                   ["what time", "morning", "check in", "early"], 1.0)  # fmt: skip
+    bus = "While I've got you, what time does the number 12 bus leave for town in the morning?"
+    assert search_result(bus, [check_in])["claims"] == []

@@ -54,12 +54,56 @@ def covered(question: str, claim_words: Iterable[str]) -> float:
     return sum(1 for w in asked if w in said) / len(asked)
 
 
-def answers(question: str, claim_words: Iterable[str]) -> bool:
-    """Whether a claim of these words answers ``question`` (:data:`COVERAGE` of its key
-    words, and at least one)."""
+def answers(question: str, claim_words: Iterable[str], topics: Iterable[str] = ()) -> bool:
+    """Whether a claim of these words answers ``question``: it covers :data:`COVERAGE` of its
+    key words (and at least one), or two of them are words of its ``topics`` (what the catalog's
+    author said it is about: "old tins of paint and a couple of car batteries ..." asks the
+    claim about paint and batteries, however long the story around them); and, where the
+    question asks in a main clause after a clause that sets the scene ("When I take a trailer
+    to the transfer station, can I pay with cash?"), it covers a key word of what is asked."""
     asked = key_words(question)
+    if not asked:
+        return True
+    claim_words = list(claim_words)
     share = covered(question, claim_words)
-    return not asked or (share >= COVERAGE and share > 0)
+    on_topic = _topics_said(set(asked), topics) >= 2
+    if not (on_topic or (share >= COVERAGE and share > 0)):
+        return False
+    main = main_clause(question)
+    return main is None or not key_words(main) or covered(main, claim_words) > 0
+
+
+_SCENE = re.compile(
+    r"^\W*(?:when|whenever|if|after|before|once|while|since)\b[^,?]{3,}?,\s*(?P<main>[^,]+\?)\s*$",
+    re.IGNORECASE,
+)
+
+
+def main_clause(question: str) -> str | None:
+    """What a question asks after the clause that sets its scene ("When I take a trailer load
+    to the transfer station, can I pay with cash or is it card only?" -> "can I pay with cash or
+    is it card only?"); ``None`` for a question without such a clause."""
+    sentence = question.strip()
+    found = _SCENE.match(sentence)
+    return found.group("main") if found else None
+
+
+def asked_sentences(question: str) -> str:
+    """The sentences of a line that ask (end in "?"), the line whole where none does: "My bins
+    go out on a Friday. What happens on Christmas Day?" asks about Christmas Day."""
+    asking = [s for s in re.findall(r"[^.?!]*\?", question) if s.strip()]
+    return " ".join(asking) if asking else question
+
+
+def _topics_said(asked: set[str], topics: Iterable[str]) -> int:
+    """How many of a claim's topics the question says, each whole and counted once ("gas
+    bottle" and "gas bottles" are one; "gas" inside "gas bottle" is not another)."""
+    said = {
+        frozenset(words)
+        for t in topics
+        if (words := key_words(t)) and set(words) <= asked and not set(words) <= _GENERIC
+    }
+    return sum(1 for s in said if not any(s < other for other in said))
 
 
 def _stem(word: str) -> str:
@@ -70,3 +114,13 @@ def _stem(word: str) -> str:
             word = word[: -len(suffix)] + replacement
             break
     return word.removesuffix("e") if len(word) > 3 else word
+
+
+_GENERIC = frozenset(
+    _stem(w)
+    for w in ("time", "times", "day", "days", "date", "week", "weekend", "month", "year", "today",
+              "tomorrow", "morning", "afternoon", "evening", "night", "hour", "hours", "early",
+              "late", "number", "cost", "price", "much", "many", "open", "free", "new", "change")
+)  # fmt: skip
+"""Topic words any question may say ("what time", "morning", "how much"): a topic made only of
+them proves no question is about that claim."""

@@ -145,10 +145,17 @@ def search_result(query: str, hits: list[ClaimHit], *, asked: str = "") -> dict[
 
 def answering_hits(query: str, hits: list[ClaimHit]) -> list[ClaimHit]:
     """The hits that answer ``query``, in their order: each covers enough of its key words
-    (:func:`.answering.answers`) and as much of them as the best-covering hit does."""
-    covers = {h.key: answering.covered(query, _claim_words(h)) for h in hits}
-    kept = [h for h in hits if answering.answers(query, _claim_words(h))]
-    top = max((covers[h.key] for h in kept), default=0.0)
+    (:func:`.answering.answers`) and as much of them as the best-covering hit does, judged
+    first on the sentences that ask ("What happens on Christmas Day?" of a line that first
+    says which day the caller's bins go out), then on the whole line."""
+    asking = answering.asked_sentences(query)
+    covers = {
+        h.key: (answering.covered(asking, words), answering.covered(query, words))
+        for h in hits
+        if (words := _claim_words(h))
+    }
+    kept = [h for h in hits if answering.answers(query, _claim_words(h), h.topics)]
+    top = max((covers[h.key] for h in kept), default=(0.0, 0.0))
     return [h for h in kept if covers[h.key] >= top]
 
 
