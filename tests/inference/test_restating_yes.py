@@ -132,3 +132,16 @@ def test_an_irish_english_yes_confirms(line: str) -> None:
 
 def test_grand_beside_a_value_is_still_no_yes() -> None:
     assert label("grand, Friday at 8", model_says="confirm") != "confirm"
+
+
+@pytest.mark.parametrize(
+    "line", ["Yes, that's all good, go ahead.", "All good.", "Yep, all good thanks.", "Sweet as."]
+)
+def test_an_all_good_yes_confirms(line: str) -> None:
+    """Tamarind (en-NZ): "Yes, that's all good, go ahead." was "Sorry, I didn't catch that"."""
+    assert label(line, model_says="uncertain") == "confirm"
+
+
+@pytest.mark.parametrize("line", ["all good, Friday at 8", "not all good", "all good?"])
+def test_all_good_beside_a_value_a_no_or_a_question_is_no_yes(line: str) -> None:
+    assert label(line, model_says="confirm") != "confirm"
