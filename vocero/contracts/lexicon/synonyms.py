@@ -60,3 +60,23 @@ QUESTION_SYNONYMS: Final[tuple[tuple[str, ...], ...]] = (
 """Words that ask the same thing of a catalog: "how much does it cost" asks the fee a claim's
 topics may call "fee" or "charge". A line that says one says them all, for finding the claim
 topics it asks about (never a tool)."""
+
+STATE_SYNONYMS: Final[dict[str, tuple[str, ...]]] = {
+    "stolen": ("stolen", "nicked", "pinched", "swiped", "taken", "gone missing", "went missing",
+               "disappeared", "vanished", "someone took"),
+    "damaged": ("damaged", "broken", "cracked", "snapped", "split", "busted", "bust", "smashed",
+                "wrecked", "falling apart", "came off", "fell off"),
+    "broken": ("broken", "damaged", "cracked", "snapped", "busted", "bust", "smashed",
+               "not working", "stopped working"),
+    "replacement": ("replacement", "replace", "new one", "a new", "another one"),
+    "replace": ("replace", "replacement", "new one", "a new"),
+    "extra": ("extra", "another", "additional", "second", "spare", "one more"),
+    "additional": ("additional", "extra", "another", "one more"),
+    "missed": ("missed", "skipped", "not collected", "not emptied", "didn't get", "went past",
+               "went straight past", "forgot"),
+    "late": ("late", "delayed", "running behind", "still waiting", "hasn't come", "not here"),
+    "lost": ("lost", "misplaced", "can't find", "left behind", "mislaid"),
+}  # fmt: skip
+"""Everyday English words for the states and wishes a tool's line names ("reason says why:
+damaged, stolen, or wanting an extra one"): what a caller says instead ("nicked", "snapped",
+"another"). Used only for a word the tool's own line (or a value it lists) already says."""

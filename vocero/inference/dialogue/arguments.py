@@ -22,6 +22,7 @@ from vocero.contracts.values.numbers import NUMBER_RUN, NUMBER_VALUES, number_ru
 from vocero.inference.dialogue import schema
 from vocero.inference.dialogue.things import (
     called_by_name,
+    handled_thing,
     only_named,
     option_said,
     pickup_said,
@@ -81,6 +82,8 @@ def fill_arguments(
             value = state_thing(tool.description, name, utterance)  # "my power has been out"
         if value is None and kind == "text":
             value = said_thing(tool.description, name, utterance)  # "I left my blue scarf"
+        if value is None and kind == "text":
+            value = handled_thing(tool.description, name, utterance)  # "for an old fridge"
         if value is None and kind == "text" and only_named(name, tool.description):
             value = thing_named(utterance)  # "replace my gas meter on Thursday"
         if value is None and kind == "text":
@@ -365,7 +368,20 @@ def _quantity(
             continue
         if value not in amounts:
             amounts.append(value)
+    if not amounts and prop.get("minimum", 1) <= 1 <= prop.get("maximum", 1) and _ONE.search(
+        utterance.strip()
+    ):
+        return 1  # "Just the one.", "so one": a count said as "one", a clause of its own
     return amounts[0] if len(amounts) == 1 else None
+
+
+_ONE = re.compile(
+    r"(?:^|[,.;!?])\s*(?:(?:just|only|so|yes|yeah|yep|it's|its|that's|thats|the|a|single)\s+)*"
+    r"(?:one|a single one)(?:\s+(?:please|thanks|only|item|piece|thing|of them))?\s*(?:[,.;!?]|$)",
+    re.IGNORECASE,
+)
+"""A count of one said as a clause of its own ("Just the one.", "so one"); "the recycling one"
+and "a new one" name a thing, not a count (a lone "one" is otherwise no number)."""
 
 
 def _channel_or_enum(utterance: str, enum: list[Any] | None) -> Any:

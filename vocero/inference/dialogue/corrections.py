@@ -36,6 +36,8 @@ def correction(
     if tool is None:
         return None
     found, _, _ = router.fill_arguments(tool, utterance, today, now=now)
+    for part in _NEW_VALUE.finditer(utterance):  # "make that the glass crate, the rubbish ..."
+        found.update(router.fill_arguments(tool, part.group("part"), today, now=now)[0])
     found.update(_moments_retimed(tool, pending.arguments, utterance, found, today))
     found.update(_when_changed(tool, pending.arguments, utterance, found))
     changed = {k: v for k, v in found.items() if pending.arguments.get(k) != v}
@@ -52,6 +54,15 @@ def correction(
     if not changed or not kinds & typed:
         return None
     return ToolIntent(name=pending.name, arguments={**pending.arguments, **changed})
+
+
+_NEW_VALUE = re.compile(
+    r"\b(?:make (?:it|that)|change (?:it|that) to|move (?:it|that) to|switch (?:it|that) to"
+    r"|i mean|i meant)\b\s*(?P<part>[^,;.!?]+)",
+    re.I,
+)
+"""The words a correction gives its new value in ("actually make that the glass crate, the
+rubbish did get emptied"): a value said there wins over another the line also names."""
 
 
 _SAID_INSTEAD = re.compile(

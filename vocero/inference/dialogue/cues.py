@@ -98,6 +98,20 @@ _ACTION_ASKED = re.compile(
 )
 
 
+_ADVICE = re.compile(
+    r"\b(?:am i|are we|is it) (?:meant|supposed|allowed|required|ok|okay|alright) to\b"
+    r"|\b(?:do|would|will) (?:i|we) (?:need|have) to\b"
+    r"|\b(?:what|when|where|how|which) (?:should|must|do|can) (?:i|we)\b",
+    re.I,
+)
+
+
+def asks_advice(text: str) -> bool:
+    """The line asks what the caller should do ("what time am I meant to have the bin out
+    by?", "do I need to be home?"): the terms, not a request of the agent."""
+    return bool(_ADVICE.search(text))
+
+
 def asks_action(text: str) -> bool:
     """The line asks the agent to do something for the caller ("Can you book me a flight?",
     "Please order us a taxi"), not to tell them something: a catalog topic it happens to say

@@ -367,16 +367,17 @@ def _routing(turn: _Turn) -> tasks.Routing:
             return router.Route(None)  # what only a prohibited tool does: no tool of ours
         if found.tool is not None and found.missing and found.tool.builtin != FOLLOWUPS_TOOL:
             found = tool_choice.better_fit(text, found, tools, model, today, now)
+        found = tool_choice.looked_up_instead(text, found, tools, today, now)
         if found.tool is not None:
             if not found.missing or knowledge is None or found.tool.builtin == FOLLOWUPS_TOOL:
                 return found  # complete, or a call-back asked for in so many words
-            if len(found.arguments) >= 2:
+            if len(found.arguments) >= 2 or router.action_requested(found.tool, text):
                 return found  # "Can I book ... with Aoife on Friday at 4pm? I'm BD20417."
             # "Is there a fee if I cancel a visit?" names a tool but asks the catalog.
             named = model.decide(small_talk.without_pleasantries(text))
             asks = named.intent == knowledge.name and named.score >= CATALOG_OVER_TOOL
-            asks = asks or (catalog is not None and catalog.asks_catalog(text))
-            return router.Route(None) if asks else found
+            asks = asks or (not found.arguments and cues.asks_advice(text))  # "am I meant to"
+            return router.Route(None) if asks or (catalog and catalog.asks_catalog(text)) else found
         if not tool_choice.asks_for_something(text):
             return found  # values alone ("Friday at 3 pm") answer a question, never open a task
         identified = cues.identified_tools(text, tools)

@@ -46,6 +46,8 @@ def ask(tool: ToolDefinition, name: str, *, day: str = "") -> str:
         return f"What time {day} would suit you?"
     if kind == "quantity" and router.length_unit(name, prop):
         return "How long would you like it for?"
+    if kind == "quantity":
+        return _how_many(tool, name, prop)
     if kind == "id":
         noun, what = id_words(tool, name)
         return f"Which {noun} is it? Please tell me the {noun} {what}."
@@ -53,6 +55,10 @@ def ask(tool: ToolDefinition, name: str, *, day: str = "") -> str:
         choice = join_list((str(v).replace("_", " ") for v in prop["enum"]), "or")
         if choice:
             return f"Would you like {choice}?"
+    if kind == "enum" and isinstance(prop.get("enum"), list) and 4 <= len(prop["enum"]) <= 6:
+        choice = join_list((str(v).replace("_", " ") for v in prop["enum"]), "or")
+        if choice:
+            return f"Which {_label(name)}: {choice}?"
     if kind == "option" and isinstance(prop.get(schema.OPTIONS_KEY), list):
         options = [str(v) for v in prop[schema.OPTIONS_KEY]]
         return f"Which {_label(name)}: {', '.join(options[:-1])} or {options[-1]}?"
@@ -65,6 +71,27 @@ def ask(tool: ToolDefinition, name: str, *, day: str = "") -> str:
     if kind in _BY_KIND:
         return _BY_KIND[kind]
     return ask_for(name)
+
+
+_COUNTED_IN = re.compile(r"\bhow many ([a-z]+)", re.IGNORECASE)
+_GENERIC_COUNTS = frozenset(("count", "quantity", "qty", "number", "num", "amount", "total", "n"))
+_PLURALS = frozenset(("people", "children", "men", "women"))
+
+
+def _how_many(tool: ToolDefinition, name: str, prop: dict[str, Any]) -> str:
+    """A count is asked "how many": of what the profile says it counts ("count how many
+    pieces" -> "How many pieces?"), else of what the field's name counts (``passengers``,
+    ``number_of_bags``); a bare ``count`` is "How many would you like?"."""
+    for text in (str(prop.get("description") or ""), tool.description):
+        counted = _COUNTED_IN.search(text)
+        noun = counted.group(1).lower() if counted else ""
+        if noun.endswith("s") or noun in _PLURALS:
+            return f"How many {noun}?"
+    words = [w for w in name_words(name).lower().split() if w not in ("of", "the")]
+    counted_words = [w for w in words if w not in _GENERIC_COUNTS]
+    if counted_words and counted_words[-1].endswith("s"):
+        return f"How many {' '.join(counted_words)}?"
+    return "How many would you like?"
 
 
 def id_words(tool: ToolDefinition, name: str) -> tuple[str, str]:

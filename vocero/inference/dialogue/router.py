@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vocero.contracts.domain import ToolDefinition
-from vocero.contracts.lexicon.synonyms import NOUN_SYNONYMS
+from vocero.contracts.lexicon.synonyms import NOUN_SYNONYMS, STATE_SYNONYMS
 from vocero.inference.dialogue import schema
 from vocero.inference.dialogue.arguments import CALL_BACK_PHRASES, normalise, stem
 from vocero.inference.dialogue.arguments import (  # the routing API, as callers know it
@@ -100,9 +100,12 @@ def route(
     scored = [_score(tool, utterance, said, today, now) for tool in tools]
     # On a tie, the tool that takes more of what the caller said ("the Ridge Room on Thursday
     # for one hour, card 2731…" books the room; it does not only list the day's free rooms).
+    # Still tied, the tool whose own line says more of what the caller said, in the caller's
+    # everyday words ("someone's nicked our bin, can I get a new one?" orders a replacement
+    # for a stolen bin; it reports no missed collection).
     ranked = sorted(
         (s for s in scored if s.candidate),
-        key=lambda s: (s.said, s.fit, len(s.arguments)),
+        key=lambda s: (s.said, s.fit, len(s.arguments), _described_said(s.tool, utterance)),
         reverse=True,
     )
     if not ranked:
@@ -110,6 +113,26 @@ def route(
     best = ranked[0]
     runner_up = ranked[1].tool.name if len(ranked) > 1 else ""
     return Route(best.tool, best.arguments, best.missing, best.model_fill, runner_up)
+
+
+_PLAIN = frozenset(("that", "this", "with", "from", "their", "they", "what", "when", "which",
+                    "where", "will", "would", "says", "said", "about", "into", "your", "have",
+                    "optionally", "property", "caller", "caller's"))
+
+
+def _described_said(tool: ToolDefinition, utterance: str) -> int:
+    """How many words of the tool's own line the caller says, as written or in an everyday word
+    for it (:data:`STATE_SYNONYMS`)."""
+    text = f" {normalise(utterance)} "
+    said = {stem(w) for w in text.split()}
+    count = 0
+    for word in set(normalise(tool.description).split()):
+        if len(word) < 4 or word in _PLAIN:
+            continue
+        alike = STATE_SYNONYMS.get(word, ())
+        if stem(word) in said or any(f" {a} " in text for a in alike):
+            count += 1
+    return count
 
 
 def tool_concepts(tool: ToolDefinition) -> list[str]:
@@ -197,6 +220,37 @@ def _score(
     strength += 1.0 if described else 0.0
     candidate = domain_said or described or (action_said and bool(arguments))
     return _Scored(tool, strength, fit, arguments, tuple(missing), tuple(model_fill), candidate)
+
+
+def action_said(tool: ToolDefinition, utterance: str) -> bool:
+    """Whether the line says the tool's action (its name's action, or its description's own
+    verb), not only its domain: "what day do my bins go out" names the bins of
+    ``bins.report_missed`` but asks for no report."""
+    said = _concepts_said(utterance)
+    action = tool_concepts(tool)[-1]
+    if said.get(action, 0.0) >= 1.0 or ("_" in action and _phrase_said(action, said) >= 1.0):
+        return True
+    verb = _example_verb(tool)
+    return bool(verb) and said.get(verb or "", 0.0) >= 1.0
+
+
+_REQUEST_FORM = re.compile(
+    r"\b(?:(?:can|could|would|will) you|please|(?:i'?d|i would) like(?: you)? to|"
+    r"i want(?: you)? to|i need(?: you)? to|i wanna|(?:can|could|may) i|"
+    r"i'?m (?:calling|ringing|phoning) to|"
+    r"i'?m (?:looking|hoping) to|help me|let me)\s+(?:(?:please|just|also|quickly)\s+)?([a-z]+)",
+    re.IGNORECASE,
+)
+
+
+def action_requested(tool: ToolDefinition, utterance: str) -> bool:
+    """Whether the line asks, in so many words, for the tool's own action ("can you book an
+    inorganic collection?", "I'd like to report a missed bin"): a request, not a question
+    about it ("is there a fee if I cancel?")."""
+    action = tool_concepts(tool)[-1]
+    verbs = {action, *(stem(p) for p in LEXICON.get(action, ()) if " " not in p)}
+    verbs.add(_example_verb(tool) or action)
+    return any(stem(m.group(1).lower()) in verbs for m in _REQUEST_FORM.finditer(utterance))
 
 
 def _example_verb(tool: ToolDefinition) -> str | None:

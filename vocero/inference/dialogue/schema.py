@@ -105,6 +105,11 @@ _LISTED = re.compile(r"\(([^()]{3,160})\)")
 _ITEMS = re.compile(r"\s*,\s*(?:or\s+|and\s+)?|\s+(?:or|and)\s+", re.IGNORECASE)
 _STATE_QUESTION = re.compile(r"\s*(?:whether|if|returns|tells|says)\b", re.I)
 _OPEN_LIST = re.compile(r"\s*(?:e\.?g\.?|for example|for instance|such as|like|including)\b", re.I)
+_VALUE_KINDS = frozenset(
+    ("date", "weekday", "day", "time", "number", "date and time", "day of the week", "week",
+     "month", "year", "hour", "clock time", "weekday name")
+)  # fmt: skip
+"""What a parenthesised list may name instead of values: the shapes a value takes."""
 _ARTICLE = re.compile(r"^(?:an?|the|one)\s+", re.IGNORECASE)
 _NOT_FREE = re.compile(
     r"(?:^|_)(?:id|ref|reference|number|no|code|when|reason|topic|subject|channel)$|(?:date|time|_at)$"
@@ -132,6 +137,8 @@ def listed(name: str, own: str, description: str, *, sole: bool = False) -> list
             if items and all(i[:1].isupper() for i in items):
                 # "(the Maple Street or Riverside pharmacy counter)": names, then their noun
                 items[-1] = re.sub(r"(?:\s+[a-z][\w-]*)+$", "", items[-1])
+            if items and all(i.lower() in _VALUE_KINDS for i in items):
+                continue  # "when is the day it was due (a date or a weekday)": shapes, not values
             if len(items) >= 2 and all(0 < len(i.split()) <= 4 for i in items):
                 return items
     for text in (own, *(s for s in _SENTENCES.split(description) if _named(name).search(s))):

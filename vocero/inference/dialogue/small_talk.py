@@ -20,7 +20,9 @@ from vocero.contracts.builtins import FOLLOWUPS_TOOL
 from vocero.contracts.english import capability, join_list
 from vocero.contracts.ports import LlmRequest
 
-_GREETING = re.compile(r"^\W*(hi|hello|hey|hiya|good (morning|afternoon|evening))\b", re.I)
+_HELLO = r"hi|hello|hey|hiya|howdy|g'day|kia ora|morning"
+"""Hello in the Englishes callers speak ("kia ora" is New Zealand English's everyday hello)."""
+_GREETING = re.compile(rf"^\W*({_HELLO}|good (morning|afternoon|evening))\b", re.I)
 _IDENTITY = re.compile(
     r"\b(who (am i|are you|is this|i'm)|your name|about yourself|what are you\b(?! able))", re.I
 )
@@ -31,7 +33,12 @@ _CAPABILITIES = re.compile(
 )
 _HOW_ARE_YOU = re.compile(r"\bhow are you\b", re.I)
 _THANKS = re.compile(r"\b(thank(s| you)?|cheers)\b", re.I)
-_GOODBYE = re.compile(r"\b(bye|goodbye|that's all|that is all|nothing else|no,? thanks?)\b", re.I)
+_GOODBYE = re.compile(
+    r"\b(bye|goodbye|(?:that's|that is) all(?!\s+(?:good|right|correct|fine|ok|okay|there)\b)|"
+    r"nothing else|no,? thanks?)\b",
+    re.I,
+)
+"""A goodbye's words; "that's all good" (or "all right") approves, it does not end the call."""
 _REPEAT = re.compile(
     r"\b(say (that|it) again|repeat( that)?|pardon|didn't (catch|get|hear) (that|it))\b", re.I
 )
@@ -134,7 +141,7 @@ SOFT_ACTS = frozenset({"identity", "capabilities", "how_are_you"})
 """Acts a line's other words may outweigh: "my parcel came broken, what can I do?" asks the
 catalog, not what the agent can do."""
 _LEADING = re.compile(
-    r"^\W*(?:(?:hi|hello|hey|hiya)(?:\s+there)?|good (?:morning|afternoon|evening)"
+    rf"^\W*(?:(?:{_HELLO})(?:\s+there)?|good (?:morning|afternoon|evening)"
     r"|thanks?(?: you)?|okay|ok|so|um+|uh+|well)\b[\s,.!]*",
     re.I,
 )

@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 
 from vocero.contracts import values
+from vocero.contracts.lexicon.base import alternation
+from vocero.contracts.lexicon.en import LEXICON
+from vocero.contracts.lexicon.synonyms import STATE_SYNONYMS
 
 _STATE_VERB = r"(?:is|are|was|were|has been|have been|had been|went|keeps? going)"
 
@@ -83,6 +86,38 @@ def said_thing(description: str, name: str, utterance: str) -> str | None:
     return said.group(1).lower() if said else None
 
 
+_COUNTS = r"(?:my|our|an?|the|some|a couple of|a few|a pair of|\d+|one|two|three|four|five|six)"
+_THING = r"((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)"
+_THING_END = r"(?=\s+(?:on|at|by|from|this|next|to|in|and|please|that|which|for)\b|\s*[,.?!]|\s*$)"
+_HANDLED = (
+    re.compile(rf"\bfor\s+{_COUNTS}\s+{_THING}{_THING_END}", re.IGNORECASE),
+    re.compile(rf"\b(?:got|have|has)\s+{_COUNTS}\s+{_THING}{_THING_END}", re.IGNORECASE),
+)
+_NOT_A_THING = re.compile(
+    rf"\d|\b(?:{alternation(LEXICON.calendar.weekdays)}|{alternation(LEXICON.calendar.months)}|"
+    r"today|tomorrow|tonight|week|weekend|morning|afternoon|evening|time|day|date|"
+    r"is|are|was|were|has|have|had|been|will|would|can|could)\b",
+    re.IGNORECASE,
+)
+
+
+def handled_thing(description: str, name: str, utterance: str) -> str | None:
+    """A free-text field its tool's line defines as what the request handles ("item is what
+    will be collected") is the thing the caller's request is for or has: "a pickup for an
+    old fridge on Thursday" -> "old fridge", "I've got an old couch to get rid of" -> "old
+    couch"; never a day, a time or an identifier; ``None`` when the line defines no such field
+    or the caller names no thing."""
+    label = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[_\-\s]+", name) if w)
+    if not re.search(rf"\b{label}\s+(?:is|means|says)\s+what\b", description, re.IGNORECASE):
+        return None
+    for pattern in _HANDLED:
+        for said in pattern.finditer(utterance):
+            thing = said.group(1).lower()
+            if not _NOT_A_THING.search(thing):
+                return thing
+    return None
+
+
 def option_said(utterance: str, options: list[str]) -> str | None:
     """The value of those a description names that the caller said ("the Riverside store");
     the last one said wins ("not Maple Street, Riverside"), one said after "not" never does
@@ -139,7 +174,21 @@ def _option_by_own_word(text: str, options: list[str]) -> list[tuple[int, str]]:
             ]
             if found:
                 said.append((found[-1], option))
+            else:
+                said.extend((at, option) for at in _said_alike(text, word))
     return said
+
+
+def _said_alike(text: str, word: str) -> list[int]:
+    """Where the line says an everyday word for ``word`` ("nicked" for "stolen", "another"
+    for "extra"): its last place, or none."""
+    found = [
+        m.start()
+        for alike in STATE_SYNONYMS.get(word, ())
+        for m in re.finditer(rf"(?<=\s){re.escape(alike)}(?=\s)", text)
+        if not _OPTION_NEGATED.search(text[: m.start()])
+    ]
+    return [max(found)] if found else []
 
 
 _OPTION_NEGATED = re.compile(

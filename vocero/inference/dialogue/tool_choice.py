@@ -196,6 +196,11 @@ def filled_by_line(
 _WH_QUESTION = re.compile(r"^\W*(?:what|which|when|where|who|whose|how)\b", re.IGNORECASE)
 
 
+def _asks_wh(text: str) -> bool:
+    """A wh-question, after any hello ("Kia ora, when's my rubbish getting picked up?")."""
+    return bool(_WH_QUESTION.search(small_talk.without_pleasantries(text)))
+
+
 def looked_up(
     text: str,
     tool: ToolDefinition,
@@ -208,7 +213,7 @@ def looked_up(
     that takes the line's identifier needs nothing more, the question is that tool's ("What's
     booked under VX-2041?" looks the visit up; it never opens a call-off). Only for lines the
     rules left to the model: a change said in so many words is routed before this."""
-    if not _WH_QUESTION.search(text):
+    if not _asks_wh(text):
         return tool
     _, missing, model_fill = router.fill_arguments(tool, text, today, now=now)
     if not missing and not model_fill:
@@ -218,6 +223,25 @@ def looked_up(
         if other is not tool and arguments and not missing and not model_fill:
             return other
     return tool
+
+
+def looked_up_instead(
+    text: str,
+    found: router.Route,
+    tools: Sequence[ToolDefinition],
+    today: dt.date,
+    now: dt.datetime | None,
+) -> router.Route:
+    """A wh-question the rules gave to an incomplete tool by its domain alone, not its action,
+    is the lookup :func:`looked_up` finds: "What day do my bins go out? It's TP 208 340." reads
+    the property's collection days; it reports no missed bin."""
+    if found.tool is None or not found.missing or router.action_said(found.tool, text):
+        return found
+    asked = looked_up(text, found.tool, tools, today, now)
+    if asked is found.tool:
+        return found
+    arguments, missing, model_fill = router.fill_arguments(asked, text, today, now=now)
+    return router.Route(asked, arguments, tuple(missing), tuple(model_fill))
 
 
 def fuller(
@@ -230,7 +254,7 @@ def fuller(
     """The tool the line's values fill completely when the model's takes fewer of them: "a 12
     month plan on 40021877 with the first payment on the 20th" sets a plan up, it does not
     list the plans that account can have. Never for a wh-question (:func:`looked_up`)."""
-    if _WH_QUESTION.search(text):
+    if _asks_wh(text):
         return tool
     taken = len(router.fill_arguments(tool, text, today, now=now)[0])
     for other in cues.identified_tools(text, tools):
