@@ -5,6 +5,8 @@ glibc trim against holes it made."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 from collections.abc import Callable
 
 import anyio
@@ -113,3 +115,43 @@ def test_glibc_trim_gives_back_the_free_pages_between_live_blocks() -> None:
     assert after is not None
     assert after.in_use >= holes.in_use - 2**20  # the live blocks stayed where they were
     assert len(blocks) == 800
+
+
+_ARENAS = r"""
+import ctypes, ctypes.util, sys, tempfile, threading
+from vocero.observability import allocator
+
+if sys.argv[1] == "single":
+    assert allocator.single_arena()
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.malloc.restype = ctypes.c_void_p
+libc.fopen.restype = ctypes.c_void_p
+together = threading.Barrier(4)
+
+def allocate() -> None:
+    blocks = [libc.malloc(4096) for _ in range(64)]
+    together.wait()  # all four threads alive at once: none can take over another's arena
+    for block in blocks:
+        libc.free(ctypes.c_void_p(block))
+
+threads = [threading.Thread(target=allocate) for _ in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+with tempfile.NamedTemporaryFile(suffix=".xml") as out:
+    stream = libc.fopen(out.name.encode(), b"w")
+    libc.malloc_info(0, ctypes.c_void_p(stream))
+    libc.fclose(ctypes.c_void_p(stream))
+    print(open(out.name).read().count("<heap nr="))
+"""
+
+
+@pytest.mark.parametrize(("mode", "arenas"), [("default", 5), ("single", 1)])
+def test_single_arena_keeps_every_thread_in_the_main_arena(mode: str, arenas: int) -> None:
+    """What ``serve`` sets while ``heap_trim_s`` > 0 (before any thread allocates): four
+    threads allocating at once share the main arena, where glibc's default gives each its
+    own (a fresh process each: the setting is for the whole process)."""
+    done = subprocess.run([sys.executable, "-c", _ARENAS, mode], capture_output=True,
+                          text=True, timeout=60, check=True)
+    assert int(done.stdout.strip()) == arenas

@@ -18,6 +18,7 @@ from vocero.app.http.operator_api import CALLBACK_PATH
 from vocero.app.server import create_app
 from vocero.app.settings import Settings
 from vocero.app.websocket_protocol import CorkingWebSockets
+from vocero.observability import allocator
 from vocero.observability.logging import configure_logging
 from vocero.store.retention import load_policy
 
@@ -41,6 +42,8 @@ def serve(settings: Settings, argv: Sequence[str] = ()) -> int:
     index = worker_index()
     if index is not None:
         structlog.contextvars.bind_contextvars(worker=index)
+    if settings.heap_trim_s > 0:  # one C heap arena, before any thread allocates (Settings)
+        allocator.single_arena()
     from vocero.app.runtime import load_config
 
     loaded = load_config(settings)  # fail fast, before binding, on a bad config file

@@ -114,7 +114,9 @@ class Settings:
     """How often ``serve`` runs the retention purge; 0 turns it off."""
     heap_trim_s: float = 60.0
     """How often ``serve`` hands the C allocator's free pages back to the kernel (glibc
-    ``malloc_trim``, vocero/observability/heap_trim.py; docs/scaling.md "Soak"); 0 turns it off."""
+    ``malloc_trim``, vocero/observability/heap_trim.py; docs/scaling.md "Soak"); above 0 every
+    thread also allocates from the one main arena, which the trim reaches. 0: glibc's defaults
+    (an arena per thread, never trimmed)."""
     prepared_answers: bool = True
     """Prepare the answer at a caller's pause and speak it the moment the turn is committed,
     if the words did not change (``--prepared-answers off``: the model is asked only once the

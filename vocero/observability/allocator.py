@@ -11,7 +11,9 @@ the gauges are not set.
 
 :func:`trim` asks glibc (``malloc_trim(0)``) to hand the whole free pages inside every arena back
 to the kernel; ``serve`` calls it every ``heap_trim_s`` seconds
-(vocero/observability/heap_trim.py, docs/scaling.md "Soak")."""
+(vocero/observability/heap_trim.py, docs/scaling.md "Soak"). It never shrinks the top of a
+thread's own arena, which is where the soak's growth was: :func:`single_arena`, set before any
+thread allocates, keeps every thread in the main arena, which the trim does reach."""
 
 from __future__ import annotations
 
@@ -60,6 +62,20 @@ def heap() -> Heap | None:
         return None
     info = libc.mallinfo2()
     return Heap(in_use=int(info.uordblks), free=int(info.fordblks), mapped=int(info.hblkhd))
+
+
+M_ARENA_MAX = -8
+"""glibc's ``mallopt`` parameter: the most arenas the process creates (malloc.h)."""
+
+
+def single_arena() -> bool:
+    """Every thread allocates from the main arena from now on (glibc ``mallopt(M_ARENA_MAX,
+    1)``; arenas made before stay in use): what one thread frees another reuses, and
+    :func:`trim` reaches all of it. True where the C library took it."""
+    libc = _libc()
+    if libc is None or not hasattr(libc, "mallopt"):
+        return False
+    return bool(libc.mallopt(M_ARENA_MAX, 1))
 
 
 def _resident_bytes() -> int:
