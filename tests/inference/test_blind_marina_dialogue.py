@@ -8,7 +8,8 @@ use?" and "Just the one." did not answer it; "Yes, that's all good" ended the ca
 book a storage collection?" was answered from the catalog; the gear to collect ("for an old
 outboard") was left to the model; "make that the shower fob, the gate one ..." was no
 correction; "what time am I meant to ...?" opened a tool; "nicked" and "snapped" chose the wrong
-tool and no reason; a four-value choice was asked "What fob should I use?".
+tool and no reason; a four-value choice was asked "What fob should I use?". (Cases marked as
+controls, and the lines that must stay no value, passed there too.)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tests.support.tools import tool as _tool
 from vocero.contracts import values
 from vocero.contracts.builtins import KNOWLEDGE_TOOL
 from vocero.contracts.domain import ToolDefinition
+from vocero.contracts.english import capability
 from vocero.contracts.ports import ClaimTopic, LlmRequest, Message, ToolIntent
 from vocero.inference.dialogue import corrections, intents, questions, router, small_talk
 from vocero.inference.dialogue import manager as dialogue
@@ -33,7 +35,7 @@ LIFT = {"type": "string", "enum": ["haul-out", "launch", "wash", "mast"]}
 FOB = {"type": "string", "enum": ["gate", "shower", "pontoon", "dinghy"]}
 
 SCHEDULE = _tool(
-    "lifts.schedule",
+    "crane.dates",
     "The next crane dates (haul-out, launch, wash and mast) for a berth, by its berth number.",
     {"berth": BERTH},
 )
@@ -68,12 +70,14 @@ ANSWERS = ToolDefinition(
 )
 TOOLS = [SCHEDULE, MISSED, STORE, KEYS, ANSWERS]
 CLAIMS = [
-    ClaimTopic(key="cradle", text="Have the boat on its cradle by 7 am on lift day.",
-               topics=["cradle", "what time", "lift day"]),
+    ClaimTopic(key="lift.day", text="Be at the crane with the boat by 7 am on lift day.",
+               topics=["lift day", "what time", "crane"]),
     ClaimTopic(key="storage", text="A storage collection takes up to 3 pieces.",
                topics=["storage", "how many", "pieces"]),
     ClaimTopic(key="fuel", text="Old fuel and oil go to the fuel dock, never in storage.",
                topics=["fuel", "oil", "drop off"]),
+    ClaimTopic(key="disposal", text="Old engines and batteries go to the recycling yard.",
+               topics=["get rid of", "dispose", "old engine"]),
 ]  # fmt: skip
 
 
@@ -99,15 +103,15 @@ def called(decision: dialogue.Decision) -> ToolIntent:
 @pytest.mark.parametrize(
     "line",
     [
-        "G'day, when's my boat getting lifted this week? The berth is PQ1042.",
+        "G'day, when's my boat getting lifted this week? The berth is PQ1042.",  # a control
         "Kia ora, what day are my lifts? It's PQ 10 42.",
-        "Hi there, when is my haul-out? Berth PQ1042.",
+        "Hi there, when is my haul-out? Berth PQ1042.",  # a control
     ],
 )
 def test_a_when_question_looks_the_record_up_and_reports_nothing(line: str) -> None:
     """Tamarind: "Kia ora, when's my rubbish getting picked up this week? ..." was proposed as
     a missed-bin report "due out this week"; "what day do my bins go out?" asked which bin."""
-    assert called(decided(line)) == ToolIntent(name="lifts.schedule", arguments={"berth": "PQ1042"})
+    assert called(decided(line)) == ToolIntent(name="crane.dates", arguments={"berth": "PQ1042"})
 
 
 def test_a_report_said_as_one_is_still_a_report() -> None:
@@ -205,8 +209,21 @@ def test_the_value_after_make_that_is_the_new_one(line: str, key: str) -> None:
 
 
 def test_what_the_caller_is_meant_to_do_asks_the_catalog() -> None:
-    intent = called(decided("Hang on, what time am I meant to have the boat on the cradle by?"))
-    assert intent.name == "marina.answers"
+    """Tamarind: "Hang on, what time am I meant to have the bin out by anyway?" asked which
+    property to report a missed bin for (every topic of the answer is also a tool's word)."""
+    assert called(decided("Hang on, what time am I meant to be at the lift by?")).name == (
+        "marina.answers"
+    )
+    intent = called(decided("Hang on, am I meant to be on board for the haul-out?"))
+    assert intent.name == "marina.answers"  # a value said, and still a question of the terms
+    unrouted = decided("Sorry, am I supposed to be there for the lift?")
+    assert called(unrouted).name == "marina.answers"  # not "I can't help with that"
+
+
+def test_what_a_tool_does_is_said_without_its_fields() -> None:
+    """"I can ... book a storage collection: gear is what will be taken to the store, count
+    how many pieces, collect_on a weekday ..." read the tool's field notes out."""
+    assert capability(STORE.description) == "book a storage collection"
 
 
 @pytest.mark.parametrize(

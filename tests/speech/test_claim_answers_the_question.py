@@ -76,7 +76,7 @@ def test_two_of_a_claims_own_topics_answer_a_long_story() -> None:
     """Tamarind: "I've got a few old tins of paint and a couple of car batteries to get rid of.
     Can you come and pick them up?" had no approved answer (2 of 11 key words covered)."""
     question = ("I've got a couple of old fuel cans and two gas bottles left over from the "
-                "summer trip. Can I bring them on board?")  # fmt: skip
+                "summer trip to the island with the kids and the dog. Can I bring them along?")
     assert search_result(question, [DANGER])["best"] == ["cargo.dangerous"]
     one = "I've got an old gas bottle from the summer trip left over in the shed somewhere."
     assert search_result(one, [DANGER])["claims"] == []  # one topic word of many

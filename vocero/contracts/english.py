@@ -202,9 +202,9 @@ def past_participle(verb: str) -> str:
     return f"{past} {rest}".strip()
 
 
-_MAIN_CLAUSE = re.compile(r"\s*;|,\s+and\s+|,\s+(?=(?:\S+\s+){0,2}\S+[.!?]?$)")
+_MAIN_CLAUSE = re.compile(r"\s*[;:]|,\s+and\s+|,\s+(?=(?:\S+\s+){0,2}\S+[.!?]?$)")
 """Where a description's first sentence leaves what the tool does: "; when is the new start as
-...", ", and say where ...", ", soonest first"."""
+...", ": item is what will be collected, ...", ", and say where ...", ", soonest first"."""
 _ANSWERS_ABOUT = re.compile(r"\banswers\s+(?:to\s+questions\s+)?(?:about|on)\s+(.+)$", re.I)
 """A catalog's description ("Beacon Driving School's approved answers about prices, ...")."""
 _ASIDE = re.compile(r"\s*\([^()]*\)")

@@ -101,14 +101,15 @@ _ACTION_ASKED = re.compile(
 _ADVICE = re.compile(
     r"\b(?:am i|are we|is it) (?:meant|supposed|allowed|required|ok|okay|alright) to\b"
     r"|\b(?:do|would|will) (?:i|we) (?:need|have) to\b"
-    r"|\b(?:what|when|where|how|which) (?:should|must|do|can) (?:i|we)\b",
+    r"|\b(?:what|when|where|how|which) (?:should|must) (?:i|we)\b",
     re.I,
 )
 
 
 def asks_advice(text: str) -> bool:
     """The line asks what the caller should do ("what time am I meant to have the bin out
-    by?", "do I need to be home?"): the terms, not a request of the agent."""
+    by?", "do I need to be home?"): the terms, not a request of the agent ("when can I come
+    in?" asks for a time, and is no such question)."""
     return bool(_ADVICE.search(text))
 
 

@@ -60,8 +60,7 @@ CATALOG_CONFIDENCE = 0.45
 line it is less sure of is out of scope ("Please close my account" is not an opening-hours
 question because "close" is one of their topics)."""
 CATALOG_OVER_TOOL = 0.6
-"""The probability for the catalog search at which a line the rules took for an incomplete
-tool request asks the catalog instead."""
+"""The catalog search's probability at which an incomplete tool request asks it instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +92,8 @@ Decision = Call | Say | Chat | Silent
 
 
 class IntentModels:
-    """The intent model of each tool set a runner has served, fitted once (off the event loop)
-    and kept for the next :data:`KEPT` tool sets; each model's answers are kept per line, since
-    every turn replays the caller's earlier lines."""
+    """The intent model of each tool set a runner served, fitted once (off the event loop) and
+    kept for :data:`KEPT` tool sets; its answers are kept per line (turns replay earlier lines)."""
 
     KEPT = 8
 
@@ -261,8 +259,7 @@ def unsaid(
     """The free-text ``fields`` whose value the model did not take from the caller's own words
     (junk such as "1000000000000000000000000,", or names from the tool's description): every
     number of a value and some of its words must be the caller's, and a value may neither be
-    another field's value with nothing of its own nor repeat a word three times, else the
-    field is asked for."""
+    another field's value with nothing of its own nor repeat a word three times (else asked)."""
     said: set[str] = set()
     for message in request.messages:
         if message.role == "user":
@@ -376,12 +373,14 @@ def _routing(turn: _Turn) -> tasks.Routing:
             # "Is there a fee if I cancel a visit?" names a tool but asks the catalog.
             named = model.decide(small_talk.without_pleasantries(text))
             asks = named.intent == knowledge.name and named.score >= CATALOG_OVER_TOOL
-            asks = asks or (not found.arguments and cues.asks_advice(text))  # "am I meant to"
+            asks = asks or cues.asks_advice(text)  # "what time am I meant to have it out by?"
             return router.Route(None) if asks or (catalog and catalog.asks_catalog(text)) else found
         if not tool_choice.asks_for_something(text):
             return found  # values alone ("Friday at 3 pm") answer a question, never open a task
         identified = cues.identified_tools(text, tools)
-        if catalog is not None and not identified and catalog.asks_catalog(text):
+        if catalog is not None and not identified and (
+            catalog.asks_catalog(text) or cues.asks_advice(text)  # "am I meant to be there?"
+        ):
             return found  # a line naming a record by its identifier asks about the record
         named = model.decide(small_talk.without_pleasantries(text))
         tool = next((t for t in tools if t.name == named.intent), None)
@@ -444,6 +443,7 @@ def _unrouted(turn: _Turn, utterance: str) -> Decision:
         asked = knowledge is not None and named.intent == knowledge.name
         topical = turn.catalog is not None and turn.catalog.asks_catalog(content)
         topical = topical and not cues.asks_action(content)  # "can you book me a flight?"
+        topical = topical or cues.asks_advice(content)  # "am I supposed to be there?"
         catalog = catalog and (
             named.intent == "person" or topical or (asked and named.score >= CATALOG_CONFIDENCE)
         )
