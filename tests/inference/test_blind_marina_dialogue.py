@@ -247,3 +247,21 @@ def test_a_snapped_fob_is_a_replacement_and_which_key_is_asked_with_its_choices(
     decision = decided("The fob's snapped clean off, I need a replacement. It's berth PQ1044.")
     assert isinstance(decision, dialogue.Say), decision
     assert decision.text == "Which fob: gate, shower, pontoon, or dinghy?"
+
+
+@pytest.mark.parametrize(
+    ("line", "requested"),
+    [
+        ("can you book a storage collection?", True),
+        ("I need to book a storage collection for Friday", True),
+        ("If I need to book a storage collection, how much notice do I give?", False),
+        ("When I want to book a storage collection, what do I bring?", False),
+        ("How much is a storage collection?", False),
+    ],
+)
+def test_a_request_in_so_many_words_is_not_one_inside_a_supposition(
+    line: str, requested: bool
+) -> None:
+    """Beacon: "If I need to cancel a lesson, how much notice do I have to give you?" asks the
+    catalog; it opened a cancellation."""
+    assert router.action_requested(STORE, line) is requested

@@ -250,7 +250,16 @@ def action_requested(tool: ToolDefinition, utterance: str) -> bool:
     action = tool_concepts(tool)[-1]
     verbs = {action, *(stem(p) for p in LEXICON.get(action, ()) if " " not in p)}
     verbs.add(_example_verb(tool) or action)
-    return any(stem(m.group(1).lower()) in verbs for m in _REQUEST_FORM.finditer(utterance))
+    return any(
+        stem(m.group(1).lower()) in verbs and not _SUPPOSED.search(utterance[: m.start()])
+        for m in _REQUEST_FORM.finditer(utterance)
+    )
+
+
+_SUPPOSED = re.compile(
+    r"\b(?:if|when|whenever|whether|in case|once|after|before|what if)\s+(?:\w+\s+){0,2}$", re.I
+)
+"""A request form inside a supposition ("If I need to cancel a lesson, how much notice ...")."""
 
 
 def _example_verb(tool: ToolDefinition) -> str | None:
