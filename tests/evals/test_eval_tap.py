@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.servers import ServerProcess, free_port
 from vocero.evals.proxy import RecordingProxy
-from vocero.evals.tap import relay
+from vocero.evals.tap import Recorder, relay
 
 REPO = Path(__file__).resolve().parents[2]
 ORDERS = REPO / "fixtures" / "mcp_servers" / "orders_server.py"
@@ -33,6 +33,39 @@ def test_relay_copies_every_byte_and_parses_complete_lines() -> None:
         relay(source, sink, lines.append)
     assert sink.getvalue() == data
     assert lines == [b'{"a": 1}', b'{"b":', b" not json", b'{"c": 3}']
+
+
+class AnsweringSink(io.BytesIO):
+    """A server that answers a call the moment its line is written, before the relay's next
+    statement runs (what a busy machine may do to the tap's two threads)."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def write(self, data: Any) -> int:
+        written = super().write(data)
+        if data.endswith(b"\n"):
+            self.recorder.response(b'{"jsonrpc": "2.0", "id": 7, "result": {"content": []}}')
+        return written
+
+
+def test_a_call_answered_before_the_relay_returns_is_still_recorded(tmp_path: Path) -> None:
+    """Quarry Hill, stop 52: a committed booking reached the server, but its call was missing
+    from the tap's records: the answer overtook the request's registration."""
+    record = tmp_path / "calls.jsonl"
+    recorder = Recorder(str(record), "library")
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "book_room", "arguments": {"room": "ridge"}}}  # fmt: skip
+    read, write = os.pipe()
+    os.write(write, json.dumps(call).encode() + b"\n")
+    os.close(write)
+    with os.fdopen(read, "rb") as source:
+        relay(source, AnsweringSink(recorder), recorder.request)
+    records = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [(r["tool"], r["arguments"], r["status"]) for r in records] == [
+        ("book_room", {"room": "ridge"}, "ok")
+    ]
 
 
 def _rpc(process: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str, Any] | None:

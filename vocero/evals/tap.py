@@ -80,20 +80,24 @@ def _parse(line: bytes) -> dict[str, Any] | None:
 
 
 def relay(source: IO[bytes], sink: IO[bytes], on_line: Callable[[bytes], None]) -> None:
-    """Copy bytes as they come (never waiting for a newline), parsing complete lines aside."""
+    """Copy bytes as they come (never waiting for a newline), parsing complete lines aside.
+
+    A line is parsed before its last bytes are passed on: the server cannot answer a request
+    it has not read whole, so the request is recorded before any answer to it can come back
+    (relayed first, a busy machine let the answer overtake it and the call went unrecorded)."""
     buffer = b""
     fd = source.fileno()
     while True:
         chunk = os.read(fd, CHUNK)
         if not chunk:
             break
-        sink.write(chunk)
-        sink.flush()
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
             if line.strip():
                 on_line(line)
+        sink.write(chunk)
+        sink.flush()
     if buffer.strip():
         on_line(buffer)
 
