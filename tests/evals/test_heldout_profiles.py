@@ -53,6 +53,10 @@ CASES: dict[str, tuple[str, str, list[str], str, dict[str, Any]]] = {
                   "schedule_technician", {"account": "CL310001", "trade": "plumbing",
                                           "day": "2030-01-15", "window": "morning",
                                           "issue": "a leak under the kitchen sink"}),
+    "juniper": ("boxoffice", "juniper", ["shows:read", "bookings:write"],
+                "reserve_tickets", {"show": "A Christmas Carol",
+                                    "performance": "Saturday matinee", "tickets": 2,
+                                    "area": "circle", "name": "Rosie Whitworth"}),
 }
 
 
