@@ -1,12 +1,16 @@
-"""Gives the C allocator's free pages back to the kernel every ``heap_trim_s`` seconds (``serve``).
+"""Keeps the C allocator's free pages given back to the kernel (``serve``, ``heap_trim_s``).
 
-glibc keeps what a thread frees inside that thread's arena, and a new arena for each thread that
-allocates while the others are busy: the store's worker threads (the recorder's batches, SQLite's
-page caches and statements) come and go, and what they freed stays resident in their arenas,
-unused, until ``malloc_trim`` hands the whole free pages back. In an hour of the sim soak at 50
-sessions that was the resident memory that kept growing (docs/scaling.md "Soak"). A trim walks
-every arena once (a few milliseconds for this process's ~100 MB of C heap) and runs in a worker
-thread, off the event loop.
+glibc gives each thread that allocates while the others hold their arenas an arena of its own,
+and keeps what is freed there: the store's worker threads (the recorder's batches, SQLite's
+statements and page caches) come and go, and the free space at the top of their arenas stayed
+resident. In the sim soak at 50 sessions that was all of the resident growth after warm-up
+(docs/scaling.md "Soak": nine thread arenas holding 27 MB with 7 MB in use after 20 minutes, the
+C heap in use flat). ``malloc_trim`` never shrinks a thread arena's top, so with ``heap_trim_s``
+above 0 ``serve`` first keeps every thread in the main arena
+(:func:`vocero.observability.allocator.single_arena`), then trims every ``heap_trim_s`` seconds:
+the free pages inside the arena and the free space at its top go back to the kernel. A trim takes
+about 1 ms (10 ms when it releases tens of MB) and runs in a worker thread, off the event loop;
+the bytes it released are counted (``vocero_heap_trimmed_bytes_total``).
 
 The allocator is a port (:class:`Trimmer`): :data:`GLIBC` in the server, a fake in tests.
 """
