@@ -126,6 +126,8 @@ def test_a_count_is_asked_how_many_of_what_the_tool_counts() -> None:
     assert questions.ask(passengers, "passengers") == "How many passengers?"
     bare = _tool("seats.book", "Book seats.", {"count": {"type": "integer"}})
     assert questions.ask(bare, "count") == "How many would you like?"
+    reading = _tool("meters.submit", "Submit a meter reading.", {"reading": {"type": "integer"}})
+    assert questions.ask(reading, "reading") == "What reading should I use?"  # counts nothing
 
 
 @pytest.mark.parametrize(

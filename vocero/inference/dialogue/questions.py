@@ -46,8 +46,9 @@ def ask(tool: ToolDefinition, name: str, *, day: str = "") -> str:
         return f"What time {day} would suit you?"
     if kind == "quantity" and router.length_unit(name, prop):
         return "How long would you like it for?"
-    if kind == "quantity":
-        return _how_many(tool, name, prop)
+    counted = _how_many(tool, name, prop) if kind == "quantity" else None
+    if counted:
+        return counted
     if kind == "id":
         noun, what = id_words(tool, name)
         return f"Which {noun} is it? Please tell me the {noun} {what}."
@@ -74,24 +75,28 @@ def ask(tool: ToolDefinition, name: str, *, day: str = "") -> str:
 
 
 _COUNTED_IN = re.compile(r"\bhow many ([a-z]+)", re.IGNORECASE)
-_GENERIC_COUNTS = frozenset(("count", "quantity", "qty", "number", "num", "amount", "total", "n"))
+_COUNTS = frozenset(("count", "quantity", "qty"))
 _PLURALS = frozenset(("people", "children", "men", "women"))
 
 
-def _how_many(tool: ToolDefinition, name: str, prop: dict[str, Any]) -> str:
+def _how_many(tool: ToolDefinition, name: str, prop: dict[str, Any]) -> str | None:
     """A count is asked "how many": of what the profile says it counts ("count how many
     pieces" -> "How many pieces?"), else of what the field's name counts (``passengers``,
-    ``number_of_bags``); a bare ``count`` is "How many would you like?"."""
+    ``number_of_bags``); a bare ``count`` is "How many would you like?". ``None`` for a number
+    that counts nothing (a meter ``reading``, an ``amount``): it is asked by its name."""
     for text in (str(prop.get("description") or ""), tool.description):
         counted = _COUNTED_IN.search(text)
         noun = counted.group(1).lower() if counted else ""
         if noun.endswith("s") or noun in _PLURALS:
             return f"How many {noun}?"
-    words = [w for w in name_words(name).lower().split() if w not in ("of", "the")]
-    counted_words = [w for w in words if w not in _GENERIC_COUNTS]
-    if counted_words and counted_words[-1].endswith("s"):
+    words = [w for w in name_words(name).lower().split() if w not in ("of", "the", "number")]
+    if words and set(words) <= _COUNTS:
+        return "How many would you like?"
+    counted_words = [w for w in words if w not in _COUNTS]
+    last = counted_words[-1] if counted_words else ""
+    if (last.endswith("s") and not last.endswith("ss")) or last in _PLURALS:
         return f"How many {' '.join(counted_words)}?"
-    return "How many would you like?"
+    return None
 
 
 def id_words(tool: ToolDefinition, name: str) -> tuple[str, str]:
