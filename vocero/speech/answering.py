@@ -69,8 +69,8 @@ def answers(question: str, claim_words: Iterable[str], topics: Iterable[str] = (
     on_topic = _topics_said(set(asked), topics) >= 2
     if not (on_topic or (share >= COVERAGE and share > 0)):
         return False
-    main = main_clause(question)
-    return main is None or not key_words(main) or covered(main, claim_words) > 0
+    main = main_clause(question)  # judged where it says enough: two key words at least
+    return main is None or len(key_words(main)) < 2 or covered(main, claim_words) > 0
 
 
 _SCENE = re.compile(
@@ -119,8 +119,8 @@ def _stem(word: str) -> str:
 _GENERIC = frozenset(
     _stem(w)
     for w in ("time", "times", "day", "days", "date", "week", "weekend", "month", "year", "today",
-              "tomorrow", "morning", "afternoon", "evening", "night", "hour", "hours", "early",
-              "late", "number", "cost", "price", "much", "many", "open", "free", "new", "change")
+              "tomorrow", "morning", "afternoon", "evening", "night", "hour", "hours", "number",
+              "cost", "price", "much", "many", "free", "new", "change")
 )  # fmt: skip
 """Topic words any question may say ("what time", "morning", "how much"): a topic made only of
 them proves no question is about that claim."""

@@ -24,7 +24,8 @@ _WEEKDAY = alternation(WEEKDAYS)
 _RELATIVE = alternation(w for w, ahead in LEXICON.calendar.relative_days.items() if ahead >= 0)
 _WHEN_WORDS = re.compile(
     rf"\b(?:{_RELATIVE}|this (?:morning|afternoon|evening|week)|next (?:week|month|\w+day)"
-    rf"|(?:on |this )?(?:{_WEEKDAY})(?: (?:morning|afternoon|evening))?|morning|afternoon|evening"
+    rf"|(?:on |this )?(?:{_WEEKDAY})(?: (?:morning|afternoon|evening|night|lunchtime|matinee))?"
+    r"|morning|afternoon|evening|tonight|matinee"
     r"|in (?:\d+|[a-z]+) (?:minutes?|hours?|days?|weeks?)|later today"
     r"|end of (?:the )?(?:day|week))\b",
     re.IGNORECASE,
@@ -70,7 +71,7 @@ def when_phrase(text: str) -> str | None:
     spans.sort()
     start, end = spans[0]
     for s, e in spans[1:]:
-        gap = r"[\s,]*(?:(?:at|on|in the|around|by|at about|at around)(?:\s+a)?)?[\s,]*"
+        gap = r"[\s,]*(?:(?:at|on|in the|around|by|about|at about|at around)(?:\s+a)?)?[\s,]*"
         if re.fullmatch(gap, text[end:s], re.IGNORECASE):  # "Thursday at a quarter past nine"
             end = max(end, e)
     phrase = text[start:end]
@@ -86,6 +87,9 @@ def reason_phrase(text: str) -> str | None:
     if not match:
         return None
     reason = match.group(1)
+    said_when = when_phrase(reason)
+    if said_when and reason.lower().startswith(said_when.lower()[:8]):
+        return None  # "about quarter past four": when, not what about
     when = _WHEN_WORDS.search(reason)
     if when and when.start() > 0:
         reason = reason[: when.start()]

@@ -17,16 +17,18 @@ from typing import Any
 from vocero.contracts import values
 from vocero.contracts.builtins import FOLLOWUPS_TOOL
 from vocero.contracts.domain import ToolDefinition
-from vocero.contracts.lexicon.base import alternation
-from vocero.contracts.values.numbers import NUMBER_RUN, NUMBER_VALUES, number_run, word_value
 from vocero.inference.dialogue import schema
+from vocero.inference.dialogue.quantities import length_unit as length_unit
+from vocero.inference.dialogue.quantities import quantity
 from vocero.inference.dialogue.things import (
     called_by_name,
     handled_thing,
     only_named,
     option_said,
+    person_named,
     pickup_said,
     thing_named,
+    when_said,
 )
 from vocero.inference.dialogue.things import normalise as normalise
 from vocero.inference.dialogue.things import said_thing as said_thing
@@ -69,7 +71,7 @@ def fill_arguments(
         kind, prop = kinds[name], properties[name]
         value: Any
         if kind == "quantity":
-            value = _quantity(utterance, prop, list(arguments.values()), name)
+            value = quantity(utterance, prop, list(arguments.values()), name)
         else:
             value = _extract(kind, name, prop, utterance, today, now=now)
         if value is None and kind == "reason" and not tool.builtin:
@@ -84,6 +86,10 @@ def fill_arguments(
             value = said_thing(tool.description, name, utterance)  # "I left my blue scarf"
         if value is None and kind == "text":
             value = handled_thing(tool.description, name, utterance)  # "for an old fridge"
+        if value is None and kind == "text":
+            value = when_said(tool.description, name, utterance)  # "the Saturday matinee"
+        if value is None and kind == "text":
+            value = person_named(name, utterance)  # "They're under Rosie Whitworth"
         if value is None and kind == "text" and only_named(name, tool.description):
             value = thing_named(utterance)  # "replace my gas meter on Thursday"
         if value is None and kind == "text":
@@ -289,101 +295,6 @@ def _long_code(pattern: str) -> bool:
     return not any(values.pattern_accepts(pattern, n) for n in ("1", "12", "123"))
 
 
-_NOT_QUANTITY = re.compile(
-    r"\b\d{1,2}(?:[:.]\d{2})?\s*(?:a\.?\s?m\b\.?|p\.?\s?m\b\.?|o'?clock\b)"
-    r"|\b(?:(?:at|around|by)\s+)?\d{1,2}:\d{2}\b|\b(?:at|around|by)\s+\d{1,2}\b"
-    r"|\b\d{1,2}(?:st|nd|rd|th)\b"
-    r"|\b\d+\s*(?:minutes?|hours?|days?|weeks?|months?|years?)\b",
-    re.IGNORECASE,
-)
-
-
-_UNITS = ("minute", "hour", "day", "night", "week", "month", "year")
-_COUNT = rf"\d+|(?:{alternation(NUMBER_VALUES)})(?:[\s-]+(?:{alternation(NUMBER_VALUES)}))?"
-
-
-def _counted(text: str, prop: dict[str, Any], name: str = "") -> int | None:
-    """A count of the unit the field is in ("months", "Whole months, 1 to 6"): the one number
-    the line says before that unit ("for 3 months"); a duration is no quantity otherwise."""
-    words = set(re.findall(r"[a-z]+", f"{name} {prop.get('description', '')}".lower()))
-    units = [u for u in _UNITS if u in words or f"{u}s" in words]
-    if len(units) != 1 or prop.get("type") not in ("integer", "number"):
-        return None
-    found = {word_value(m) for m in re.findall(rf"\b({_COUNT})\s*{units[0]}s?\b", text)}
-    if len(found) != 1:
-        return None
-    value = found.pop()
-    return value if prop.get("minimum", value) <= value <= prop.get("maximum", value) else None
-
-
-def length_unit(name: str, prop: dict[str, Any]) -> str | None:
-    """"minute" or "hour" for a number field counted in one of them ("How long, in minutes"):
-    a length of time; ``None`` for any other field."""
-    words = set(re.findall(r"[a-z]+", f"{name} {prop.get('description', '')}".lower()))
-    units = [u for u in ("minute", "hour") if u in words or f"{u}s" in words]
-    if len(units) != 1 or prop.get("type") not in ("integer", "number"):
-        return None
-    return units[0]
-
-
-def _lasting(utterance: str, prop: dict[str, Any], name: str) -> int | None:
-    """How long, for a field counted in minutes or hours: the caller's duration in the field's
-    unit ("an hour and a half" is 90 minutes), within its bounds and steps; a duration that is
-    no whole number of the unit is no value."""
-    unit = length_unit(name, prop)
-    minutes = values.duration_minutes(utterance) if unit else None
-    if minutes is None or (unit == "hour" and minutes % 60):
-        return None
-    value = minutes if unit == "minute" else minutes // 60
-    step = prop.get("multipleOf")
-    if isinstance(step, int | float) and step and value % step:
-        return None
-    return value if prop.get("minimum", value) <= value <= prop.get("maximum", value) else None
-
-
-def _quantity(
-    utterance: str, prop: dict[str, Any], taken: list[Any], name: str = ""
-) -> int | float | None:
-    """The one number the line says for a quantity ("It says 48213", "Nine hundred and
-    twelve"), not a time, a date, a duration or an identifier another field took; two numbers
-    said is no value (it is asked)."""
-    lasting = _lasting(utterance, prop, name)
-    if lasting is not None:
-        return lasting
-    text = NUMBER_RUN.sub(number_run, values.spoken_times(utterance.lower()))
-    counted = _counted(text, prop, name)
-    if counted is not None:
-        return counted
-    text = _NOT_QUANTITY.sub(" ", text)
-    taken_text = {str(t) for t in taken}
-    amounts: list[int | float] = []
-    for match in re.finditer(r"(?<![\w.:-])(\d+(?:\.\d+)?)(?![\w:-])", text.replace(",", "")):
-        if match.group(1) in taken_text:
-            continue
-        number = float(match.group(1))
-        value: int | float = int(number) if number.is_integer() else number
-        if prop.get("type") == "integer" and not isinstance(value, int):
-            continue
-        if not prop.get("minimum", value) <= value <= prop.get("maximum", value):
-            continue
-        if value not in amounts:
-            amounts.append(value)
-    if not amounts and prop.get("minimum", 1) <= 1 <= prop.get("maximum", 1) and _ONE.search(
-        utterance.strip()
-    ):
-        return 1  # "Just the one.", "so one": a count said as "one", a clause of its own
-    return amounts[0] if len(amounts) == 1 else None
-
-
-_ONE = re.compile(
-    r"(?:^|[,.;!?])\s*(?:(?:just|only|so|yes|yeah|yep|it's|its|that's|thats|the|a|single)\s+)*"
-    r"(?:one|a single one)(?:\s+(?:please|thanks|only|item|piece|thing|of them))?\s*(?:[,.;!?]|$)",
-    re.IGNORECASE,
-)
-"""A count of one said as a clause of its own ("Just the one.", "so one"); "the recycling one"
-and "a new one" name a thing, not a count (a lone "one" is otherwise no number)."""
-
-
 def _channel_or_enum(utterance: str, enum: list[Any] | None) -> Any:
     """The enum value the caller said, by its words ("in_person" from "in person", "afternoon"
     from "in the afternoon") or a common synonym; a value said after "not" does not count, and
@@ -409,6 +320,9 @@ def _enum_value_said(text: str, value: str, *, everyday: bool = True) -> bool:
     if not words:
         return False
     phrases: tuple[str, ...] = (words,)
+    bare = re.sub(r"^(?:a|an|the)\s+", "", words)
+    if bare != words and len(bare.split()) >= 2:
+        phrases += (bare,)  # "the Christmas Carol" says "A Christmas Carol"
     if everyday:
         phrases += _ENUM_SYNONYMS.get(words, ())
         phrases += _ASSENT_SAID if words in _ASSENT else ()

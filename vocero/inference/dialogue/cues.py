@@ -108,9 +108,11 @@ _ADVICE = re.compile(
 
 def asks_advice(text: str) -> bool:
     """The line asks what the caller should do ("what time am I meant to have the bin out
-    by?", "do I need to be home?"): the terms, not a request of the agent ("when can I come
+    by?", "do I need to be home?") or what would happen if they did ("If I need to change my
+    tickets, is there a charge?"): the terms, not a request of the agent ("when can I come
     in?" asks for a time, and is no such question)."""
-    return bool(_ADVICE.search(text))
+    supposes = bool(_HYPOTHETICAL.search(text)) and "?" in text  # "If I change it, is there a fee?"
+    return supposes or bool(_ADVICE.search(text))
 
 
 def asks_action(text: str) -> bool:

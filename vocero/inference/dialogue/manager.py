@@ -194,6 +194,7 @@ def decide(
     """What the agent does with this turn (``chat``: unmatched turns go to the model;
     ``model``: the profile's intent model, consulted when the rules recognise no tool)."""
     request = known.respelled(request)
+    request = msgspec.structs.replace(request, tools=schema.shared_values(list(request.tools)))
     turn = _Turn.of(request, today, model)
     route = _routing(turn)
     last = request.messages[-1] if request.messages else None
@@ -360,11 +361,13 @@ def _routing(turn: _Turn) -> tasks.Routing:
         found = router.route(text, tools, today, now=now)
         if model is None or not text.strip():
             return found
-        if _refused(model, small_talk.without_pleasantries(text)):
+        if tool_choice.refused(model, small_talk.without_pleasantries(text)):
             return router.Route(None)  # what only a prohibited tool does: no tool of ours
+        if small_talk.act(text) == "goodbye":
+            return router.Route(None)  # "that's all, I'll ring back when I've decided. Ta-ra!"
         if found.tool is not None and found.missing and found.tool.builtin != FOLLOWUPS_TOOL:
             found = tool_choice.better_fit(text, found, tools, model, today, now)
-        found = tool_choice.looked_up_instead(text, found, tools, today, now)
+        found = tool_choice.overruled(text, found, tools, today, now)
         if found.tool is not None:
             if not found.missing or knowledge is None or found.tool.builtin == FOLLOWUPS_TOOL:
                 return found  # complete, or a call-back asked for in so many words
@@ -388,7 +391,7 @@ def _routing(turn: _Turn) -> tasks.Routing:
             tool = tool_choice.named_by_identifier(text, tools, model, today)
         if tool is None:
             # "see Dr. Okafor about a cough": not a goodbye
-            tool = tool_choice.named_by_value(text, tools)
+            tool = tool_choice.named_by_value(text, tools, today, now)
         if tool is None:
             tool = tool_choice.named_by_own_word(text, tools, model, today, now)  # "free"
         if tool is None:
@@ -401,19 +404,6 @@ def _routing(turn: _Turn) -> tasks.Routing:
         return router.Route(tool, arguments, tuple(missing), tuple(model_fill), learned=True)
 
     return route
-
-
-_FIRST_CLAUSE = re.compile(r"^(?P<ask>[^,;]{12,}?)\s*(?:,|;|\bbecause\b)")
-
-
-def _refused(model: _Memo, text: str) -> bool:
-    """Whether the line asks for what only a prohibited tool does, judged on the whole line and
-    on its request alone, before the reason it gives ("I want my money back for RD1001, the
-    driver was late": the reason's words must not drown the request)."""
-    if model.decide(text).refused:
-        return True
-    ask = _FIRST_CLAUSE.match(text)
-    return ask is not None and bool(model.decide(ask.group("ask")).refused)
 
 
 def _unrouted(turn: _Turn, utterance: str) -> Decision:

@@ -28,6 +28,7 @@ from typing import Any
 
 from vocero.contracts.domain import ToolDefinition
 from vocero.contracts.lexicon.synonyms import NOUN_SYNONYMS, STATE_SYNONYMS
+from vocero.contracts.values.numbers import NUMBER_VALUES as NUMBER_WORDS
 from vocero.inference.dialogue import schema
 from vocero.inference.dialogue.arguments import CALL_BACK_PHRASES, normalise, stem
 from vocero.inference.dialogue.arguments import (  # the routing API, as callers know it
@@ -218,7 +219,9 @@ def _score(
         and any(said.get(n, 0.0) >= 1.0 for n in described_nouns(tool) - {action})
     )
     strength += 1.0 if described else 0.0
-    candidate = domain_said or described or (action_said and bool(arguments))
+    candidate = domain_said or described or (
+        action_said and bool(arguments) and not _other_object(tool, utterance)
+    )
     return _Scored(tool, strength, fit, arguments, tuple(missing), tuple(model_fill), candidate)
 
 
@@ -241,6 +244,34 @@ _REQUEST_FORM = re.compile(
     r"i'?m (?:looking|hoping) to|help me|let me)\s+(?:(?:please|just|also|quickly)\s+)?([a-z]+)",
     re.IGNORECASE,
 )
+
+
+_LEADING = frozenset(
+    ("me", "us", "you", "a", "an", "the", "some", "my", "our", "in", "for", "on", "at", "to", "it",
+     "them", "this", "that", "one", "another", "another", "just", "please", "again", "up", "off")
+)  # fmt: skip
+
+
+def _other_object(tool: ToolDefinition, utterance: str) -> bool:
+    """Whether the tool's action is said of a thing the tool never names ("Can you book us a
+    table for dinner?" of a tool that books theatre tickets): the first noun after the verb is
+    none of the tool's words (its name, description, fields and their values)."""
+    action = tool_concepts(tool)[-1]
+    verbs = {action, *(stem(p) for p in LEXICON.get(action, ()) if " " not in p)}
+    own = {stem(w) for w in normalise(f"{tool.name} {tool.description}").replace(".", " ").split()}
+    for name, prop in schema.model_facing(tool).get("properties", {}).items():
+        own.update(stem(w) for w in re.split(r"[_\s]+", name.lower()))
+        for value in (prop.get("enum") or []) if isinstance(prop, dict) else []:
+            own.update(stem(w) for w in normalise(str(value)).split())
+    words = normalise(utterance).split()
+    for at, word in enumerate(words):
+        if stem(word) not in verbs:
+            continue
+        rest = [w for w in words[at + 1 : at + 5] if w not in _LEADING and not w.isdigit()]
+        thing = rest[0] if rest else ""
+        if len(thing) >= 3 and thing.isalpha() and stem(thing) not in own:
+            return thing not in NUMBER_WORDS
+    return False
 
 
 def action_requested(tool: ToolDefinition, utterance: str) -> bool:

@@ -14,6 +14,8 @@ import copy
 import re
 from typing import Any
 
+import msgspec
+
 from vocero.contracts.domain import ToolDefinition
 
 MAX_STRING = 80
@@ -287,3 +289,34 @@ def tool_call_schema(tools: list[ToolDefinition]) -> dict[str, Any]:
             for tool in tools
         ]
     }
+
+
+def shared_values(tools: list[ToolDefinition]) -> list[ToolDefinition]:
+    """The tools with a bare string field given the values another tool's field of the same
+    name lists (``show`` of a "what's on" lookup takes the shows the booking tool's ``show``
+    enum names: "Is Blithe Spirit on next Wednesday?"), under :data:`OPTIONS_KEY`; tools
+    without such a field are returned as they are."""
+    listed: dict[str, list[str]] = {}
+    for tool in tools:
+        for name, prop in (tool.input_schema or {}).get("properties", {}).items():
+            values = prop.get("enum") if isinstance(prop, dict) else None
+            if values and all(isinstance(v, str) for v in values):
+                listed.setdefault(name, list(values))
+    if not listed:
+        return tools
+    out: list[ToolDefinition] = []
+    for tool in tools:
+        properties = (tool.input_schema or {}).get("properties", {})
+        bare = [
+            n for n, p in properties.items()
+            if n in listed and isinstance(p, dict) and p.get("type", "string") == "string"
+            and not {"enum", "format", "pattern", OPTIONS_KEY} & p.keys()
+        ]  # fmt: skip
+        if not bare:
+            out.append(tool)
+            continue
+        schema = copy.deepcopy(tool.input_schema)
+        for name in bare:
+            schema["properties"][name][OPTIONS_KEY] = listed[name]
+        out.append(msgspec.structs.replace(tool, input_schema=schema))
+    return out

@@ -34,7 +34,8 @@ _CAPABILITIES = re.compile(
 _HOW_ARE_YOU = re.compile(r"\bhow are you\b", re.I)
 _THANKS = re.compile(r"\b(thank(s| you)?|cheers)\b", re.I)
 _GOODBYE = re.compile(
-    r"\b(bye|goodbye|(?:that's|that is) all(?!\s+(?:good|right|correct|fine|ok|okay|there)\b)|"
+    r"\b(bye|goodbye|ta-?ra|cheerio|"
+    r"(?:that's|that is) all(?!\s+(?:good|right|correct|fine|ok|okay|there)\b)|"
     r"nothing else|no,? thanks?)\b",
     re.I,
 )
@@ -201,7 +202,7 @@ def _signs_off(utterance: str) -> bool:
     return (
         len(sentences) > 1
         and len(last.split()) <= 6  # "Thanks very much, bye now."
-        and bool(re.search(r"\b(?:bye|goodbye)\b", last, re.I))
+        and bool(_FAREWELL.search(last))
         and any(_GOODBYE.search(x) or _THANKS.search(x) for x in sentences[:-1])
         and all(
             _GOODBYE.search(x) or _THANKS.search(x) or _REMARK.match(x) for x in sentences[:-1]
@@ -209,6 +210,8 @@ def _signs_off(utterance: str) -> bool:
     )
 
 
+_FAREWELL = re.compile(r"\b(?:bye|goodbye|ta-?ra|cheerio|see ya|see you|take care)\b", re.I)
+"""A goodbye in a word or two, in the Englishes callers speak ("Ta-ra!", "Cheerio")."""
 _REMARK = re.compile(
     r"^(?:glad|great|good|perfect|lovely|wonderful|excellent|awesome|nice|cool|fine|brilliant|"
     r"ok(?:ay)?|alright|all right)\b(?:\W+\w+){0,4}\W*$",

@@ -118,6 +118,46 @@ def handled_thing(description: str, name: str, utterance: str) -> str | None:
     return None
 
 
+_WHEN_DEFINED = re.compile(
+    rf"\b(?:date|time|day|weekday|when|{alternation(LEXICON.calendar.weekdays)})\b", re.IGNORECASE
+)
+
+
+def when_said(description: str, name: str, utterance: str) -> str | None:
+    """A free-text field its tool's line defines by a day or a time ("performance is which one
+    in the caller's words (like 'Saturday matinee' or a date and time)") is the caller's words
+    for when: "the Saturday matinee" -> "Saturday matinee", "on Sunday at eleven"; ``None``
+    when the line defines no such field or the caller says no day or time."""
+    label = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[_\-\s]+", name) if w)
+    defined = re.search(
+        rf"\b{label}\s+(?:is|means|says)\b([^.;,(]*(?:\([^()]*\))?)", description, re.I
+    )  # its own clause, to the next comma, with its parenthesis
+    if defined is None or not _WHEN_DEFINED.search(defined.group(1)):
+        return None
+    return values.when_phrase(utterance)
+
+
+_PERSON_FIELDS = re.compile(
+    r"^(?:(?:full|customer|guest|contact|caller|patient|holder|collector|person|booking|lead)_)?"
+    r"name$"
+)
+_NAME_SAID = re.compile(
+    r"\b(?i:under(?: the name(?: of)?)?|in the name of|name of|the name's|name's|name is"
+    r"|names is|my name is|i'm called)\s+((?:[A-Z][a-z'\u2019-]+)(?:\s+[A-Z][a-z'\u2019-]+){0,2})"
+)
+"""A name given as one; the name's words capitalised, as typed and as Whisper writes them."""
+
+
+def person_named(name: str, utterance: str) -> str | None:
+    """A field for a person's name (``name``, ``guest_name``, ...) is the name the caller gives
+    as one ("They're under Rosie Whitworth", "name of Patel", "The name's Dawson"); ``None``
+    for any other field or a line that gives no name so."""
+    if not _PERSON_FIELDS.match(name.lower()):
+        return None
+    said = _NAME_SAID.search(utterance)
+    return said.group(1) if said else None
+
+
 def option_said(utterance: str, options: list[str]) -> str | None:
     """The value of those a description names that the caller said ("the Riverside store");
     the last one said wins ("not Maple Street, Riverside"), one said after "not" never does

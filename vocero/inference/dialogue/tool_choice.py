@@ -19,7 +19,7 @@ from vocero.contracts.lexicon import consent
 from vocero.contracts.lexicon.base import alternation
 from vocero.contracts.lexicon.en import LEXICON
 from vocero.inference.dialogue import cues, intents, router, schema, small_talk
-from vocero.inference.dialogue.things import stem
+from vocero.inference.dialogue.things import option_said, stem
 
 TOOL_CONFIDENCE = 0.5
 """The intent model's probability at which it opens a task the rules did not recognise."""
@@ -153,10 +153,16 @@ def named_by_own_word(
     return tool if (action - {""}) & said else None
 
 
-def named_by_value(text: str, tools: Sequence[ToolDefinition]) -> ToolDefinition | None:
+def named_by_value(
+    text: str,
+    tools: Sequence[ToolDefinition],
+    today: dt.date | None = None,
+    now: dt.datetime | None = None,
+) -> ToolDefinition | None:
     """The one tool that takes a value the line says by name: a value of a field's ``enum`` that
-    no other tool's field lists (a doctor's name, a store); a line the intent model sent to
-    no tool is then that tool's request, not out of scope. A bare yes ("Yes, go ahead.") names
+    no other tool's field lists (a doctor's name, a store), or of those that list it, the one
+    the line fills whole; a line the intent model sent to no tool is then that tool's request,
+    not out of scope. A bare yes ("Yes, go ahead.") names
     no value: it answers an offer or a read-back, it never opens a task of its own."""
     if consent.classify(text) == "confirm":
         return None
@@ -164,15 +170,21 @@ def named_by_value(text: str, tools: Sequence[ToolDefinition]) -> ToolDefinition
     for tool in tools:
         properties = schema.model_facing(tool).get("properties", {})
         for name, prop in properties.items():
-            values = prop.get("enum") if isinstance(prop, dict) else None
+            if not isinstance(prop, dict):
+                continue
+            values = prop.get("enum") or prop.get(schema.OPTIONS_KEY)
             named = [v for v in values or [] if isinstance(v, str) and len(v) >= 4]
-            if (
-                named
-                and router.field_kind(name, prop) == "enum"
-                and router.fill_arguments_one(tool, name, text) is not None
-            ):
+            kind = router.field_kind(name, prop)
+            said = (
+                router.fill_arguments_one(tool, name, text) is not None
+                if kind == "enum"
+                else kind == "option" and option_said(text, named) is not None
+            )
+            if named and said:
                 taking.append(tool)
                 break
+    if len(taking) > 1 and today is not None:  # "Is A Taste of Kerala on next Wednesday?"
+        taking = [t for t in taking if not any(router.fill_arguments(t, text, today, now=now)[1:])]
     return taking[0] if len(taking) == 1 else None
 
 
@@ -225,19 +237,24 @@ def looked_up(
     return tool
 
 
-def looked_up_instead(
+def overruled(
     text: str,
     found: router.Route,
     tools: Sequence[ToolDefinition],
     today: dt.date,
     now: dt.datetime | None,
 ) -> router.Route:
-    """A wh-question the rules gave to an incomplete tool by its domain alone, not its action,
-    is the lookup :func:`looked_up` finds: "What day do my bins go out? It's TP 208 340." reads
-    the property's collection days; it reports no missed bin."""
-    if found.tool is None or not found.missing or router.action_said(found.tool, text):
+    """The rules' tool, found by its domain or a shared word but not its action, gives way to
+    the tool the line is about: a wh-question's lookup (:func:`looked_up`: "What day do my bins
+    go out? It's TP 208 340." reads the collection days, it reports no missed bin), or the tool
+    the line's values fill whole (:func:`fuller`: "two for The Snow Queen on Sunday at eleven,
+    stalls please, the name's Dawson" books them; it asks no times)."""
+    if found.tool is None or router.action_said(found.tool, text):
         return found
-    asked = looked_up(text, found.tool, tools, today, now)
+    asked = found.tool
+    if found.missing:
+        asked = looked_up(text, asked, tools, today, now)
+    asked = fuller(text, asked, tools, today, now)
     if asked is found.tool:
         return found
     arguments, missing, model_fill = router.fill_arguments(asked, text, today, now=now)
@@ -257,9 +274,14 @@ def fuller(
     if _asks_wh(text):
         return tool
     taken = len(router.fill_arguments(tool, text, today, now=now)[0])
-    for other in cues.identified_tools(text, tools):
+    identified = cues.identified_tools(text, tools)
+    # "I'd like two for The Snow Queen on Sunday at eleven, stalls please. The name's Dawson."
+    # fills every field of the booking (three values at least): no question of what's on.
+    others = [*identified, *(t for t in tools if not t.builtin and t not in identified)]
+    for other in others:
         arguments, missing, model_fill = router.fill_arguments(other, text, today, now=now)
-        if other is not tool and len(arguments) > taken and not missing and not model_fill:
+        enough = len(arguments) > taken and (other in identified or len(arguments) >= 3)
+        if other is not tool and enough and not missing and not model_fill:
             return other
     return tool
 
@@ -268,3 +290,16 @@ def asks_for_something(text: str) -> bool:
     """Whether the line says more than values (days, times, numbers, references)."""
     rest = _VALUE_WORDS.sub(" ", small_talk.without_pleasantries(text).lower())
     return any(len(w) > 1 for w in re.findall(r"[a-z']+", rest))
+
+
+_FIRST_CLAUSE = re.compile(r"^(?P<ask>[^,;]{12,}?)\s*(?:,|;|\bbecause\b)")
+
+
+def refused(model: Ranker, text: str) -> bool:
+    """Whether the line asks for what only a prohibited tool does, judged on the whole line and
+    on its request alone, before the reason it gives ("I want my money back for RD1001, the
+    driver was late": the reason's words must not drown the request)."""
+    if model.decide(text).refused:
+        return True
+    ask = _FIRST_CLAUSE.match(text)
+    return ask is not None and bool(model.decide(ask.group("ask")).refused)
