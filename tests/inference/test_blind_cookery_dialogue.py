@@ -131,6 +131,7 @@ def test_a_bare_field_defined_by_a_day_is_the_callers_when(line: str, session: s
         ("in the demo kitchen, name of Patel?", "Patel"),
         ("The name's Dawson.", "Dawson"),
         ("Name is Hughes.", "Hughes"),
+        ("Two on Knife Skills, Thursday morning, for Marjorie Lees, please.", "Marjorie Lees"),
         ("for The Bread Masterclass please", None),  # a course, not a name
     ],
 )
@@ -148,7 +149,7 @@ def test_a_line_that_fills_the_booking_whole_books_it() -> None:
         "I'd like two for Knife Skills on Sunday at eleven, demo kitchen please. The name's Dawson."
     ))  # fmt: skip
     assert intent == ToolIntent(name="places.book", arguments={
-        "course": "Knife Skills", "session": "on Sunday at eleven", "places": 2,
+        "course": "Knife Skills", "session": "on Sunday at 11", "places": 2,
         "kitchen": "demo", "name": "Dawson",
     })  # fmt: skip
 
@@ -203,3 +204,34 @@ def test_a_main_clause_of_one_key_word_is_not_judged_alone() -> None:
     question = "If we're a bit late because of the traffic, will they still let us in?"
     claim = ["Latecomers are seated at a suitable break."]
     assert answering.answers(question, claim, ["late", "latecomer", "traffic"])
+
+
+def test_a_change_of_session_said_with_swap_or_instead_is_the_exchange() -> None:
+    """Juniper: "I need to swap my tickets to the Thursday evening instead. The booking's J T
+    20421." asked "What performance should I use?" and took "The evening one, half seven" as
+    the performance; "Can I move booking JT20423 to Monday night?" read the booking out."""
+    swap = called(decided("I need to swap my place to the Thursday evening instead. It's SL20421."))
+    assert swap == ToolIntent(
+        name="places.exchange",
+        arguments={"place_ref": "SL20421", "session": "Thursday evening"},  # its name's kind
+    )
+    moved = called(decided("Can I move booking SL20423 to Monday night please?"))
+    assert moved.name == "places.exchange" and moved.arguments["session"] == "Monday night"
+
+
+def test_remind_me_what_asks_to_be_told_and_a_reference_in_groups_is_read() -> None:
+    """Juniper: "Can you remind me what I've booked? The reference is J T, two oh four, one
+    seven." asked when to call back."""
+    decision = decided(
+        "Can you remind me what I've booked? The reference is S L, two oh four, one seven."
+    )
+    assert not (isinstance(decision, dialogue.Call) and decision.intent.name == "school.call_back")
+    assert values.bare_identifier("It's S L, two oh four, one seven.", "^SL[0-9]{5}$") == "SL20417"
+
+
+def test_a_question_is_no_answer_to_a_free_text_question() -> None:
+    """Juniper: asked "What name should I use?", "Before I say yes, how long does it go on for?
+    I've a bus to catch." was read back as the name."""
+    line = "Before I say yes, how long does it go on for? I've a bus to catch."
+    assert small_talk.is_request(line)
+    assert not small_talk.is_request("which course was that?")  # a clarification

@@ -56,7 +56,8 @@ _YES_PHRASES = (
     "that works", "works for me", "yes please", "please go ahead",
     "that's the one", "that is the one", "that's it", "that is it", "spot on", "you got it",
     "lovely", "brilliant", "that's perfect", "that's great", "grand", "that's grand",
-    "all good", "that's all good", "that is all good", "sweet as",
+    "all good", "that's all good", "that is all good", "sweet as", "go on", "go on then",
+    "yes then", "ok then", "okay then",
     # Hindi, romanised and in Devanagari
     "haan", "haanji", "haan ji", "ji haan", "han", "theek hai", "thik hai",
     "हाँ", "हां", "हाँ जी", "जी हाँ", "जी हां", "ठीक है",

@@ -125,11 +125,18 @@ def bare_identifier(text: str, pattern: str | None, *, borrow: bool = True) -> s
     return None
 
 
+_DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine|double|triple)"
+_GROUP_COMMA = re.compile(
+    rf"\b([A-Z]|\d+|{_DIGIT_WORD}),\s+(?=(?:\d|{_DIGIT_WORD})\b)", re.IGNORECASE
+)
+"""A comma between the groups of a reference said aloud ("J T, two oh four, one seven")."""
+
+
 def _identifier_text(text: str) -> str:
     """The utterance as identifiers are read from it: spoken letters and numbers as characters
     ("B as in bravo five two" -> "B 52", "b k one two" -> "BK 12"), then dates, times, counts
     and amounts blanked out."""
-    spoken = spoken_times(text.replace("\u2019", "'"))
+    spoken = spoken_times(_GROUP_COMMA.sub(r"\1 ", text.replace("\u2019", "'")))
     spoken = _SPELLED_LETTER.sub(_spelled_letter, spoken)
     spoken = NUMBER_RUN.sub(number_run, spoken)
     spoken = _SPACED_LETTERS.sub(_spaced_letters, spoken)

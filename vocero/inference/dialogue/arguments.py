@@ -87,7 +87,7 @@ def fill_arguments(
         if value is None and kind == "text":
             value = handled_thing(tool.description, name, utterance)  # "for an old fridge"
         if value is None and kind == "text":
-            value = when_said(tool.description, name, utterance)  # "the Saturday matinee"
+            value = when_said(tool.description, name, utterance, prop)  # "Saturday matinee"
         if value is None and kind == "text":
             value = person_named(name, utterance)  # "They're under Rosie Whitworth"
         if value is None and kind == "text" and only_named(name, tool.description):

@@ -55,6 +55,7 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "list": ("list", "show me", "upcoming", "coming up", "what's on", "do i have"),
     "reschedule": (
         "reschedule", "move", "change", "push", "rebook", "shift", "postpone", "instead",
+        "exchange", "swap", "switch",
     ),
     "cancel": ("cancel", "call off", "drop", "scrap", "delete", "remove"),
     "add": ("add", "bring", "include", "put on", "take along"),
@@ -176,8 +177,17 @@ def described_nouns(tool: ToolDefinition) -> frozenset[str]:
     return frozenset(out)
 
 
+_NO_CALL_BACK = re.compile(
+    r"\bremind me (?=what|which|when|where|how|who|of\b)"
+    r"|\b(?:i'll|i will|we'll) (?:call|ring|phone)(?: you)? back\b",
+    re.I,
+)
+"""Call-back words that ask for none: "remind me what I've booked" asks to be told, "I'll ring
+back" says the caller will."""
+
+
 def _concepts_said(utterance: str) -> dict[str, float]:
-    text = f" {normalise(utterance)} "
+    text = f" {normalise(_NO_CALL_BACK.sub(' ', utterance))} "
     said: dict[str, float] = {}
     for concept, phrases in LEXICON.items():
         if any(f" {p} " in text for p in phrases):

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from vocero.contracts.domain import ToolDefinition
+from vocero.inference.dialogue.things import WHEN_KEY, when_defined
 
 MAX_STRING = 80
 MAX_ITEMS = 8
@@ -214,6 +215,7 @@ def _bound(node: Any, max_string: int) -> None:
     node.pop("format", None)
     node.pop(OPTIONS_KEY, None)
     node.pop(IDENTIFIER_KEY, None)
+    node.pop(WHEN_KEY, None)
     if kind == "string" and not {"enum", "const", "maxLength"} & node.keys():
         node["maxLength"] = max_string
     if kind == "array":
@@ -260,6 +262,7 @@ def _without_options(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(prop, dict):
             prop.pop(OPTIONS_KEY, None)
             prop.pop(IDENTIFIER_KEY, None)
+            prop.pop(WHEN_KEY, None)
     return schema
 
 
@@ -297,26 +300,33 @@ def shared_values(tools: list[ToolDefinition]) -> list[ToolDefinition]:
     enum names: "Is Blithe Spirit on next Wednesday?"), under :data:`OPTIONS_KEY`; tools
     without such a field are returned as they are."""
     listed: dict[str, list[str]] = {}
+    timed: set[str] = set()
     for tool in tools:
         for name, prop in (tool.input_schema or {}).get("properties", {}).items():
             values = prop.get("enum") if isinstance(prop, dict) else None
             if values and all(isinstance(v, str) for v in values):
                 listed.setdefault(name, list(values))
-    if not listed:
+            if when_defined(tool.description, name):
+                timed.add(name)  # "performance is which one (like 'Saturday matinee' ...)"
+    if not listed and not timed:
         return tools
     out: list[ToolDefinition] = []
     for tool in tools:
         properties = (tool.input_schema or {}).get("properties", {})
         bare = [
             n for n, p in properties.items()
-            if n in listed and isinstance(p, dict) and p.get("type", "string") == "string"
-            and not {"enum", "format", "pattern", OPTIONS_KEY} & p.keys()
+            if (n in listed or n in timed) and isinstance(p, dict)
+            and p.get("type", "string") == "string"
+            and not {"enum", "format", "pattern", OPTIONS_KEY, WHEN_KEY} & p.keys()
         ]  # fmt: skip
         if not bare:
             out.append(tool)
             continue
         schema = copy.deepcopy(tool.input_schema)
         for name in bare:
-            schema["properties"][name][OPTIONS_KEY] = listed[name]
+            if name in listed:
+                schema["properties"][name][OPTIONS_KEY] = listed[name]
+            else:
+                schema["properties"][name][WHEN_KEY] = True
         out.append(msgspec.structs.replace(tool, input_schema=schema))
     return out

@@ -94,7 +94,7 @@ _BARE_ANSWER = re.compile(
     r"^\W*(yes|yeah|yep|yup|sure|ok|okay|go ahead|please do|do it|no|nope|nah)\W*$", re.I
 )
 _QUESTION = re.compile(
-    r"\?\s*$|^\W*(can|could|may|what|when|where|which|who|how|why|is|are|do|"
+    r"\?(?:\s|$)|^\W*(can|could|may|what|when|where|which|who|how|why|is|are|do|"
     r"does|will|would|should)\b",
     re.I,
 )
@@ -133,7 +133,7 @@ def is_request(utterance: str) -> bool:
     acts = (_GREETING, _IDENTITY, _CAPABILITIES, _HOW_ARE_YOU, _THANKS, _GOODBYE, _REPEAT)
     if any(act.search(utterance) for act in acts):
         return True
-    if _BACK_REFERENCE.search(utterance):
+    if _BACK_REFERENCE.search(utterance) and len(utterance.split()) <= 8:
         return False  # "which appointment was that?" asks about the question: a clarification
     return bool(_QUESTION.search(utterance)) and len(utterance.split()) >= 4
 

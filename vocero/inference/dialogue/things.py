@@ -123,18 +123,31 @@ _WHEN_DEFINED = re.compile(
 )
 
 
-def when_said(description: str, name: str, utterance: str) -> str | None:
+def when_said(
+    description: str, name: str, utterance: str, prop: dict[str, object] | None = None
+) -> str | None:
     """A free-text field its tool's line defines by a day or a time ("performance is which one
     in the caller's words (like 'Saturday matinee' or a date and time)") is the caller's words
     for when: "the Saturday matinee" -> "Saturday matinee", "on Sunday at eleven"; ``None``
     when the line defines no such field or the caller says no day or time."""
+    if not (prop or {}).get(WHEN_KEY) and not when_defined(description, name):
+        return None
+    said = values.when_phrase(utterance)
+    return values.spoken_times(said) if said else None  # "on Sunday at eleven" -> "at 11"
+
+
+WHEN_KEY = "x-vocero-when"
+"""Where :func:`vocero.inference.dialogue.schema.shared_values` marks a bare field that another
+tool's field of the same name, defined by a day or a time, makes one too."""
+
+
+def when_defined(description: str, name: str) -> bool:
+    """Whether the tool's line defines field ``name`` by a day or a time."""
     label = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[_\-\s]+", name) if w)
     defined = re.search(
         rf"\b{label}\s+(?:is|means|says)\b([^.;,(]*(?:\([^()]*\))?)", description, re.I
     )  # its own clause, to the next comma, with its parenthesis
-    if defined is None or not _WHEN_DEFINED.search(defined.group(1)):
-        return None
-    return values.when_phrase(utterance)
+    return defined is not None and bool(_WHEN_DEFINED.search(defined.group(1)))
 
 
 _PERSON_FIELDS = re.compile(
@@ -154,8 +167,15 @@ def person_named(name: str, utterance: str) -> str | None:
     for any other field or a line that gives no name so."""
     if not _PERSON_FIELDS.match(name.lower()):
         return None
-    said = _NAME_SAID.search(utterance)
+    said = _NAME_SAID.search(utterance) or _FOR_NAME.search(utterance)
     return said.group(1) if said else None
+
+
+_FOR_NAME = re.compile(
+    r"\bfor ((?!(?:The|A|An|This|That|My|Our)\b)[A-Z][a-z'\u2019-]+ [A-Z][a-z'\u2019-]+)"
+    r"(?=\s*(?:[,.!?]|$|(?i:please)))"
+)
+"""A first and last name after "for", closing its clause ("..., for Marjorie Lees, please")."""
 
 
 def option_said(utterance: str, options: list[str]) -> str | None:
