@@ -298,7 +298,7 @@ def action_requested(tool: ToolDefinition, utterance: str) -> bool:
 
 
 _SUPPOSED = re.compile(
-    r"\b(?:if|when|whenever|whether|in case|once|after|before|what if)\s+(?:\w+\s+){0,2}$", re.I
+    r"\b(?:if|when|whenever|whether|once|after|before|what if)\s+(?:\w+\s+){0,2}$", re.I
 )
 """A request form inside a supposition ("If I need to cancel a lesson, how much notice ...")."""
 

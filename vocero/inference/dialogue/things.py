@@ -151,7 +151,7 @@ def when_defined(description: str, name: str) -> bool:
 
 
 _PERSON_FIELDS = re.compile(
-    r"^(?:(?:full|customer|guest|contact|caller|patient|holder|collector|person|booking|lead)_)?"
+    r"^(?:(?:full|first|contact|caller|holder|collector|person|lead|your)_)?"
     r"name$"
 )
 _NAME_SAID = re.compile(
