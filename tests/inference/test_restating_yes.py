@@ -137,16 +137,18 @@ def test_grand_beside_a_value_is_still_no_yes() -> None:
 @pytest.mark.parametrize(
     "line",
     ["Yes, that's all good, go ahead.", "All good.", "Yep, all good thanks.", "Sweet as.",
-     "Yes, go on then.", "Go on."],
+     "Yes, go on then.", "Go on then.", "Yes, please do."],
 )  # fmt: skip
 def test_an_all_good_yes_confirms(line: str) -> None:
     """Tamarind (en-NZ): "Yes, that's all good, go ahead." was "Sorry, I didn't catch that";
-    Juniper (en-GB): "Yes, go on then." opened another request."""
+    Juniper (en-GB): "Yes, go on then." opened another request; "Yes, please do." was read as
+    "yes please" and a stray "do" (the phrases overlap)."""
     assert label(line, model_says="uncertain") == "confirm"
 
 
 @pytest.mark.parametrize(
-    "line", ["all good, Friday at 8", "not all good", "all good?", "go on, make it Friday"]
+    "line",
+    ["all good, Friday at 8", "not all good", "all good?", "go on, make it Friday", "yes do"],
 )
 def test_all_good_beside_a_value_a_no_or_a_question_is_no_yes(line: str) -> None:
     assert label(line, model_says="confirm") != "confirm"

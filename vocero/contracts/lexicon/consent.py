@@ -56,7 +56,7 @@ _YES_PHRASES = (
     "that works", "works for me", "yes please", "please go ahead",
     "that's the one", "that is the one", "that's it", "that is it", "spot on", "you got it",
     "lovely", "brilliant", "that's perfect", "that's great", "grand", "that's grand",
-    "all good", "that's all good", "that is all good", "sweet as", "go on", "go on then",
+    "all good", "that's all good", "that is all good", "sweet as", "go on then",
     "yes then", "ok then", "okay then",
     # Hindi, romanised and in Devanagari
     "haan", "haanji", "haan ji", "ji haan", "han", "theek hai", "thik hai",
@@ -127,9 +127,28 @@ def explicit_yes(answer: str, action: str = "") -> bool:
     rest = _YES.sub(" ", spoken)
     if rest == spoken:
         return False  # no yes phrase at all
-    if all(word in _POLITE for word in rest.split()):
+    if all(word in _POLITE for word in rest.split()) or _tiled(spoken.split()):
         return True
     return bool(action) and _restates(rest.split(), action) and not names_value(text)
+
+
+_PHRASE_WORDS = tuple(tuple(words_of(p)) for p in _YES_PHRASES)
+
+
+def _tiled(words: list[str]) -> bool:
+    """Whether the words are yes phrases and politeness end to end, however the phrases
+    overlap when read longest first ("yes please do" is "yes" and "please do", not "yes please"
+    and a stray "do"); at least one yes phrase."""
+    reach: dict[int, bool] = {0: False}  # position -> whether a yes phrase was used to get there
+    for at in range(len(words)):
+        if at not in reach:
+            continue
+        if words[at] in _POLITE:
+            reach[at + 1] = reach.get(at + 1, False) or reach[at]
+        for phrase in _PHRASE_WORDS:
+            if phrase and tuple(words[at : at + len(phrase)]) == phrase:
+                reach[at + len(phrase)] = True
+    return reach.get(len(words), False)
 
 
 def restatable(tool: str, fields: Mapping[str, object] | None = None) -> str:
