@@ -7,6 +7,7 @@ ferry operator's catalog, with names no suite uses.
 
 from __future__ import annotations
 
+from vocero.contracts import values
 from vocero.speech import answering
 from vocero.speech.knowledge import search_result
 from vocero.store.knowledge import ClaimHit
@@ -97,3 +98,14 @@ def test_topics_any_question_says_prove_nothing() -> None:
                    ["what time", "morning", "check in", "early"], 1.0)  # fmt: skip
     bus = "While I've got you, what time does the number 12 bus leave for town in the morning?"
     assert search_result(bus, [check_in])["claims"] == []
+
+
+def test_how_long_it_goes_on_for_asks_the_running_time() -> None:
+    """Juniper: "Before I say yes, how long does it go on for? I've a bus to catch." had no
+    approved answer though the catalog's running times claim says "how long" and "duration"."""
+    crossing = hit("crossing.length", "The crossing takes 2 hours 10 minutes.",
+                   ["running time", "how long", "length", "duration", "arrive"], 1.0)  # fmt: skip
+    question = "Before I say yes, how long does it go on for? I've a bus to catch."
+    asked = " ".join([question, *values.length_asked(question)])
+    assert search_result(question, [crossing], asked=asked)["best"] == ["crossing.length"]
+    assert values.length_asked("Is there a bar?") == []

@@ -105,9 +105,10 @@ class KnowledgeTools:
         if scope is None:
             return ToolResult(content={"error": "no_catalog"}, is_error=True)
         query = str(arguments.get("query") or "")[:MAX_QUERY_CHARS]
-        # "I'm 22, can I still rent?" asks about age. (Words for money are not added: "price
-        # match" would then be answered with any claim that says a fee.)
-        asked = " ".join([query, *values.age_asked(query)])
+        # "I'm 22, can I still rent?" asks about age, "how long does it go on for?" the running
+        # time. (Words for money are not added: "price match" would then be answered with any
+        # claim that says a fee.)
+        asked = " ".join([query, *values.age_asked(query), *values.length_asked(query)])
         hits = await self._repo.search(scope, asked, limit=self._limit)
         return ToolResult(content=search_result(query, hits, asked=asked))
 

@@ -56,6 +56,7 @@ QUESTION_SYNONYMS: Final[tuple[tuple[str, ...], ...]] = (
         "paying",
     ),
     ("age", "how old", "years old", "minimum age"),
+    ("how long", "running time", "length", "duration", "go on for", "last"),
 )
 """Words that ask the same thing of a catalog: "how much does it cost" asks the fee a claim's
 topics may call "fee" or "charge". A line that says one says them all, for finding the claim

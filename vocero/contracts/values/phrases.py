@@ -138,6 +138,17 @@ def asked_alike(text: str) -> list[str]:
     return out + age_asked(text)
 
 
+_LENGTH_ASKED = re.compile(r"\bhow long\b|\bgo(?:es)? on for\b|\brunning time\b", re.I)
+
+
+def length_asked(text: str) -> list[str]:
+    """The words of asking how long something lasts when the line asks it ("how long does it
+    go on for?" asks the running time); ``[]`` otherwise."""
+    if not _LENGTH_ASKED.search(text):
+        return []
+    return list(next(g for g in QUESTION_SYNONYMS if "running time" in g))
+
+
 def age_asked(text: str) -> list[str]:
     """The words of asking about age when the line says one ("I'm 22, can I still rent?");
     ``[]`` otherwise."""
