@@ -235,3 +235,41 @@ def test_a_question_is_no_answer_to_a_free_text_question() -> None:
     line = "Before I say yes, how long does it go on for? I've a bus to catch."
     assert small_talk.is_request(line)
     assert not small_talk.is_request("which course was that?")  # a clarification
+
+
+def test_a_failed_write_after_a_yes_opens_no_other_task() -> None:
+    """Juniper: after "Yes, go on then." the booking was refused (sold out); replaying the
+    yes as a request opened the times lookup and the agent asked "Which show ...?" instead of
+    letting the failure be read out."""
+    request = LlmRequest(
+        messages=[
+            SYSTEM,
+            Message(role="user", content="Two on Knife Skills this Saturday morning, main "
+                    "kitchen, under Brennan."),
+            Message(role="assistant", content="To confirm: book 2 places on Knife Skills, this "
+                    "Saturday morning, in the main kitchen, under Brennan. Shall I go ahead?"),
+            Message(role="user", content="Yes, go on then."),
+            Message(role="tool", content="", tool_name="places.book", tool_status="rejected",
+                    tool_result={"error": "sold_out", "message": "Knife Skills is full"}),
+        ],
+        tools=TOOLS,
+        claims=CLAIMS,
+    )  # fmt: skip
+    assert isinstance(dialogue.decide(request, today=TODAY, model=model()), dialogue.Silent)
+
+
+class SureOfTimes:
+    """An intent model that names the times lookup for every line, confidently."""
+
+    def rank(self, text: str) -> list[tuple[str, float]]:
+        return [("timetable.sessions", 0.9)]
+
+    def decide(self, text: str) -> intents.Decision:
+        return intents.Decision(intent="timetable.sessions", score=0.9)
+
+
+@pytest.mark.parametrize("line", ["Yes, go on then.", "Yes, please do.", "Yes please."])
+def test_a_bare_yes_opens_no_task_whatever_the_model_says(line: str) -> None:
+    request = LlmRequest(messages=[SYSTEM, Message(role="user", content=line)], tools=TOOLS)
+    turn = dialogue._Turn.of(request, TODAY, SureOfTimes())  # type: ignore[arg-type]
+    assert dialogue._routing(turn)(line).tool is None

@@ -363,8 +363,8 @@ def _routing(turn: _Turn) -> tasks.Routing:
             return found
         if tool_choice.refused(model, small_talk.without_pleasantries(text)):
             return router.Route(None)  # what only a prohibited tool does: no tool of ours
-        if small_talk.act(text) == "goodbye":
-            return router.Route(None)  # "that's all, I'll ring back when I've decided. Ta-ra!"
+        if small_talk.act(text) == "goodbye" or consent.classify(text) == "confirm":
+            return router.Route(None)  # "... Ta-ra!"; a bare yes ("Yes, go on then.") opens none
         if found.tool is not None and found.missing and found.tool.builtin != FOLLOWUPS_TOOL:
             found = tool_choice.better_fit(text, found, tools, model, today, now)
         found = tool_choice.overruled(text, found, tools, today, now)
