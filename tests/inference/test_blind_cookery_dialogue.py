@@ -273,3 +273,19 @@ def test_a_bare_yes_opens_no_task_whatever_the_model_says(line: str) -> None:
     request = LlmRequest(messages=[SYSTEM, Message(role="user", content=line)], tools=TOOLS)
     turn = dialogue._Turn.of(request, TODAY, SureOfTimes())  # type: ignore[arg-type]
     assert dialogue._routing(turn)(line).tool is None
+
+
+@pytest.mark.parametrize(
+    ("line", "other"),
+    [
+        ("Can you book us a table for dinner?", True),
+        ("Could you book me a taxi home after?", True),
+        ("Can you book Rosalind in for two places?", False),  # a name, not another thing
+        ("Can you book two places for me?", False),  # the tool's own thing
+        ("Can you book the Taste of Kerala?", False),  # a value the tool lists
+    ],
+)
+def test_the_tools_verb_of_another_common_noun_names_another_thing(line: str, other: bool) -> None:
+    """Quarry Hill (after the first version of this rule): "Can you reserve Piranesi for me on
+    card ...?" lost the hold request, the title being no word of the room booking's."""
+    assert router._other_object(BOOK, line) is other

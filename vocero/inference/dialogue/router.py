@@ -273,15 +273,22 @@ def _other_object(tool: ToolDefinition, utterance: str) -> bool:
         own.update(stem(w) for w in re.split(r"[_\s]+", name.lower()))
         for value in (prop.get("enum") or []) if isinstance(prop, dict) else []:
             own.update(stem(w) for w in normalise(str(value)).split())
-    words = normalise(utterance).split()
-    for at, word in enumerate(words):
-        if stem(word) not in verbs:
+    said = re.findall(r"[\w'-]+", utterance)
+    for at, word in enumerate(said):
+        if stem(word.lower()) not in verbs:
             continue
-        rest = [w for w in words[at + 1 : at + 5] if w not in _LEADING and not w.isdigit()]
-        thing = rest[0] if rest else ""
-        if len(thing) >= 3 and thing.isalpha() and stem(thing) not in own:
+        after = said[at + 1 : at + 5]
+        ahead = [w for w in after if w.lower() not in _LEADING and not w.isdigit()]
+        thing = ahead[0] if ahead else ""
+        counted = after.index(thing) if thing else 0
+        # a common noun after its article ("book us a table"), never a name ("reserve Piranesi")
+        article = counted > 0 and after[counted - 1].lower() in _ARTICLES
+        if article and thing.islower() and len(thing) >= 3 and stem(thing) not in own:
             return thing not in NUMBER_WORDS
     return False
+
+
+_ARTICLES = frozenset(("a", "an", "the", "some", "my", "our", "another"))
 
 
 def action_requested(tool: ToolDefinition, utterance: str) -> bool:
