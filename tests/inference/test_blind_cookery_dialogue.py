@@ -19,6 +19,7 @@ from functools import cache
 
 import pytest
 
+from tests.support.tools import called, conversation
 from tests.support.tools import tool as _tool
 from vocero.contracts import values
 from vocero.contracts.builtins import FOLLOWUPS_TOOL, KNOWLEDGE_TOOL
@@ -84,16 +85,8 @@ def model() -> dialogue._Memo:
 
 
 def decided(*lines: str) -> dialogue.Decision:
-    messages = [SYSTEM]
-    for index, line in enumerate(lines):
-        messages.append(Message(role="assistant" if index % 2 else "user", content=line))
-    request = LlmRequest(messages=messages, tools=TOOLS, claims=CLAIMS)
+    request = LlmRequest(messages=conversation(SYSTEM, lines), tools=TOOLS, claims=CLAIMS)
     return dialogue.decide(request, today=TODAY, model=model())
-
-
-def called(decision: dialogue.Decision) -> ToolIntent:
-    assert isinstance(decision, dialogue.Call), decision
-    return decision.intent
 
 
 @pytest.mark.parametrize(

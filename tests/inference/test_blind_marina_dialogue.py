@@ -19,6 +19,7 @@ from functools import cache
 
 import pytest
 
+from tests.support.tools import called, conversation
 from tests.support.tools import tool as _tool
 from vocero.contracts import values
 from vocero.contracts.builtins import KNOWLEDGE_TOOL
@@ -87,17 +88,8 @@ def model() -> dialogue._Memo:
 
 
 def decided(*lines: str) -> dialogue.Decision:
-    messages = [SYSTEM]
-    for index, line in enumerate(lines):
-        role = "assistant" if index % 2 else "user"
-        messages.append(Message(role=role, content=line))
-    request = LlmRequest(messages=messages, tools=TOOLS, claims=CLAIMS)
+    request = LlmRequest(messages=conversation(SYSTEM, lines), tools=TOOLS, claims=CLAIMS)
     return dialogue.decide(request, today=TODAY, model=model())
-
-
-def called(decision: dialogue.Decision) -> ToolIntent:
-    assert isinstance(decision, dialogue.Call), decision
-    return decision.intent
 
 
 @pytest.mark.parametrize(
