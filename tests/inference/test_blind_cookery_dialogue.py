@@ -282,3 +282,36 @@ def test_the_tools_verb_of_another_common_noun_names_another_thing(line: str, ot
     """Quarry Hill (after the first version of this rule): "Can you reserve Piranesi for me on
     card ...?" lost the hold request, the title being no word of the room booking's."""
     assert router._other_object(BOOK, line) is other
+
+
+def _after_refused_booking(line: str, status: str = "rejected") -> dialogue.Decision:
+    messages = conversation(SYSTEM, (
+        "Two on Knife Skills this Saturday morning, main kitchen, under Brennan.",
+        "To confirm: book 2 places on Knife Skills, this Saturday morning, in the main kitchen, "
+        "under Brennan. Shall I go ahead?",
+        "Yes, go on then.",
+    ))  # fmt: skip
+    messages += [
+        Message(role="tool", content="", tool_name="places.book", tool_status=status,
+                tool_result={"error": "sold_out"}),
+        Message(role="assistant", content="Sorry, I could not complete that."),
+        Message(role="user", content=line),
+    ]  # fmt: skip
+    request = LlmRequest(messages=messages, tools=TOOLS, claims=CLAIMS)
+    return dialogue.decide(request, today=TODAY, model=model())
+
+
+@pytest.mark.parametrize(
+    "line", ["So have I got the places or not?", "Has that gone through?", "So is that sorted?"]
+)
+def test_whether_a_refused_write_went_through_is_answered_no(line: str) -> None:
+    """Juniper: after the sold-out booking was read out as failed, "So have I got the tickets
+    or not?" was asked for a booking reference."""
+    decision = _after_refused_booking(line)
+    assert isinstance(decision, dialogue.Say), decision
+    assert decision.text.startswith("No,") and "didn't go through" in decision.text
+
+
+def test_after_a_committed_write_the_question_is_not_answered_no() -> None:
+    decision = _after_refused_booking("Has that gone through?", status="committed")
+    assert not (isinstance(decision, dialogue.Say) and decision.text.startswith("No,"))

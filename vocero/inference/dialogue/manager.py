@@ -207,6 +207,8 @@ def decide(
     if corrected is not None:
         log.info("llm.correction", tool=corrected.name)
         return _known(Call(corrected), request)
+    if said := replies.outcome(request):  # "So is that sorted?" after a refused write
+        return Say(said)
     opened = tasks.open_task(request.messages, request.tools, today, route=route, now=now)
     if opened is not None and tasks.answers(opened, utterance, today, now=now):
         decision = router.Route(None)  # judged against what was asked before any other reading

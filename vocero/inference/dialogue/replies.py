@@ -99,3 +99,24 @@ def last_user_text(request: LlmRequest) -> str:
     if not request.messages or request.messages[-1].role != "user":
         return ""
     return request.messages[-1].content
+
+
+_OUTCOME_ASKED = re.compile(
+    r"\b(?:(?:has|did|is|was) (?:that|it) (?:gone|go|went|been|all)?\s*(?:through|sorted|done|"
+    r"booked|worked|confirmed|ok|okay)|have i got (?:them|it|the \w+)|am i (?:booked|sorted)|"
+    r"did it work)\b",
+    re.IGNORECASE,
+)
+_FAILED = frozenset(("rejected", "failed"))
+
+
+def outcome(request: LlmRequest) -> str | None:
+    """The answer to "So is that sorted?" / "Has that gone through?" right after a write the
+    server refused or that failed: that it did not go through (the reason was read out with the
+    failure); ``None`` for any other line, or when the last call did not fail."""
+    if not _OUTCOME_ASKED.search(last_user_text(request)):
+        return None
+    calls = [m for m in request.messages[:-1] if m.role == "tool"]
+    if not calls or calls[-1].tool_status not in _FAILED:
+        return None
+    return "No, I'm sorry, that didn't go through, so nothing was changed."
