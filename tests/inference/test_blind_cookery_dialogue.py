@@ -309,7 +309,7 @@ def test_whether_a_refused_write_went_through_is_answered_no(line: str) -> None:
     or not?" was asked for a booking reference."""
     decision = _after_refused_booking(line)
     assert isinstance(decision, dialogue.Say), decision
-    assert decision.text.startswith("No,") and "didn't go through" in decision.text
+    assert decision.text.startswith("No,") and "couldn't" in decision.text
 
 
 def test_after_a_committed_write_the_question_is_not_answered_no() -> None:

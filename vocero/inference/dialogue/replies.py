@@ -119,4 +119,4 @@ def outcome(request: LlmRequest) -> str | None:
     calls = [m for m in request.messages[:-1] if m.role == "tool"]
     if not calls or calls[-1].tool_status not in _FAILED:
         return None
-    return "No, I'm sorry, that didn't go through, so nothing was changed."
+    return "No, I'm sorry, I couldn't do that, so nothing was changed."
